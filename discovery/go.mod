@@ -1,0 +1,3 @@
+module etcdx/discovery
+
+go 1.26.0

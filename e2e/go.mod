@@ -1,0 +1,3 @@
+module etcdx/e2e
+
+go 1.26.0

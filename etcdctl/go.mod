@@ -1,0 +1,3 @@
+module etcdx/etcdctl
+
+go 1.26.0

@@ -1,0 +1,3 @@
+module etcdx/etcdutl
+
+go 1.26.0

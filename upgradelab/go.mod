@@ -1,0 +1,3 @@
+module etcdx/upgradelab
+
+go 1.26.0
