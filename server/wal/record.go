@@ -1,7 +1,7 @@
 package wal
 
 import (
-		"encoding/binary"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
