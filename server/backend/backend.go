@@ -1,0 +1,401 @@
+// Package backend wraps the member's bbolt file: upstream etcd's bucket layout, one long-lived
+// batch write transaction committed on a timer or after enough writes, and read transactions
+// that always see committed data. Callers that need to read their own uncommitted writes keep
+// them in memory until the commit hook tells them the data is on disk.
+package backend
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Bucket names and meta keys as upstream etcd lays them out, so data files interchange.
+var (
+	Key            = []byte("key")
+	Meta           = []byte("meta")
+	Lease          = []byte("lease")
+	Alarm          = []byte("alarm")
+	Cluster        = []byte("cluster")
+	Members        = []byte("members")
+	MembersRemoved = []byte("members_removed")
+	Auth           = []byte("auth")
+	AuthUsers      = []byte("authUsers")
+	AuthRoles      = []byte("authRoles")
+
+	MetaConsistentIndex    = []byte("consistent_index")
+	MetaTerm               = []byte("term")
+	MetaScheduledCompact   = []byte("scheduledCompactRev")
+	MetaFinishedCompact    = []byte("finishedCompactRev")
+	MetaConfState          = []byte("confState")
+	MetaStorageVersion     = []byte("storageVersion")
+	ClusterClusterVersion  = []byte("clusterVersion")
+	ClusterDowngrade       = []byte("downgrade")
+	allBuckets             = [][]byte{Key, Meta, Lease, Alarm, Cluster, Members, MembersRemoved, Auth, AuthUsers, AuthRoles}
+	defaultBatchInterval   = 100 * time.Millisecond
+	defaultBatchLimit      = 10000
+	defaultInitialMmapSize = int64(10 << 30)
+)
+
+// ErrLocked means another process holds the file.
+var ErrLocked = errors.New("backend: database file is locked by another process")
+
+// Config says where the file is and how writes are batched.
+type Config struct {
+	Path          string
+	BatchInterval time.Duration
+	BatchLimit    int
+	Logger        *slog.Logger
+	// OpenTimeout bounds the wait for the file lock; zero means one second.
+	OpenTimeout time.Duration
+	// ObserveCommit, when set, receives the duration of every commit (for metrics).
+	ObserveCommit func(time.Duration)
+}
+
+// Backend is safe for concurrent use.
+type Backend struct {
+	cfg Config
+	log *slog.Logger
+
+	// dbMu guards db against the swap done by Defrag: readers hold it shared.
+	dbMu sync.RWMutex
+	db   *bolt.DB
+
+	batchMu  sync.Mutex
+	tx       *bolt.Tx
+	pending  int
+	onCommit []func()
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// Open opens or creates the file, creates the buckets and starts the batch committer.
+func Open(cfg Config) (*Backend, error) {
+	if cfg.BatchInterval == 0 {
+		cfg.BatchInterval = defaultBatchInterval
+	}
+	if cfg.BatchLimit == 0 {
+		cfg.BatchLimit = defaultBatchLimit
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	if cfg.OpenTimeout == 0 {
+		cfg.OpenTimeout = time.Second
+	}
+	db, err := openDB(cfg.Path, cfg.OpenTimeout)
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{cfg: cfg, log: cfg.Logger, db: db, stop: make(chan struct{}), done: make(chan struct{})}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		return nil
+	}); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("backend: %s: %w", cfg.Path, err)
+	}
+	if err := b.begin(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	go b.run()
+	return b, nil
+}
+
+func openDB(path string, timeout time.Duration) (db *bolt.DB, err error) {
+	// bbolt panics on some malformed files; a damaged data file must be an error, not a crash.
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("backend: %s is not a valid database file: %v", path, r)
+		}
+	}()
+	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, InitialMmapSize: int(defaultInitialMmapSize), FreelistType: bolt.FreelistMapType})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s", ErrLocked, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("backend: open %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// OnCommit registers fn to run, with the batch lock held, after every commit.
+func (b *Backend) OnCommit(fn func()) {
+	b.batchMu.Lock()
+	b.onCommit = append(b.onCommit, fn)
+	b.batchMu.Unlock()
+}
+
+func (b *Backend) begin() error {
+	b.dbMu.RLock()
+	tx, err := b.db.Begin(true)
+	b.dbMu.RUnlock()
+	if err != nil {
+		return fmt.Errorf("backend: begin write transaction: %w", err)
+	}
+	b.tx = tx
+	return nil
+}
+
+func (b *Backend) run() {
+	defer close(b.done)
+	t := time.NewTicker(b.cfg.BatchInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			if err := b.Commit(); err != nil {
+				b.log.Error("periodic backend commit failed", "error", err)
+			}
+		case <-b.stop:
+			return
+		}
+	}
+}
+
+// BatchTx is the write transaction, held exclusively between Lock and Unlock.
+type BatchTx struct{ b *Backend }
+
+// Batch locks the write transaction for the caller.
+func (b *Backend) Batch() *BatchTx {
+	b.batchMu.Lock()
+	return &BatchTx{b: b}
+}
+
+// Put writes key=value into bucket.
+func (t *BatchTx) Put(bucket, key, value []byte) error {
+	t.b.pending++
+	if err := t.b.tx.Bucket(bucket).Put(key, value); err != nil {
+		return fmt.Errorf("backend: put %s/%x: %w", bucket, key, err)
+	}
+	return nil
+}
+
+// Delete removes key from bucket.
+func (t *BatchTx) Delete(bucket, key []byte) error {
+	t.b.pending++
+	if err := t.b.tx.Bucket(bucket).Delete(key); err != nil {
+		return fmt.Errorf("backend: delete %s/%x: %w", bucket, key, err)
+	}
+	return nil
+}
+
+// Tx exposes the write transaction for range scans inside the batch.
+func (t *BatchTx) Tx() *bolt.Tx { return t.b.tx }
+
+// Unlock releases the batch, committing first if enough writes are pending.
+func (t *BatchTx) Unlock() error {
+	var err error
+	if t.b.pending >= t.b.cfg.BatchLimit {
+		err = t.b.commitLocked()
+	}
+	t.b.batchMu.Unlock()
+	return err
+}
+
+// Commit makes every write so far durable.
+func (b *Backend) Commit() error {
+	b.batchMu.Lock()
+	defer b.batchMu.Unlock()
+	return b.commitLocked()
+}
+
+func (b *Backend) commitLocked() error {
+	if b.pending == 0 {
+		return nil
+	}
+	start := time.Now()
+	if err := b.tx.Commit(); err != nil {
+		return fmt.Errorf("backend: commit: %w", err)
+	}
+	if b.cfg.ObserveCommit != nil {
+		b.cfg.ObserveCommit(time.Since(start))
+	}
+	b.pending = 0
+	for _, fn := range b.onCommit {
+		fn()
+	}
+	return b.begin()
+}
+
+// View runs fn in a read transaction over committed data.
+func (b *Backend) View(fn func(tx *bolt.Tx) error) error {
+	b.dbMu.RLock()
+	defer b.dbMu.RUnlock()
+	return b.db.View(fn)
+}
+
+// Size is the file's size in bytes; SizeInUse excludes free pages.
+func (b *Backend) Size() int64 {
+	b.dbMu.RLock()
+	defer b.dbMu.RUnlock()
+	var size int64
+	_ = b.db.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil })
+	return size
+}
+
+// SizeInUse is the size minus the pages bbolt holds free.
+func (b *Backend) SizeInUse() int64 {
+	b.dbMu.RLock()
+	defer b.dbMu.RUnlock()
+	var size int64
+	_ = b.db.View(func(tx *bolt.Tx) error {
+		free := int64(b.db.Stats().FreePageN+b.db.Stats().PendingPageN) * int64(b.db.Info().PageSize)
+		size = tx.Size() - free
+		return nil
+	})
+	return size
+}
+
+// Snapshot writes a consistent copy of the whole committed file to w and returns its size.
+func (b *Backend) Snapshot(w io.Writer) (int64, error) {
+	if err := b.Commit(); err != nil {
+		return 0, err
+	}
+	b.dbMu.RLock()
+	defer b.dbMu.RUnlock()
+	var n int64
+	err := b.db.View(func(tx *bolt.Tx) error {
+		var err error
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
+}
+
+// SnapshotSize is the number of bytes Snapshot will write.
+func (b *Backend) SnapshotSize() int64 { return b.Size() }
+
+// Hash is CRC-32C over every bucket's name, keys and values, in order.
+func (b *Backend) Hash() (uint32, error) {
+	if err := b.Commit(); err != nil {
+		return 0, err
+	}
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	err := b.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, bk *bolt.Bucket) error {
+			h.Write(name)
+			return bk.ForEach(func(k, v []byte) error {
+				h.Write(k)
+				h.Write(v)
+				return nil
+			})
+		})
+	})
+	return h.Sum32(), err
+}
+
+// Defrag rewrites the file without free pages. Writes wait for it; reads wait for the swap.
+func (b *Backend) Defrag() error {
+	b.batchMu.Lock()
+	defer b.batchMu.Unlock()
+	if err := b.tx.Commit(); err != nil {
+		return fmt.Errorf("backend: commit before defrag: %w", err)
+	}
+	b.pending = 0
+	for _, fn := range b.onCommit {
+		fn()
+	}
+	b.dbMu.Lock()
+	defer b.dbMu.Unlock()
+	path := b.db.Path()
+	tmpPath := path + ".defrag"
+	_ = os.Remove(tmpPath)
+	tmp, err := bolt.Open(tmpPath, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return b.reopenAfter(fmt.Errorf("backend: defrag: create %s: %w", tmpPath, err))
+	}
+	if err := bolt.Compact(tmp, b.db, 10000); err != nil {
+		tmp.Close()
+		os.Remove(tmpPath)
+		return b.reopenAfter(fmt.Errorf("backend: defrag: copy: %w", err))
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return b.reopenAfter(fmt.Errorf("backend: defrag: sync: %w", err))
+	}
+	tmp.Close()
+	if err := b.db.Close(); err != nil {
+		return fmt.Errorf("backend: defrag: close: %w", err)
+	}
+	if err := os.Rename(tmpPath, path); err != nil {
+		return fmt.Errorf("backend: defrag: rename: %w", err)
+	}
+	db, err := openDB(path, b.cfg.OpenTimeout)
+	if err != nil {
+		return err
+	}
+	b.db = db
+	tx, err := db.Begin(true)
+	if err != nil {
+		return fmt.Errorf("backend: begin after defrag: %w", err)
+	}
+	b.tx = tx
+	return nil
+}
+
+func (b *Backend) reopenAfter(err error) error {
+	tx, berr := b.db.Begin(true)
+	if berr != nil {
+		return errors.Join(err, berr)
+	}
+	b.tx = tx
+	return err
+}
+
+// Close commits pending writes and closes the file.
+func (b *Backend) Close() error {
+	close(b.stop)
+	<-b.done
+	b.batchMu.Lock()
+	defer b.batchMu.Unlock()
+	err := b.tx.Commit()
+	if err == nil {
+		for _, fn := range b.onCommit {
+			fn()
+		}
+	}
+	b.dbMu.Lock()
+	defer b.dbMu.Unlock()
+	return errors.Join(err, b.db.Close())
+}
+
+// Uint64 helpers for meta values, big-endian as upstream stores them.
+func PutUint64(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	return b
+}
+
+// GetUint64 reads a big-endian uint64; missing or short values read as zero.
+func GetUint64(b []byte) uint64 {
+	if len(b) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}
+
+// ReadConsistentIndex returns the applied raft index and term stored in meta.
+func (b *Backend) ReadConsistentIndex() (index, term uint64) {
+	_ = b.View(func(tx *bolt.Tx) error {
+		m := tx.Bucket(Meta)
+		index = GetUint64(m.Get(MetaConsistentIndex))
+		term = GetUint64(m.Get(MetaTerm))
+		return nil
+	})
+	return index, term
+}

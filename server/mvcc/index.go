@@ -1,0 +1,120 @@
+package mvcc
+
+import (
+	"bytes"
+
+	"github.com/google/btree"
+)
+
+// treeIndex maps keys to their keyIndex in key order. It is not safe for concurrent use; the
+// store's lock guards it.
+type treeIndex struct {
+	tree *btree.BTreeG[*keyIndex]
+}
+
+func newTreeIndex() *treeIndex {
+	return &treeIndex{tree: btree.NewG(32, func(a, b *keyIndex) bool { return bytes.Compare(a.key, b.key) < 0 })}
+}
+
+func (ti *treeIndex) lookup(key []byte) *keyIndex {
+	ki, _ := ti.tree.Get(&keyIndex{key: key})
+	return ki
+}
+
+func (ti *treeIndex) put(key []byte, rev Revision) {
+	ki := ti.lookup(key)
+	if ki == nil {
+		ki = &keyIndex{key: append([]byte(nil), key...)}
+		ti.tree.ReplaceOrInsert(ki)
+	}
+	ki.put(rev)
+}
+
+func (ti *treeIndex) restore(key []byte, rev, created Revision, ver int64) {
+	ki := ti.lookup(key)
+	if ki == nil {
+		ki = &keyIndex{key: append([]byte(nil), key...)}
+		ti.tree.ReplaceOrInsert(ki)
+	}
+	ki.restore(rev, created, ver)
+}
+
+func (ti *treeIndex) tombstone(key []byte, rev Revision) error {
+	ki := ti.lookup(key)
+	if ki == nil {
+		return errKeyNotFound
+	}
+	return ki.tombstone(rev)
+}
+
+func (ti *treeIndex) get(key []byte, atRev int64) (mod, created Revision, ver int64, err error) {
+	ki := ti.lookup(key)
+	if ki == nil {
+		return Revision{}, Revision{}, 0, errKeyNotFound
+	}
+	return ki.get(atRev)
+}
+
+// visit calls fn for each keyIndex in [key, end); an empty non-nil end means "to the last key",
+// a nil end means key alone.
+func (ti *treeIndex) visit(key, end []byte, fn func(*keyIndex) bool) {
+	if end == nil {
+		if ki := ti.lookup(key); ki != nil {
+			fn(ki)
+		}
+		return
+	}
+	ti.tree.AscendGreaterOrEqual(&keyIndex{key: key}, func(ki *keyIndex) bool {
+		if len(end) > 0 && bytes.Compare(ki.key, end) >= 0 {
+			return false
+		}
+		return fn(ki)
+	})
+}
+
+type keyRev struct {
+	key []byte
+	rev Revision
+}
+
+// revisions returns up to limit (0: all) live keys in the range at atRev and how many there are.
+func (ti *treeIndex) revisions(key, end []byte, atRev int64, limit int) ([]keyRev, int) {
+	var out []keyRev
+	total := 0
+	ti.visit(key, end, func(ki *keyIndex) bool {
+		if mod, _, _, err := ki.get(atRev); err == nil {
+			if limit <= 0 || len(out) < limit {
+				out = append(out, keyRev{key: ki.key, rev: mod})
+			}
+			total++
+		}
+		return true
+	})
+	return out, total
+}
+
+func (ti *treeIndex) compact(atRev int64) map[Revision]struct{} {
+	keep := make(map[Revision]struct{})
+	var empty []*keyIndex
+	ti.tree.Ascend(func(ki *keyIndex) bool {
+		if ki.compact(atRev, keep) {
+			empty = append(empty, ki)
+		}
+		return true
+	})
+	for _, ki := range empty {
+		ti.tree.Delete(ki)
+	}
+	return keep
+}
+
+func (ti *treeIndex) keep(atRev int64) map[Revision]struct{} {
+	keep := make(map[Revision]struct{})
+	ti.tree.Ascend(func(ki *keyIndex) bool {
+		ki.keepAt(atRev, keep)
+		return true
+	})
+	return keep
+}
+
+func (ti *treeIndex) len() int { return ti.tree.Len() }

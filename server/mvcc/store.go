@@ -1,0 +1,533 @@
+package mvcc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"sort"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"etcdx/server/backend"
+)
+
+var (
+	ErrCompacted = errors.New("mvcc: required revision has been compacted")
+	ErrFutureRev = errors.New("mvcc: required revision is a future revision")
+)
+
+// LeaseAttacher is told which keys are attached to which lease as they change.
+type LeaseAttacher interface {
+	Attach(lease int64, key []byte)
+	Detach(lease int64, key []byte)
+}
+
+// Store is the MVCC key-value store. Writes come from one goroutine (raft apply); reads from many.
+type Store struct {
+	be  *backend.Backend
+	log *slog.Logger
+
+	// mu guards idx, currentRev, compactRev and buf. Lock order: backend batch, then mu, then
+	// the watch groups' lock.
+	mu         sync.RWMutex
+	idx        *treeIndex
+	currentRev int64
+	compactRev int64
+	// buf holds values written but not yet committed to the backend, by revision key.
+	buf map[string][]byte
+
+	leases LeaseAttacher
+	watch  *watchGroups
+
+	compactMu   sync.Mutex
+	compactDone map[int64]chan struct{}
+}
+
+// Open rebuilds the store from the backend. leases may be nil.
+func Open(be *backend.Backend, lg *slog.Logger, leases LeaseAttacher) (*Store, error) {
+	// Revision 1 is the empty store, as upstream: the first change gets revision 2.
+	s := &Store{be: be, log: lg, idx: newTreeIndex(), buf: map[string][]byte{}, compactRev: -1, currentRev: 1,
+		leases: leases, compactDone: map[int64]chan struct{}{}}
+	s.watch = newWatchGroups(s)
+	be.OnCommit(func() {
+		s.mu.Lock()
+		clear(s.buf)
+		s.mu.Unlock()
+	})
+	if err := s.restore(); err != nil {
+		return nil, err
+	}
+	go s.watch.syncLoop()
+	return s, nil
+}
+
+func (s *Store) restore() error {
+	var scheduled, finished int64 = -1, -1
+	liveLease := map[string]int64{}
+	err := s.be.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(backend.Meta)
+		if v := meta.Get(backend.MetaFinishedCompact); v != nil {
+			r, _, err := BytesToRev(v)
+			if err != nil {
+				return err
+			}
+			finished = r.Main
+		}
+		if v := meta.Get(backend.MetaScheduledCompact); v != nil {
+			r, _, err := BytesToRev(v)
+			if err != nil {
+				return err
+			}
+			scheduled = r.Main
+		}
+		return tx.Bucket(backend.Key).ForEach(func(k, v []byte) error {
+			rev, tomb, err := BytesToRev(k)
+			if err != nil {
+				return err
+			}
+			var kv mvccpb.KeyValue
+			if err := kv.Unmarshal(v); err != nil {
+				return fmt.Errorf("mvcc: value at revision %d_%d: %w", rev.Main, rev.Sub, err)
+			}
+			if tomb {
+				if ki := s.idx.lookup(kv.Key); ki != nil && ki.isLive() {
+					_ = ki.tombstone(rev)
+				}
+				delete(liveLease, string(kv.Key))
+			} else {
+				s.idx.restore(kv.Key, rev, Revision{Main: kv.CreateRevision}, kv.Version)
+				if kv.Lease != 0 {
+					liveLease[string(kv.Key)] = kv.Lease
+				} else {
+					delete(liveLease, string(kv.Key))
+				}
+			}
+			if rev.Main > s.currentRev {
+				s.currentRev = rev.Main
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("mvcc: restore: %w", err)
+	}
+	s.compactRev = finished
+	if s.compactRev > s.currentRev {
+		s.currentRev = s.compactRev
+	}
+	if s.leases != nil {
+		for k, id := range liveLease {
+			s.leases.Attach(id, []byte(k))
+		}
+	}
+	if scheduled > finished {
+		// A compaction was interrupted: finish it.
+		s.log.Info("resuming interrupted compaction", "revision", scheduled)
+		s.compactRev = scheduled
+		keep := s.idx.compact(scheduled)
+		s.compactBackend(scheduled, keep, make(chan struct{}))
+	}
+	return nil
+}
+
+// Rev is the current revision.
+func (s *Store) Rev() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.currentRev
+}
+
+// CompactRev is the latest compacted revision (-1 if none).
+func (s *Store) CompactRev() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.compactRev
+}
+
+// RangeOptions narrow a range.
+type RangeOptions struct {
+	Limit int64
+	Rev   int64
+	Count bool
+}
+
+// RangeResult is what a range found.
+type RangeResult struct {
+	KVs   []mvccpb.KeyValue
+	Rev   int64
+	Count int
+}
+
+// Range reads keys [key, end) at a revision (0: current). end nil: key alone; end empty: to the end.
+func (s *Store) Range(key, end []byte, ro RangeOptions) (*RangeResult, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.rangeLocked(key, end, ro, s.currentRev, nil)
+}
+
+// rangeLocked reads at ro.Rev or curRev. tx, when set, is the write transaction (which sees
+// uncommitted writes); otherwise values come from buf or a read transaction.
+func (s *Store) rangeLocked(key, end []byte, ro RangeOptions, curRev int64, tx *bolt.Tx) (*RangeResult, error) {
+	rev := ro.Rev
+	if rev > curRev {
+		return &RangeResult{Rev: curRev}, ErrFutureRev
+	}
+	if rev <= 0 {
+		rev = curRev
+	}
+	if rev < s.compactRev {
+		return &RangeResult{Rev: curRev}, ErrCompacted
+	}
+	krs, total := s.idx.revisions(key, end, rev, int(ro.Limit))
+	res := &RangeResult{Rev: curRev, Count: total}
+	if ro.Count || len(krs) == 0 {
+		return res, nil
+	}
+	res.KVs = make([]mvccpb.KeyValue, len(krs))
+	fill := func(tx *bolt.Tx) error {
+		bk := tx.Bucket(backend.Key)
+		for i, kr := range krs {
+			rb := RevToBytes(kr.rev, false)
+			var v []byte
+			if !tx.Writable() {
+				v = s.buf[string(rb)]
+			}
+			if v == nil {
+				v = bk.Get(rb)
+			}
+			if v == nil {
+				return fmt.Errorf("mvcc: revision %d_%d of %q missing from backend", kr.rev.Main, kr.rev.Sub, kr.key)
+			}
+			if err := res.KVs[i].Unmarshal(v); err != nil {
+				return fmt.Errorf("mvcc: decode revision %d_%d: %w", kr.rev.Main, kr.rev.Sub, err)
+			}
+		}
+		return nil
+	}
+	if tx != nil {
+		return res, fill(tx)
+	}
+	return res, s.be.View(fill)
+}
+
+// TxnWrite is one write transaction: all its changes share one main revision.
+type TxnWrite struct {
+	s       *Store
+	batch   *backend.BatchTx
+	rev     int64 // the revision this transaction's changes get
+	changes []change
+}
+
+type change struct {
+	kv        mvccpb.KeyValue
+	tombstone bool
+}
+
+// Write starts a write transaction. End must be called.
+func (s *Store) Write() *TxnWrite {
+	b := s.be.Batch()
+	s.mu.Lock()
+	return &TxnWrite{s: s, batch: b, rev: s.currentRev + 1}
+}
+
+// Rev is the revision reads in this transaction see.
+func (t *TxnWrite) Rev() int64 {
+	if len(t.changes) > 0 {
+		return t.rev
+	}
+	return t.rev - 1
+}
+
+// Range reads, seeing this transaction's own earlier changes.
+func (t *TxnWrite) Range(key, end []byte, ro RangeOptions) (*RangeResult, error) {
+	r, err := t.s.rangeLocked(key, end, ro, t.Rev(), t.batch.Tx())
+	if r != nil {
+		r.Rev = t.Rev()
+	}
+	return r, err
+}
+
+// Put writes key=value with a lease (0: none) and returns the previous value, if any.
+func (t *TxnWrite) Put(key, value []byte, lease int64) error {
+	s := t.s
+	rev := Revision{Main: t.rev, Sub: int64(len(t.changes))}
+	created, ver := rev, int64(1)
+	var oldLease int64
+	if mod, c, v, err := s.idx.get(key, t.rev); err == nil {
+		created, ver = c, v+1
+		if old, err := t.valueAt(mod); err == nil {
+			oldLease = old.Lease
+		}
+	}
+	kv := mvccpb.KeyValue{Key: key, Value: value, CreateRevision: created.Main, ModRevision: t.rev, Version: ver, Lease: lease}
+	if err := t.store(rev, false, &kv); err != nil {
+		return err
+	}
+	s.idx.put(key, rev)
+	t.changes = append(t.changes, change{kv: kv})
+	if s.leases != nil {
+		if oldLease != 0 && oldLease != lease {
+			s.leases.Detach(oldLease, key)
+		}
+		if lease != 0 {
+			s.leases.Attach(lease, key)
+		}
+	}
+	return nil
+}
+
+// DeleteRange deletes live keys in [key, end) and returns how many it deleted.
+func (t *TxnWrite) DeleteRange(key, end []byte) (int64, error) {
+	krs, _ := t.s.idx.revisions(key, end, t.rev, 0)
+	for _, kr := range krs {
+		var lease int64
+		if old, err := t.valueAt(kr.rev); err == nil {
+			lease = old.Lease
+		}
+		rev := Revision{Main: t.rev, Sub: int64(len(t.changes))}
+		kv := mvccpb.KeyValue{Key: kr.key}
+		if err := t.store(rev, true, &kv); err != nil {
+			return 0, err
+		}
+		if err := t.s.idx.tombstone(kr.key, rev); err != nil {
+			return 0, fmt.Errorf("mvcc: delete %q: %w", kr.key, err)
+		}
+		kv.ModRevision = t.rev
+		t.changes = append(t.changes, change{kv: kv, tombstone: true})
+		if lease != 0 && t.s.leases != nil {
+			t.s.leases.Detach(lease, kr.key)
+		}
+	}
+	return int64(len(krs)), nil
+}
+
+func (t *TxnWrite) valueAt(rev Revision) (*mvccpb.KeyValue, error) {
+	v := t.batch.Tx().Bucket(backend.Key).Get(RevToBytes(rev, false))
+	if v == nil {
+		return nil, errKeyNotFound
+	}
+	var kv mvccpb.KeyValue
+	return &kv, kv.Unmarshal(v)
+}
+
+func (t *TxnWrite) store(rev Revision, tombstone bool, kv *mvccpb.KeyValue) error {
+	b, err := kv.Marshal()
+	if err != nil {
+		return fmt.Errorf("mvcc: encode: %w", err)
+	}
+	rb := RevToBytes(rev, tombstone)
+	if err := t.batch.Put(backend.Key, rb, b); err != nil {
+		return err
+	}
+	t.s.buf[string(rb)] = b
+	return nil
+}
+
+// Changes is the number of changes so far.
+func (t *TxnWrite) Changes() int { return len(t.changes) }
+
+// End publishes the transaction: the revision moves on if anything changed, and watchers hear.
+func (t *TxnWrite) End() error {
+	s := t.s
+	if len(t.changes) > 0 {
+		s.currentRev = t.rev
+		s.watch.notify(t.rev, t.changes)
+	}
+	s.mu.Unlock()
+	return t.batch.Unlock()
+}
+
+// Compact discards revisions below rev (keeping each key's latest value at or below it). The
+// index changes at once; the backend is cleaned in the background. The returned channel closes
+// when the backend is clean.
+func (s *Store) Compact(rev int64) (<-chan struct{}, error) {
+	b := s.be.Batch()
+	s.mu.Lock()
+	if rev <= s.compactRev {
+		s.mu.Unlock()
+		b.Unlock()
+		return nil, ErrCompacted
+	}
+	if rev > s.currentRev {
+		s.mu.Unlock()
+		b.Unlock()
+		return nil, ErrFutureRev
+	}
+	if err := b.Put(backend.Meta, backend.MetaScheduledCompact, RevToBytes(Revision{Main: rev}, false)); err != nil {
+		s.mu.Unlock()
+		b.Unlock()
+		return nil, err
+	}
+	s.compactRev = rev
+	keep := s.idx.compact(rev)
+	s.mu.Unlock()
+	if err := b.Unlock(); err != nil {
+		return nil, err
+	}
+	s.watch.compacted(rev)
+	done := make(chan struct{})
+	go s.compactBackend(rev, keep, done)
+	return done, nil
+}
+
+// compactBackend deletes unreachable revisions in small batches so writes keep flowing.
+func (s *Store) compactBackend(rev int64, keep map[Revision]struct{}, done chan struct{}) {
+	defer close(done)
+	s.compactMu.Lock()
+	defer s.compactMu.Unlock()
+	end := RevToBytes(Revision{Main: rev + 1}, false)
+	from := RevToBytes(Revision{}, false)
+	const batchSize = 1000
+	for {
+		b := s.be.Batch()
+		c := b.Tx().Bucket(backend.Key).Cursor()
+		var del [][]byte
+		var last []byte
+		for k, _ := c.Seek(from); k != nil && bytes.Compare(k, end) < 0 && len(del) < batchSize; k, _ = c.Next() {
+			last = append([]byte(nil), k...)
+			r, _, err := BytesToRev(k)
+			if err != nil {
+				continue
+			}
+			if _, ok := keep[r]; !ok {
+				del = append(del, last)
+			}
+		}
+		var err error
+		for _, k := range del {
+			if err = b.Delete(backend.Key, k); err != nil {
+				break
+			}
+		}
+		finished := last == nil || len(del) < batchSize
+		if finished && err == nil {
+			err = b.Put(backend.Meta, backend.MetaFinishedCompact, RevToBytes(Revision{Main: rev}, false))
+		}
+		uerr := b.Unlock()
+		if err != nil || uerr != nil {
+			s.log.Error("compaction failed", "revision", rev, "error", errors.Join(err, uerr))
+			return
+		}
+		if finished {
+			s.log.Info("finished scheduled compaction", "compact-revision", rev)
+			return
+		}
+		from = append(last, 0)
+	}
+}
+
+// HashKV hashes the keys and values visible at rev that compaction at the current compact
+// revision keeps, so members at the same revision agree. rev 0 means current.
+func (s *Store) HashKV(rev int64) (hash uint32, hashRev, compactRev int64, err error) {
+	if err := s.be.Commit(); err != nil {
+		return 0, 0, 0, err
+	}
+	s.mu.RLock()
+	cur, compactRev := s.currentRev, s.compactRev
+	if rev <= 0 {
+		rev = cur
+	}
+	if rev > cur {
+		s.mu.RUnlock()
+		return 0, cur, compactRev, ErrFutureRev
+	}
+	if rev < compactRev {
+		s.mu.RUnlock()
+		return 0, cur, compactRev, ErrCompacted
+	}
+	keep := s.idx.keep(compactRev)
+	s.mu.RUnlock()
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	h.Write(backend.Key)
+	lower := Revision{Main: compactRev + 1}
+	upper := RevToBytes(Revision{Main: rev + 1}, false)
+	err = s.be.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(backend.Key).Cursor()
+		for k, v := c.First(); k != nil && bytes.Compare(k, upper) < 0; k, v = c.Next() {
+			r, _, err := BytesToRev(k)
+			if err != nil {
+				return err
+			}
+			if _, kept := keep[r]; !kept && lower.GreaterThan(r) {
+				continue
+			}
+			h.Write(k)
+			h.Write(v)
+		}
+		return nil
+	})
+	return h.Sum32(), cur, compactRev, err
+}
+
+// KeyCount is the number of live keys (for metrics).
+func (s *Store) KeyCount() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := 0
+	s.idx.tree.Ascend(func(ki *keyIndex) bool {
+		if ki.isLive() {
+			n++
+		}
+		return true
+	})
+	return n
+}
+
+// Event is one change seen by a watcher.
+type Event struct {
+	Type mvccpb.Event_EventType
+	KV   mvccpb.KeyValue
+}
+
+// eventsBetween returns the changes with main revision in [from, to], in order. Caller holds mu.
+func (s *Store) eventsBetween(from, to int64) ([]Event, error) {
+	lo := RevToBytes(Revision{Main: from}, false)
+	hi := RevToBytes(Revision{Main: to + 1}, false)
+	type rec struct {
+		k []byte
+		v []byte
+	}
+	seen := map[string]bool{}
+	var recs []rec
+	for k, v := range s.buf {
+		kb := []byte(k)
+		if bytes.Compare(kb, lo) >= 0 && bytes.Compare(kb, hi) < 0 {
+			recs = append(recs, rec{kb, v})
+			seen[k] = true
+		}
+	}
+	err := s.be.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(backend.Key).Cursor()
+		for k, v := c.Seek(lo); k != nil && bytes.Compare(k, hi) < 0; k, v = c.Next() {
+			if !seen[string(k)] {
+				recs = append(recs, rec{append([]byte(nil), k...), append([]byte(nil), v...)})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(recs, func(i, j int) bool { return bytes.Compare(recs[i].k, recs[j].k) < 0 })
+	evs := make([]Event, 0, len(recs))
+	for _, r := range recs {
+		rev, tomb, err := BytesToRev(r.k)
+		if err != nil {
+			return nil, err
+		}
+		var ev Event
+		if err := ev.KV.Unmarshal(r.v); err != nil {
+			return nil, fmt.Errorf("mvcc: decode revision %d_%d: %w", rev.Main, rev.Sub, err)
+		}
+		if tomb {
+			ev.Type = mvccpb.DELETE
+			ev.KV.ModRevision = rev.Main
+		}
+		evs = append(evs, ev)
+	}
+	return evs, nil
+}

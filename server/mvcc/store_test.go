@@ -1,0 +1,158 @@
+package mvcc
+
+import (
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"etcdx/server/backend"
+)
+
+func openStore(t *testing.T, path string) (*backend.Backend, *Store) {
+	t.Helper()
+	be, err := backend.Open(backend.Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(be, slog.Default(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return be, s
+}
+
+func put(t *testing.T, s *Store, k, v string) {
+	t.Helper()
+	w := s.Write()
+	if err := w.Put([]byte(k), []byte(v), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.End(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPutRangeDeleteCompactRestore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	be, s := openStore(t, path)
+	put(t, s, "a", "1") // revision 2: revision 1 is the empty store
+	put(t, s, "a", "2")
+	put(t, s, "b", "3")
+	w := s.Write()
+	if n, err := w.DeleteRange([]byte("b"), nil); err != nil || n != 1 {
+		t.Fatalf("delete: %d %v", n, err)
+	}
+	w.End()
+	put(t, s, "b", "4")
+	if s.Rev() != 6 {
+		t.Fatalf("rev = %d", s.Rev())
+	}
+	r, err := s.Range([]byte("a"), []byte{}, RangeOptions{})
+	if err != nil || len(r.KVs) != 2 {
+		t.Fatalf("range all: %+v %v", r, err)
+	}
+	if kv := r.KVs[0]; string(kv.Value) != "2" || kv.Version != 2 || kv.CreateRevision != 2 || kv.ModRevision != 3 {
+		t.Fatalf("a = %+v", kv)
+	}
+	if kv := r.KVs[1]; kv.Version != 1 || kv.CreateRevision != 6 {
+		t.Fatalf("b after recreate = %+v", kv)
+	}
+	r, _ = s.Range([]byte("b"), nil, RangeOptions{Rev: 4})
+	if len(r.KVs) != 1 || string(r.KVs[0].Value) != "3" {
+		t.Fatalf("b at rev 3 = %+v", r.KVs)
+	}
+	r, _ = s.Range([]byte("b"), nil, RangeOptions{Rev: 5})
+	if len(r.KVs) != 0 {
+		t.Fatalf("b at rev 4 should be deleted: %+v", r.KVs)
+	}
+	if _, err := s.Range([]byte("a"), nil, RangeOptions{Rev: 9}); !errors.Is(err, ErrFutureRev) {
+		t.Fatalf("future rev: %v", err)
+	}
+	h1, _, _, err := s.HashKV(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := s.Compact(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if _, err := s.Range([]byte("a"), nil, RangeOptions{Rev: 4}); !errors.Is(err, ErrCompacted) {
+		t.Fatalf("compacted rev: %v", err)
+	}
+	if _, err := s.Compact(4); !errors.Is(err, ErrCompacted) {
+		t.Fatalf("compact again: %v", err)
+	}
+	r, _ = s.Range([]byte("a"), nil, RangeOptions{Rev: 5})
+	if len(r.KVs) != 1 || string(r.KVs[0].Value) != "2" {
+		t.Fatalf("a at compact rev: %+v", r.KVs)
+	}
+	h2, _, _, _ := s.HashKV(0)
+	if h1 == h2 {
+		t.Fatal("hash did not change after compaction removed history")
+	}
+	be.Close()
+
+	be, s = openStore(t, path)
+	defer be.Close()
+	if s.Rev() != 6 || s.CompactRev() != 5 {
+		t.Fatalf("after restore rev=%d compact=%d", s.Rev(), s.CompactRev())
+	}
+	r, _ = s.Range([]byte("a"), []byte{}, RangeOptions{})
+	if len(r.KVs) != 2 || r.KVs[0].Version != 2 || r.KVs[1].CreateRevision != 6 {
+		t.Fatalf("after restore: %+v", r.KVs)
+	}
+	h3, _, _, _ := s.HashKV(0)
+	if h3 != h2 {
+		t.Fatalf("hash changed across restart: %x vs %x", h2, h3)
+	}
+}
+
+func TestWatchLiveHistoricalAndCompacted(t *testing.T) {
+	be, s := openStore(t, filepath.Join(t.TempDir(), "db"))
+	defer be.Close()
+	put(t, s, "k1", "a")
+	put(t, s, "k2", "b")
+	ws := s.NewWatchStream()
+	defer ws.Close()
+	hist, _ := ws.Watch(0, []byte("k"), []byte("l"), 1)
+	live, _ := ws.Watch(0, []byte("k1"), nil, 0)
+	got := map[int64][]Event{}
+	recv := func(n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			select {
+			case r := <-ws.Chan():
+				got[r.WatchID] = append(got[r.WatchID], r.Events...)
+			case <-time.After(3 * time.Second):
+				t.Fatalf("timed out waiting for watch responses: %+v", got)
+			}
+		}
+	}
+	recv(1)
+	if len(got[hist]) != 2 {
+		t.Fatalf("historical events = %+v", got[hist])
+	}
+	w := s.Write()
+	w.DeleteRange([]byte("k1"), nil)
+	w.End()
+	recv(2)
+	if ev := got[live]; len(ev) != 1 || ev[0].Type != mvccpb.DELETE || ev[0].KV.ModRevision != 4 {
+		t.Fatalf("live events = %+v", ev)
+	}
+	put(t, s, "x", "1")
+	s.Compact(5)
+	ws.Watch(0, []byte("k"), nil, 2)
+	select {
+	case r := <-ws.Chan():
+		if r.CompactRevision != 5 {
+			t.Fatalf("want compacted response, got %+v", r)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("no compaction cancel")
+	}
+}

@@ -1,0 +1,311 @@
+package mvcc
+
+import (
+	"bytes"
+	"errors"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+)
+
+// ErrWatcherNotFound is returned for an unknown watch ID.
+var ErrWatcherNotFound = errors.New("mvcc: watcher not found")
+
+// progressAllID is the watch ID of a stream-wide progress notification (clientv3.InvalidWatchID).
+const progressAllID = -1
+
+// WatchResponse carries events for one watcher, or a progress notification (no events), or a
+// compaction cancel (CompactRevision set).
+type WatchResponse struct {
+	WatchID         int64
+	Events          []Event
+	Revision        int64
+	CompactRevision int64
+}
+
+// EventFilter drops events it returns true for.
+type EventFilter func(Event) bool
+
+type watcher struct {
+	id       int64
+	key, end []byte
+	minRev   int64 // next revision this watcher needs
+	filters  []EventFilter
+	ws       *WatchStream
+	synced   bool
+}
+
+func (w *watcher) matches(key []byte) bool {
+	if w.end == nil {
+		return bytes.Equal(key, w.key)
+	}
+	if bytes.Compare(key, w.key) < 0 {
+		return false
+	}
+	return len(w.end) == 0 || bytes.Compare(key, w.end) < 0
+}
+
+func (w *watcher) pick(evs []Event) []Event {
+	var out []Event
+next:
+	for _, ev := range evs {
+		if ev.KV.ModRevision < w.minRev || !w.matches(ev.KV.Key) {
+			continue
+		}
+		for _, f := range w.filters {
+			if f(ev) {
+				continue next
+			}
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// watchGroups tracks every watcher: synced ones get events from the write path, the others
+// catch up from stored history in syncLoop.
+type watchGroups struct {
+	s        *Store
+	mu       sync.Mutex
+	watchers map[*watcher]struct{}
+	wake     chan struct{}
+}
+
+func newWatchGroups(s *Store) *watchGroups {
+	return &watchGroups{s: s, watchers: map[*watcher]struct{}{}, wake: make(chan struct{}, 1)}
+}
+
+// notify is called by a write transaction's End with the store lock held.
+func (g *watchGroups) notify(rev int64, changes []change) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.watchers) == 0 {
+		return
+	}
+	evs := make([]Event, len(changes))
+	for i, c := range changes {
+		evs[i].KV = c.kv
+		if c.tombstone {
+			evs[i].Type = mvccpb.DELETE
+		}
+	}
+	for w := range g.watchers {
+		if !w.synced || rev < w.minRev {
+			continue
+		}
+		picked := w.pick(evs)
+		if len(picked) == 0 {
+			w.minRev = rev + 1
+			continue
+		}
+		select {
+		case w.ws.ch <- WatchResponse{WatchID: w.id, Events: picked, Revision: rev}:
+			w.minRev = rev + 1
+		default:
+			// The stream is not keeping up: catch up from the store later.
+			w.synced = false
+			g.kick()
+		}
+	}
+}
+
+func (g *watchGroups) kick() {
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (g *watchGroups) compacted(int64) { g.kick() }
+
+func (g *watchGroups) syncLoop() {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-g.wake:
+		}
+		g.syncOnce()
+	}
+}
+
+// syncOnce delivers stored history to unsynced watchers. The store's read lock keeps writers
+// out, so a watcher moved to synced misses nothing between history and live events.
+func (g *watchGroups) syncOnce() {
+	s := g.s
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	cur, compactRev := s.currentRev, s.compactRev
+	minRev := int64(-1)
+	for w := range g.watchers {
+		if w.synced {
+			continue
+		}
+		if w.minRev < compactRev {
+			select {
+			case w.ws.ch <- WatchResponse{WatchID: w.id, CompactRevision: compactRev, Revision: cur}:
+				delete(g.watchers, w)
+				delete(w.ws.watchers, w.id)
+			default:
+			}
+			continue
+		}
+		if minRev < 0 || w.minRev < minRev {
+			minRev = w.minRev
+		}
+	}
+	if minRev < 0 {
+		return
+	}
+	var evs []Event
+	if minRev <= cur {
+		var err error
+		if evs, err = s.eventsBetween(minRev, cur); err != nil {
+			s.log.Error("watch catch-up failed to read history", "from", minRev, "to", cur, "error", err)
+			return
+		}
+	}
+	for w := range g.watchers {
+		if w.synced || w.minRev < compactRev {
+			continue
+		}
+		picked := w.pick(evs)
+		if len(picked) > 0 {
+			select {
+			case w.ws.ch <- WatchResponse{WatchID: w.id, Events: picked, Revision: cur}:
+			default:
+				continue // still behind; next round
+			}
+		}
+		if w.minRev <= cur {
+			w.minRev = cur + 1
+		}
+		w.synced = true
+	}
+}
+
+// WatchStream is a set of watchers whose responses share one channel (one gRPC Watch stream).
+type WatchStream struct {
+	g        *watchGroups
+	ch       chan WatchResponse
+	watchers map[int64]*watcher // guarded by g.mu
+	nextID   int64
+}
+
+// NewWatchStream opens a stream; Close it when done.
+func (s *Store) NewWatchStream() *WatchStream {
+	return &WatchStream{g: s.watch, ch: make(chan WatchResponse, 128), watchers: map[int64]*watcher{}}
+}
+
+// ErrWatchIDInUse is returned when a client picks an ID that is taken.
+var ErrWatchIDInUse = errors.New("mvcc: duplicate watch ID provided on the WatchStream")
+
+// Watch adds a watcher for [key, end) from startRev (0: the next change). id 0 picks one; a
+// caller-chosen id must be unused.
+func (ws *WatchStream) Watch(id int64, key, end []byte, startRev int64, filters ...EventFilter) (int64, error) {
+	s := ws.g.s
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	g := ws.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if id == 0 {
+		for {
+			if _, taken := ws.watchers[ws.nextID]; !taken {
+				break
+			}
+			ws.nextID++
+		}
+		id = ws.nextID
+		ws.nextID++
+	} else if _, taken := ws.watchers[id]; taken {
+		return -1, ErrWatchIDInUse
+	}
+	w := &watcher{id: id, key: key, end: end, filters: filters, ws: ws}
+	if startRev <= 0 || startRev > s.currentRev {
+		w.synced = true
+		w.minRev = s.currentRev + 1
+		if startRev > w.minRev {
+			w.minRev = startRev
+		}
+	} else {
+		w.minRev = startRev
+		g.kick()
+	}
+	ws.watchers[id] = w
+	g.watchers[w] = struct{}{}
+	return id, nil
+}
+
+// Chan carries this stream's responses.
+func (ws *WatchStream) Chan() <-chan WatchResponse { return ws.ch }
+
+// Cancel removes a watcher.
+func (ws *WatchStream) Cancel(id int64) error {
+	g := ws.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	w, ok := ws.watchers[id]
+	if !ok {
+		return ErrWatcherNotFound
+	}
+	delete(ws.watchers, id)
+	delete(g.watchers, w)
+	return nil
+}
+
+// RequestProgress sends an empty response at the current revision for watcher id if it is
+// synced (an unsynced watcher will soon send real events, which carry progress anyway).
+func (ws *WatchStream) RequestProgress(id int64) {
+	s := ws.g.s
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	g := ws.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	w, ok := ws.watchers[id]
+	if !ok || !w.synced {
+		return
+	}
+	select {
+	case ws.ch <- WatchResponse{WatchID: id, Revision: s.currentRev}:
+	default:
+	}
+}
+
+// RequestProgressAll sends one stream-wide progress notification if every watcher is synced,
+// and reports whether it did.
+func (ws *WatchStream) RequestProgressAll() bool {
+	s := ws.g.s
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	g := ws.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, w := range ws.watchers {
+		if !w.synced {
+			return false
+		}
+	}
+	select {
+	case ws.ch <- WatchResponse{WatchID: progressAllID, Revision: s.currentRev}:
+		return true
+	default:
+		return false
+	}
+}
+
+// Close removes every watcher of the stream.
+func (ws *WatchStream) Close() {
+	g := ws.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for id, w := range ws.watchers {
+		delete(g.watchers, w)
+		delete(ws.watchers, id)
+	}
+}
