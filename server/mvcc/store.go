@@ -216,10 +216,11 @@ func (s *Store) rangeLocked(key, end []byte, ro RangeOptions, curRev int64, tx *
 
 // TxnWrite is one write transaction: all its changes share one main revision.
 type TxnWrite struct {
-	s       *Store
-	batch   *backend.BatchTx
-	rev     int64 // the revision this transaction's changes get
-	changes []change
+	s        *Store
+	batch    *backend.BatchTx
+	ownBatch bool  // Write locked the batch itself and must release it
+	rev      int64 // the revision this transaction's changes get
+	changes  []change
 }
 
 type change struct {
@@ -227,12 +228,23 @@ type change struct {
 	tombstone bool
 }
 
-// Write starts a write transaction. End must be called.
+// Write starts a write transaction with a batch of its own. End must be called.
 func (s *Store) Write() *TxnWrite {
-	b := s.be.Batch()
+	t := s.WriteIn(s.be.Batch())
+	t.ownBatch = true
+	return t
+}
+
+// WriteIn starts a write transaction inside a batch the caller holds (so the caller can add its
+// own records, such as the consistent index, atomically). End must be called; the caller
+// releases the batch.
+func (s *Store) WriteIn(b *backend.BatchTx) *TxnWrite {
 	s.mu.Lock()
 	return &TxnWrite{s: s, batch: b, rev: s.currentRev + 1}
 }
+
+// Batch is the backend batch this transaction writes into.
+func (t *TxnWrite) Batch() *backend.BatchTx { return t.batch }
 
 // Rev is the revision reads in this transaction see.
 func (t *TxnWrite) Rev() int64 {
@@ -338,7 +350,10 @@ func (t *TxnWrite) End() error {
 		s.watch.notify(t.rev, t.changes)
 	}
 	s.mu.Unlock()
-	return t.batch.Unlock()
+	if t.ownBatch {
+		return t.batch.Unlock()
+	}
+	return nil
 }
 
 // Compact discards revisions below rev (keeping each key's latest value at or below it). The
@@ -346,28 +361,31 @@ func (t *TxnWrite) End() error {
 // when the backend is clean.
 func (s *Store) Compact(rev int64) (<-chan struct{}, error) {
 	b := s.be.Batch()
+	done, err := s.CompactIn(b, rev)
+	if uerr := b.Unlock(); err == nil && uerr != nil {
+		return nil, uerr
+	}
+	return done, err
+}
+
+// CompactIn is Compact inside a batch the caller holds.
+func (s *Store) CompactIn(b *backend.BatchTx, rev int64) (<-chan struct{}, error) {
 	s.mu.Lock()
 	if rev <= s.compactRev {
 		s.mu.Unlock()
-		b.Unlock()
 		return nil, ErrCompacted
 	}
 	if rev > s.currentRev {
 		s.mu.Unlock()
-		b.Unlock()
 		return nil, ErrFutureRev
 	}
 	if err := b.Put(backend.Meta, backend.MetaScheduledCompact, RevToBytes(Revision{Main: rev}, false)); err != nil {
 		s.mu.Unlock()
-		b.Unlock()
 		return nil, err
 	}
 	s.compactRev = rev
 	keep := s.idx.compact(rev)
 	s.mu.Unlock()
-	if err := b.Unlock(); err != nil {
-		return nil, err
-	}
 	s.watch.compacted(rev)
 	done := make(chan struct{})
 	go s.compactBackend(rev, keep, done)
@@ -531,3 +549,26 @@ func (s *Store) eventsBetween(from, to int64) ([]Event, error) {
 	}
 	return evs, nil
 }
+
+// TxnRead is a consistent read-only view at the revision current when it began.
+type TxnRead struct {
+	s   *Store
+	rev int64
+}
+
+// Read opens a read view; End must be called. Writes wait while views are open, so keep them short.
+func (s *Store) Read() *TxnRead {
+	s.mu.RLock()
+	return &TxnRead{s: s, rev: s.currentRev}
+}
+
+// Rev is the revision the view reads at.
+func (t *TxnRead) Rev() int64 { return t.rev }
+
+// Range reads in the view.
+func (t *TxnRead) Range(key, end []byte, ro RangeOptions) (*RangeResult, error) {
+	return t.s.rangeLocked(key, end, ro, t.rev, nil)
+}
+
+// End closes the view.
+func (t *TxnRead) End() { t.s.mu.RUnlock() }

@@ -1,0 +1,486 @@
+package etcdserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/membershippb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"etcdx/server/backend"
+	"etcdx/server/mvcc"
+)
+
+// applyResult is what the applier hands back to the proposer.
+type applyResult struct {
+	resp any
+	err  error
+	// physc closes when a compaction has also cleaned the backend.
+	physc <-chan struct{}
+}
+
+func (s *Server) applyEntry(e raftpb.Entry) {
+	start := time.Now()
+	b := s.be.Batch()
+	var id uint64
+	var res *applyResult
+	switch e.Type {
+	case raftpb.EntryNormal:
+		if len(e.Data) == 0 {
+			break // a new leader's empty entry
+		}
+		var r pb.InternalRaftRequest
+		if err := r.Unmarshal(e.Data); err != nil {
+			s.log.Error("skipping undecodable raft entry", "index", e.Index, "error", err)
+			break
+		}
+		if r.Header != nil {
+			id = r.Header.ID
+		}
+		res = s.applyRequest(b, &r)
+	case raftpb.EntryConfChange:
+		var cc raftpb.ConfChange
+		if err := cc.Unmarshal(e.Data); err != nil {
+			s.log.Error("skipping undecodable conf change", "index", e.Index, "error", err)
+			break
+		}
+		res = s.applyConfChange(b, cc)
+		id = cc.ID
+	}
+	// The consistent index goes into the same batch as the entry's changes, so a crash leaves
+	// either both or neither.
+	err := b.Put(backend.Meta, backend.MetaConsistentIndex, backend.PutUint64(e.Index))
+	if err == nil {
+		err = b.Put(backend.Meta, backend.MetaTerm, backend.PutUint64(e.Term))
+	}
+	if uerr := b.Unlock(); err == nil {
+		err = uerr
+	}
+	if err != nil {
+		s.fatal("persist applied entry", err)
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		s.m.slowApply.Inc()
+		s.log.Warn("apply request took too long", "took", d, "expected-duration", 100*time.Millisecond, "index", e.Index)
+	}
+	if id != 0 {
+		if res == nil {
+			res = &applyResult{}
+		}
+		s.waits.trigger(id, res)
+	}
+}
+
+func (s *Server) applyConfChange(b *backend.BatchTx, cc raftpb.ConfChange) *applyResult {
+	s.confState = *s.node.ApplyConfChange(cc)
+	switch cc.Type {
+	case raftpb.ConfChangeAddNode, raftpb.ConfChangeAddLearnerNode:
+		var m Member
+		if len(cc.Context) > 0 {
+			if err := json.Unmarshal(cc.Context, &m); err != nil {
+				return &applyResult{err: fmt.Errorf("decode member in conf change: %w", err)}
+			}
+		}
+		m.ID = cc.NodeID
+		m.IsLearner = cc.Type == raftpb.ConfChangeAddLearnerNode
+		if old := s.mem.get(m.ID); old != nil && m.Name == "" {
+			m.Name, m.ClientURLs = old.Name, old.ClientURLs
+		}
+		if err := s.mem.save(b, &m); err != nil {
+			return &applyResult{err: err}
+		}
+		s.log.Info("added member", "member-id", fmt.Sprintf("%x", m.ID), "peer-urls", m.PeerURLs, "learner", m.IsLearner)
+	case raftpb.ConfChangeRemoveNode:
+		if err := s.mem.remove(b, cc.NodeID); err != nil {
+			return &applyResult{err: err}
+		}
+		s.log.Info("removed member", "member-id", fmt.Sprintf("%x", cc.NodeID))
+	}
+	return &applyResult{}
+}
+
+func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest) *applyResult {
+	noSpace := s.alarms.active(pb.AlarmType_NOSPACE)
+	switch {
+	case r.Put != nil:
+		if noSpace {
+			return &applyResult{err: ErrNoSpace}
+		}
+		txn := s.kv.WriteIn(b)
+		defer txn.End()
+		resp, err := s.applyPut(txn, r.Put)
+		return &applyResult{resp: resp, err: err}
+	case r.DeleteRange != nil:
+		txn := s.kv.WriteIn(b)
+		defer txn.End()
+		resp, err := applyDeleteRange(txn, r.DeleteRange)
+		return &applyResult{resp: resp, err: err}
+	case r.Txn != nil:
+		if noSpace && txnHasPuts(r.Txn) {
+			return &applyResult{err: ErrNoSpace}
+		}
+		txn := s.kv.WriteIn(b)
+		defer txn.End()
+		resp, err := s.applyTxn(txn, r.Txn)
+		return &applyResult{resp: resp, err: err}
+	case r.Compaction != nil:
+		physc, err := s.kv.CompactIn(b, r.Compaction.Revision)
+		if err != nil {
+			return &applyResult{err: err}
+		}
+		s.log.Info("compacted keyspace", "revision", r.Compaction.Revision)
+		return &applyResult{resp: &pb.CompactionResponse{Header: &pb.ResponseHeader{Revision: s.kv.Rev()}}, physc: physc}
+	case r.LeaseGrant != nil:
+		if noSpace {
+			return &applyResult{err: ErrNoSpace}
+		}
+		l, err := s.les.Grant(b, r.LeaseGrant.ID, r.LeaseGrant.TTL)
+		if err != nil {
+			return &applyResult{err: err}
+		}
+		s.m.leaseGranted.Inc()
+		return &applyResult{resp: &pb.LeaseGrantResponse{Header: &pb.ResponseHeader{Revision: s.kv.Rev()}, ID: l.ID, TTL: l.TTL}}
+	case r.LeaseRevoke != nil:
+		keys, err := s.les.Keys(r.LeaseRevoke.ID)
+		if err != nil {
+			return &applyResult{err: err}
+		}
+		txn := s.kv.WriteIn(b)
+		for _, k := range keys {
+			if _, err := txn.DeleteRange(k, nil); err != nil {
+				txn.End()
+				return &applyResult{err: err}
+			}
+		}
+		txn.End()
+		if err := s.les.Forget(r.LeaseRevoke.ID, b); err != nil {
+			return &applyResult{err: err}
+		}
+		s.m.leaseRevoked.Inc()
+		return &applyResult{resp: &pb.LeaseRevokeResponse{Header: &pb.ResponseHeader{Revision: s.kv.Rev()}}}
+	case r.Alarm != nil:
+		resp, err := s.alarms.apply(b, r.Alarm, s.id)
+		if err == nil && r.Alarm.Action == pb.AlarmRequest_ACTIVATE {
+			s.log.Warn("alarm raised", "alarm", r.Alarm.Alarm.String(), "from", fmt.Sprintf("%x", r.Alarm.MemberID))
+		}
+		return &applyResult{resp: resp, err: err}
+	case r.ClusterMemberAttrSet != nil:
+		a := r.ClusterMemberAttrSet
+		m := s.mem.get(a.Member_ID)
+		if m == nil {
+			return &applyResult{err: fmt.Errorf("member %x not found", a.Member_ID)}
+		}
+		m.Name, m.ClientURLs = a.MemberAttributes.Name, a.MemberAttributes.ClientUrls
+		return &applyResult{err: s.mem.save(b, m)}
+	default:
+		return &applyResult{err: fmt.Errorf("unsupported raft request")}
+	}
+}
+
+func memberAttrs(id uint64, name string, urls []string) *membershippb.ClusterMemberAttrSetRequest {
+	return &membershippb.ClusterMemberAttrSetRequest{Member_ID: id,
+		MemberAttributes: &membershippb.Attributes{Name: name, ClientUrls: urls}}
+}
+
+// kvView is what requests read through: a write transaction or a read-only view.
+type kvView interface {
+	Range(key, end []byte, ro mvcc.RangeOptions) (*mvcc.RangeResult, error)
+	Rev() int64
+}
+
+// gteRange turns the API's "\x00" range end (all keys >= key) into the store's empty end.
+func gteRange(end []byte) []byte {
+	if len(end) == 1 && end[0] == 0 {
+		return []byte{}
+	}
+	if len(end) == 0 {
+		return nil
+	}
+	return end
+}
+
+func applyRange(v kvView, r *pb.RangeRequest) (*pb.RangeResponse, error) {
+	limit := r.Limit
+	filtered := r.MinModRevision != 0 || r.MaxModRevision != 0 || r.MinCreateRevision != 0 || r.MaxCreateRevision != 0
+	sorted := r.SortOrder != pb.RangeRequest_NONE || r.SortTarget != pb.RangeRequest_KEY
+	if sorted || filtered {
+		limit = 0 // everything is needed before sorting or filtering
+	}
+	if limit > 0 {
+		limit++ // one more tells whether there is more
+	}
+	rr, err := v.Range(r.Key, gteRange(r.RangeEnd), mvcc.RangeOptions{Limit: limit, Rev: r.Revision, Count: r.CountOnly})
+	if err != nil {
+		return nil, err
+	}
+	kvs := rr.KVs
+	if filtered {
+		out := kvs[:0]
+		for _, kv := range kvs {
+			if r.MaxModRevision != 0 && kv.ModRevision > r.MaxModRevision ||
+				r.MinModRevision != 0 && kv.ModRevision < r.MinModRevision ||
+				r.MaxCreateRevision != 0 && kv.CreateRevision > r.MaxCreateRevision ||
+				r.MinCreateRevision != 0 && kv.CreateRevision < r.MinCreateRevision {
+				continue
+			}
+			out = append(out, kv)
+		}
+		kvs = out
+	}
+	order := r.SortOrder
+	if r.SortTarget != pb.RangeRequest_KEY && order == pb.RangeRequest_NONE {
+		order = pb.RangeRequest_ASCEND
+	}
+	if order != pb.RangeRequest_NONE {
+		sortKVs(kvs, r.SortTarget, order == pb.RangeRequest_DESCEND)
+	}
+	resp := &pb.RangeResponse{Header: &pb.ResponseHeader{Revision: rr.Rev}, Count: int64(rr.Count)}
+	if r.Limit > 0 && len(kvs) > int(r.Limit) {
+		kvs = kvs[:r.Limit]
+		resp.More = true
+	}
+	resp.Kvs = make([]*mvccpb.KeyValue, len(kvs))
+	for i := range kvs {
+		if r.KeysOnly {
+			kvs[i].Value = nil
+		}
+		resp.Kvs[i] = &kvs[i]
+	}
+	return resp, nil
+}
+
+func (s *Server) applyPut(txn *mvcc.TxnWrite, r *pb.PutRequest) (*pb.PutResponse, error) {
+	resp := &pb.PutResponse{Header: &pb.ResponseHeader{}}
+	val, lease := r.Value, r.Lease
+	var prev *mvccpb.KeyValue
+	if r.IgnoreValue || r.IgnoreLease || r.PrevKv {
+		rr, err := txn.Range(r.Key, nil, mvcc.RangeOptions{})
+		if err != nil {
+			return nil, err
+		}
+		if len(rr.KVs) == 1 {
+			prev = &rr.KVs[0]
+		}
+	}
+	if r.IgnoreValue || r.IgnoreLease {
+		if prev == nil {
+			return nil, ErrKeyNotFound
+		}
+		if r.IgnoreValue {
+			val = prev.Value
+		}
+		if r.IgnoreLease {
+			lease = prev.Lease
+		}
+	}
+	if lease != 0 && !s.les.Exists(lease) {
+		return nil, errLeaseNotFound
+	}
+	if r.PrevKv && prev != nil {
+		resp.PrevKv = prev
+	}
+	if err := txn.Put(r.Key, val, lease); err != nil {
+		return nil, err
+	}
+	resp.Header.Revision = txn.Rev()
+	return resp, nil
+}
+
+func applyDeleteRange(txn *mvcc.TxnWrite, r *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error) {
+	resp := &pb.DeleteRangeResponse{Header: &pb.ResponseHeader{}}
+	end := gteRange(r.RangeEnd)
+	if r.PrevKv {
+		rr, err := txn.Range(r.Key, end, mvcc.RangeOptions{})
+		if err != nil {
+			return nil, err
+		}
+		for i := range rr.KVs {
+			resp.PrevKvs = append(resp.PrevKvs, &rr.KVs[i])
+		}
+	}
+	n, err := txn.DeleteRange(r.Key, end)
+	if err != nil {
+		return nil, err
+	}
+	resp.Deleted = n
+	resp.Header.Revision = txn.Rev()
+	return resp, nil
+}
+
+// evalCompares reports whether every compare holds against the view.
+func evalCompares(v kvView, cmps []*pb.Compare) (bool, error) {
+	for _, c := range cmps {
+		rr, err := v.Range(c.Key, gteRange(c.RangeEnd), mvcc.RangeOptions{})
+		if err != nil {
+			return false, err
+		}
+		if len(rr.KVs) == 0 {
+			if c.Target == pb.Compare_VALUE {
+				return false, nil // a missing key has no value to compare
+			}
+			if !compareKV(c, &mvccpb.KeyValue{}) {
+				return false, nil
+			}
+			continue
+		}
+		for i := range rr.KVs {
+			if !compareKV(c, &rr.KVs[i]) {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
+}
+
+func compareKV(c *pb.Compare, kv *mvccpb.KeyValue) bool {
+	var r int
+	cmpInt := func(a, b int64) int {
+		switch {
+		case a < b:
+			return -1
+		case a > b:
+			return 1
+		}
+		return 0
+	}
+	switch c.Target {
+	case pb.Compare_VALUE:
+		r = bytes.Compare(kv.Value, c.GetValue())
+	case pb.Compare_VERSION:
+		r = cmpInt(kv.Version, c.GetVersion())
+	case pb.Compare_CREATE:
+		r = cmpInt(kv.CreateRevision, c.GetCreateRevision())
+	case pb.Compare_MOD:
+		r = cmpInt(kv.ModRevision, c.GetModRevision())
+	case pb.Compare_LEASE:
+		r = cmpInt(kv.Lease, c.GetLease())
+	}
+	switch c.Result {
+	case pb.Compare_EQUAL:
+		return r == 0
+	case pb.Compare_NOT_EQUAL:
+		return r != 0
+	case pb.Compare_GREATER:
+		return r > 0
+	case pb.Compare_LESS:
+		return r < 0
+	}
+	return false
+}
+
+// applyTxn evaluates compares, checks the chosen branch can apply in full, then applies it.
+func (s *Server) applyTxn(txn *mvcc.TxnWrite, r *pb.TxnRequest) (*pb.TxnResponse, error) {
+	ok, err := evalCompares(txn, r.Compare)
+	if err != nil {
+		return nil, err
+	}
+	ops := r.Failure
+	if ok {
+		ops = r.Success
+	}
+	if err := s.checkTxnOps(txn, ops); err != nil {
+		return nil, err
+	}
+	resp := &pb.TxnResponse{Header: &pb.ResponseHeader{}, Succeeded: ok, Responses: make([]*pb.ResponseOp, 0, len(ops))}
+	for _, op := range ops {
+		var ro *pb.ResponseOp
+		switch x := op.Request.(type) {
+		case *pb.RequestOp_RequestRange:
+			rr, err := applyRange(txn, x.RequestRange)
+			if err != nil {
+				return nil, err
+			}
+			ro = &pb.ResponseOp{Response: &pb.ResponseOp_ResponseRange{ResponseRange: rr}}
+		case *pb.RequestOp_RequestPut:
+			pr, err := s.applyPut(txn, x.RequestPut)
+			if err != nil {
+				return nil, err
+			}
+			ro = &pb.ResponseOp{Response: &pb.ResponseOp_ResponsePut{ResponsePut: pr}}
+		case *pb.RequestOp_RequestDeleteRange:
+			dr, err := applyDeleteRange(txn, x.RequestDeleteRange)
+			if err != nil {
+				return nil, err
+			}
+			ro = &pb.ResponseOp{Response: &pb.ResponseOp_ResponseDeleteRange{ResponseDeleteRange: dr}}
+		case *pb.RequestOp_RequestTxn:
+			tr, err := s.applyTxn(txn, x.RequestTxn)
+			if err != nil {
+				return nil, err
+			}
+			ro = &pb.ResponseOp{Response: &pb.ResponseOp_ResponseTxn{ResponseTxn: tr}}
+		default:
+			return nil, fmt.Errorf("etcdserver: unknown txn operation")
+		}
+		resp.Responses = append(resp.Responses, ro)
+	}
+	resp.Header.Revision = txn.Rev()
+	return resp, nil
+}
+
+// checkTxnOps rejects a branch before any of it applies: a put on an unknown lease, or an
+// ignore_value/ignore_lease put on a missing key, fails the whole transaction.
+func (s *Server) checkTxnOps(v kvView, ops []*pb.RequestOp) error {
+	for _, op := range ops {
+		switch x := op.Request.(type) {
+		case *pb.RequestOp_RequestPut:
+			p := x.RequestPut
+			if p.IgnoreValue || p.IgnoreLease {
+				rr, err := v.Range(p.Key, nil, mvcc.RangeOptions{})
+				if err != nil {
+					return err
+				}
+				if len(rr.KVs) == 0 {
+					return ErrKeyNotFound
+				}
+			}
+			if p.Lease != 0 && !p.IgnoreLease && !s.les.Exists(p.Lease) {
+				return errLeaseNotFound
+			}
+		case *pb.RequestOp_RequestTxn:
+			ok, err := evalCompares(v, x.RequestTxn.Compare)
+			if err != nil {
+				return err
+			}
+			branch := x.RequestTxn.Failure
+			if ok {
+				branch = x.RequestTxn.Success
+			}
+			if err := s.checkTxnOps(v, branch); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func txnHasPuts(r *pb.TxnRequest) bool {
+	for _, ops := range [][]*pb.RequestOp{r.Success, r.Failure} {
+		for _, op := range ops {
+			if op.GetRequestPut() != nil {
+				return true
+			}
+			if t := op.GetRequestTxn(); t != nil && txnHasPuts(t) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func txnReadOnly(r *pb.TxnRequest) bool {
+	for _, ops := range [][]*pb.RequestOp{r.Success, r.Failure} {
+		for _, op := range ops {
+			if op.GetRequestRange() == nil {
+				if t := op.GetRequestTxn(); t == nil || !txnReadOnly(t) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,110 @@
+// Package etcdserver is one etcd member: it proposes client writes through raft, persists the
+// log in the WAL, applies committed entries to the MVCC store and lessor, and serves reads.
+package etcdserver
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config is everything a member needs to start.
+type Config struct {
+	Name                string
+	DataDir             string
+	PeerURLs            []string // advertised peer URLs of this member
+	ClientURLs          []string // advertised client URLs of this member
+	InitialCluster      map[string][]string
+	InitialClusterToken string
+	NewCluster          bool
+
+	SnapshotCount          uint64
+	SnapshotCatchUpEntries uint64
+	MaxSnapshots           int
+	TickMs                 uint
+	ElectionTicks          int
+
+	QuotaBackendBytes int64
+	MaxRequestBytes   uint
+	MaxTxnOps         uint
+
+	AutoCompactionMode      string // "periodic" or "revision"
+	AutoCompactionRetention string
+
+	Logger   *slog.Logger
+	Registry *prometheus.Registry
+}
+
+// Defaults as upstream etcd 3.6.
+const (
+	DefaultSnapshotCount          = 10000
+	DefaultSnapshotCatchUpEntries = 5000
+	DefaultQuotaBackendBytes      = 2 << 30
+	MaxQuotaBackendBytes          = 8 << 30
+	DefaultMaxRequestBytes        = 1.5 * 1024 * 1024
+	DefaultMaxTxnOps              = 128
+	// grpcOverheadBytes is added to the request limit for the gRPC receive limit, as upstream.
+	GRPCOverheadBytes = 512 * 1024
+)
+
+func (c *Config) memberDir() string { return filepath.Join(c.DataDir, "member") }
+func (c *Config) walDir() string    { return filepath.Join(c.memberDir(), "wal") }
+func (c *Config) snapDir() string   { return filepath.Join(c.memberDir(), "snap") }
+
+// BackendPath is where the bbolt file lives.
+func (c *Config) BackendPath() string { return filepath.Join(c.snapDir(), "db") }
+
+func (c *Config) heartbeat() time.Duration { return time.Duration(c.TickMs) * time.Millisecond }
+
+func (c *Config) electionTimeout() time.Duration {
+	return time.Duration(c.ElectionTicks) * c.heartbeat()
+}
+
+// requestTimeout bounds how long a proposal may wait, as upstream: 5s plus two elections.
+func (c *Config) requestTimeout() time.Duration { return 5*time.Second + 2*c.electionTimeout() }
+
+func (c *Config) validate() error {
+	if c.Name == "" {
+		return fmt.Errorf("member name is empty")
+	}
+	if c.DataDir == "" {
+		return fmt.Errorf("data dir is empty")
+	}
+	if c.TickMs == 0 || c.ElectionTicks < 5 {
+		return fmt.Errorf("election timeout must be at least 5 heartbeat intervals")
+	}
+	if len(c.PeerURLs) == 0 {
+		return fmt.Errorf("no advertised peer URLs")
+	}
+	if c.SnapshotCount == 0 {
+		c.SnapshotCount = DefaultSnapshotCount
+	}
+	if c.SnapshotCatchUpEntries == 0 {
+		c.SnapshotCatchUpEntries = DefaultSnapshotCatchUpEntries
+	}
+	if c.SnapshotCatchUpEntries > c.SnapshotCount {
+		c.SnapshotCatchUpEntries = c.SnapshotCount
+	}
+	if c.MaxSnapshots == 0 {
+		c.MaxSnapshots = 5
+	}
+	if c.QuotaBackendBytes == 0 {
+		c.QuotaBackendBytes = DefaultQuotaBackendBytes
+	}
+	if c.MaxRequestBytes == 0 {
+		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.MaxTxnOps == 0 {
+		c.MaxTxnOps = DefaultMaxTxnOps
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
+	}
+	return nil
+}

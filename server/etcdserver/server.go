@@ -1,0 +1,773 @@
+package etcdserver
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"etcdx/server/backend"
+	"etcdx/server/lease"
+	"etcdx/server/mvcc"
+	"etcdx/server/snap"
+	"etcdx/server/version"
+	"etcdx/server/wal"
+)
+
+// Errors with upstream's wording; the gRPC layer maps them to upstream's status codes.
+var (
+	ErrStopped         = errors.New("etcdserver: server stopped")
+	ErrTimeout         = errors.New("etcdserver: request timed out")
+	ErrNoLeader        = errors.New("etcdserver: no leader")
+	ErrRequestTooLarge = errors.New("etcdserver: request is too large")
+	ErrNoSpace         = errors.New("etcdserver: mvcc: database space exceeded")
+	ErrKeyNotFound     = errors.New("etcdserver: key not found")
+	ErrTooManyOps      = errors.New("etcdserver: too many operations in txn request")
+	ErrDuplicateKey    = errors.New("etcdserver: duplicate key given in txn request")
+	ErrNotLeader       = errors.New("etcdserver: not leader")
+)
+
+// walMetadata is written at the start of every WAL segment.
+type walMetadata struct {
+	NodeID    uint64 `json:"nodeID"`
+	ClusterID uint64 `json:"clusterID"`
+}
+
+// Server is one member.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+
+	id  uint64
+	be  *backend.Backend
+	kv  *mvcc.Store
+	les *lease.Lessor
+	mem *membership
+
+	node    raft.Node
+	storage *raft.MemoryStorage
+	wal     *wal.WAL
+	m       *metrics
+
+	reqIDs   *idGenerator
+	waits    *waitRegistry
+	applyW   indexWaiter
+	alarms   *alarmStore
+	applyc   chan applyBatch
+	readc    chan raft.ReadState
+	readWake chan struct{}
+
+	readMu       sync.Mutex
+	readNotifier *notifier
+
+	appliedIndex   atomic.Uint64
+	committedIndex atomic.Uint64
+	term           atomic.Uint64
+	lead           atomic.Uint64
+	snapIndex      uint64 // owned by the apply goroutine
+	confState      raftpb.ConfState
+
+	stopping chan struct{}
+	done     chan struct{}
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+}
+
+type applyBatch struct {
+	ents []raftpb.Entry
+	snap raftpb.Snapshot
+	// applied is closed when the batch is applied; the raft loop waits on it for conf changes.
+	applied chan struct{}
+}
+
+// New opens or bootstraps the member in cfg.DataDir. Call Start to run it.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("invalid configuration: %w", err)
+	}
+	lg := cfg.Logger
+	if err := os.MkdirAll(cfg.snapDir(), 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	s := &Server{cfg: cfg, log: lg, waits: newWaitRegistry(), applyc: make(chan applyBatch, 128),
+		readc: make(chan raft.ReadState, 16), readWake: make(chan struct{}, 1), readNotifier: newNotifier(),
+		stopping: make(chan struct{}), done: make(chan struct{})}
+	var err error
+	var commitObserve func(time.Duration)
+	s.be, err = backend.Open(backend.Config{Path: cfg.BackendPath(), Logger: lg,
+		ObserveCommit: func(d time.Duration) {
+			if commitObserve != nil {
+				commitObserve(d)
+			}
+		}})
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Server, error) {
+		if s.wal != nil {
+			s.wal.Close()
+		}
+		s.be.Close()
+		return nil, err
+	}
+	minTTL := int64((3*cfg.ElectionTicks)/2) * int64(cfg.TickMs) / 1000
+	if rem := (int64((3*cfg.ElectionTicks)/2) * int64(cfg.TickMs)) % 1000; rem != 0 {
+		minTTL++
+	}
+	if s.les, err = lease.New(s.be, minTTL); err != nil {
+		return fail(err)
+	}
+	if s.kv, err = mvcc.Open(s.be, lg, s.les); err != nil {
+		return fail(err)
+	}
+	if s.alarms, err = loadAlarms(s.be); err != nil {
+		return fail(err)
+	}
+	s.storage = raft.NewMemoryStorage()
+	rcfg := &raft.Config{
+		ElectionTick:    cfg.ElectionTicks,
+		HeartbeatTick:   1,
+		Storage:         s.storage,
+		MaxSizePerMsg:   1 << 20,
+		MaxInflightMsgs: 512,
+		CheckQuorum:     true,
+		PreVote:         true,
+		Logger:          raftLogger{lg.With("component", "raft")},
+	}
+	if wal.Exist(cfg.walDir()) {
+		err = s.restart(rcfg)
+	} else {
+		err = s.bootstrap(rcfg)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	s.reqIDs = newIDGenerator(s.id, time.Now())
+	s.m = newMetrics(cfg.Registry, s)
+	commitObserve = func(d time.Duration) { s.m.backendCommit.Observe(d.Seconds()) }
+	s.m.serverID.WithLabelValues(fmt.Sprintf("%x", s.id)).Set(1)
+	s.m.quotaBytes.Set(float64(cfg.QuotaBackendBytes))
+	return s, nil
+}
+
+func (s *Server) bootstrap(rcfg *raft.Config) error {
+	cfg := s.cfg
+	if !cfg.NewCluster {
+		return fmt.Errorf("joining an existing cluster (--initial-cluster-state=existing) needs a peer transport, which this build does not have yet; use --initial-cluster-state=new")
+	}
+	self, ok := cfg.InitialCluster[cfg.Name]
+	if !ok {
+		return fmt.Errorf("couldn't find local name %q in the initial cluster configuration", cfg.Name)
+	}
+	if !sameURLs(self, cfg.PeerURLs) {
+		return fmt.Errorf("--initial-cluster has %s=%v but missing from --initial-advertise-peer-urls=%v", cfg.Name, self, cfg.PeerURLs)
+	}
+	if len(cfg.InitialCluster) != 1 {
+		return fmt.Errorf("a multi-member --initial-cluster needs a peer transport, which this build does not have yet")
+	}
+	var peers []raft.Peer
+	var ids []uint64
+	names := make([]string, 0, len(cfg.InitialCluster))
+	for n := range cfg.InitialCluster {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		m := Member{ID: memberID(cfg.InitialCluster[n], cfg.InitialClusterToken), PeerURLs: cfg.InitialCluster[n], Name: n}
+		ctx, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("encode member: %w", err)
+		}
+		peers = append(peers, raft.Peer{ID: m.ID, Context: ctx})
+		ids = append(ids, m.ID)
+	}
+	s.id = memberID(cfg.PeerURLs, cfg.InitialClusterToken)
+	cid := clusterID(ids)
+	md, _ := json.Marshal(walMetadata{NodeID: s.id, ClusterID: cid})
+	w, err := wal.Create(cfg.walDir(), md)
+	if err != nil {
+		return err
+	}
+	s.wal = w
+	if s.mem, err = loadMembership(s.be, cid); err != nil {
+		return err
+	}
+	rcfg.ID = s.id
+	s.node = raft.StartNode(rcfg, peers)
+	s.log.Info("bootstrapped new cluster", "member-id", fmt.Sprintf("%x", s.id), "cluster-id", fmt.Sprintf("%x", cid))
+	return nil
+}
+
+func (s *Server) restart(rcfg *raft.Config) error {
+	cfg := s.cfg
+	snaps, err := snap.List(cfg.snapDir())
+	if err != nil {
+		return err
+	}
+	// Use the newest snapshot whose marker made it into the WAL.
+	var sn raftpb.Snapshot
+	var md []byte
+	var st raftpb.HardState
+	var ents []raftpb.Entry
+	opened := false
+	for _, path := range append(snaps, "") {
+		sn = raftpb.Snapshot{}
+		if path != "" {
+			if sn, err = snap.Load(path); err != nil {
+				s.log.Warn("skipping unreadable snapshot file", "path", path, "error", err)
+				continue
+			}
+		}
+		w, err := wal.Open(cfg.walDir(), sn.Metadata)
+		if err != nil {
+			return err
+		}
+		md, st, ents, err = w.ReadAll()
+		if errors.Is(err, wal.ErrSnapshotNotFound) && path != "" {
+			w.Close()
+			continue
+		}
+		if err != nil {
+			w.Close()
+			return fmt.Errorf("read WAL %s: %w", cfg.walDir(), err)
+		}
+		s.wal = w
+		opened = true
+		break
+	}
+	if !opened {
+		return fmt.Errorf("no usable snapshot matches the WAL in %s", cfg.walDir())
+	}
+	var meta walMetadata
+	if err := json.Unmarshal(md, &meta); err != nil {
+		return fmt.Errorf("WAL metadata in %s: %w", cfg.walDir(), err)
+	}
+	s.id = meta.NodeID
+	if s.mem, err = loadMembership(s.be, meta.ClusterID); err != nil {
+		return err
+	}
+	cindex, _ := s.be.ReadConsistentIndex()
+	if !raft.IsEmptySnap(sn) {
+		if cindex < sn.Metadata.Index {
+			return fmt.Errorf("database file (index %d) does not match the latest snapshot (index %d)", cindex, sn.Metadata.Index)
+		}
+		if err := s.storage.ApplySnapshot(sn); err != nil {
+			return fmt.Errorf("apply snapshot: %w", err)
+		}
+		s.snapIndex = sn.Metadata.Index
+		s.confState = sn.Metadata.ConfState
+	}
+	if err := s.storage.SetHardState(st); err != nil {
+		return fmt.Errorf("set hard state: %w", err)
+	}
+	if err := s.storage.Append(ents); err != nil {
+		return fmt.Errorf("append WAL entries: %w", err)
+	}
+	s.appliedIndex.Store(sn.Metadata.Index)
+	s.applyW.advance(sn.Metadata.Index)
+	rcfg.ID = s.id
+	rcfg.Applied = sn.Metadata.Index
+	s.node = raft.RestartNode(rcfg)
+	s.log.Info("restarted member", "member-id", fmt.Sprintf("%x", s.id), "cluster-id", fmt.Sprintf("%x", meta.ClusterID),
+		"commit-index", st.Commit, "snapshot-index", sn.Metadata.Index, "consistent-index", cindex, "wal-entries", len(ents))
+	return nil
+}
+
+func sameURLs(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	x, y := append([]string(nil), a...), append([]string(nil), b...)
+	sort.Strings(x)
+	sort.Strings(y)
+	for i := range x {
+		if x[i] != y[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Start runs the member's loops.
+func (s *Server) Start() {
+	s.wg.Add(4)
+	go s.raftLoop()
+	go s.applyLoop()
+	go s.readLoop()
+	go s.leaseLoop()
+	go s.publish()
+	if s.cfg.AutoCompactionMode != "" {
+		s.wg.Add(1)
+		go s.autoCompact()
+	}
+}
+
+// ID is this member's ID.
+func (s *Server) ID() uint64 { return s.id }
+
+// ClusterID is the cluster's ID.
+func (s *Server) ClusterID() uint64 { return s.mem.clusterID() }
+
+// Leader is the current leader's ID (0: none known).
+func (s *Server) Leader() uint64 { return s.lead.Load() }
+
+// Term is the current raft term.
+func (s *Server) Term() uint64 { return s.term.Load() }
+
+// KV is the member's MVCC store (reads go straight to it).
+func (s *Server) KV() *mvcc.Store { return s.kv }
+
+// Backend is the member's bbolt file.
+func (s *Server) Backend() *backend.Backend { return s.be }
+
+// Lessor is the member's lease table.
+func (s *Server) Lessor() *lease.Lessor { return s.les }
+
+// Config returns the configuration the member runs with.
+func (s *Server) Config() Config { return s.cfg }
+
+// Stopping is closed when the member begins to stop.
+func (s *Server) Stopping() <-chan struct{} { return s.stopping }
+
+func (s *Server) raftLoop() {
+	defer s.wg.Done()
+	ticker := time.NewTicker(s.cfg.heartbeat())
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ticker.C:
+			s.node.Tick()
+		case rd := <-s.node.Ready():
+			if rd.SoftState != nil {
+				s.onSoftState(rd.SoftState)
+			}
+			for _, rs := range rd.ReadStates {
+				select {
+				case s.readc <- rs:
+				default:
+					s.log.Warn("dropped a read state: read loop is behind")
+				}
+			}
+			if !raft.IsEmptyHardState(rd.HardState) {
+				s.term.Store(rd.HardState.Term)
+				s.committedIndex.Store(rd.HardState.Commit)
+				s.m.proposalsCommitted.Set(float64(rd.HardState.Commit))
+			}
+			start := time.Now()
+			if !raft.IsEmptySnap(rd.Snapshot) {
+				if err := snap.Save(s.cfg.snapDir(), rd.Snapshot); err != nil {
+					s.fatal("save incoming snapshot", err)
+					return
+				}
+				if err := s.wal.SaveSnapshot(rd.Snapshot.Metadata); err != nil {
+					s.fatal("record incoming snapshot in WAL", err)
+					return
+				}
+			}
+			if err := s.wal.Save(rd.HardState, rd.Entries); err != nil {
+				s.fatal("write WAL", err)
+				return
+			}
+			if len(rd.Entries) > 0 {
+				s.m.walFsync.Observe(time.Since(start).Seconds())
+			}
+			if !raft.IsEmptySnap(rd.Snapshot) {
+				if err := s.storage.ApplySnapshot(rd.Snapshot); err != nil {
+					s.fatal("apply incoming snapshot to raft storage", err)
+					return
+				}
+			}
+			if err := s.storage.Append(rd.Entries); err != nil {
+				s.fatal("append to raft storage", err)
+				return
+			}
+			// Messages to peers: a single member has none; the peer transport sends them.
+			b := applyBatch{ents: rd.CommittedEntries, snap: rd.Snapshot, applied: make(chan struct{})}
+			hasConf := false
+			for _, e := range rd.CommittedEntries {
+				if e.Type == raftpb.EntryConfChange || e.Type == raftpb.EntryConfChangeV2 {
+					hasConf = true
+				}
+			}
+			if len(b.ents) > 0 || !raft.IsEmptySnap(b.snap) {
+				select {
+				case s.applyc <- b:
+				case <-s.stopping:
+					return
+				}
+				if hasConf {
+					// Raft must see the new configuration before the next Ready.
+					select {
+					case <-b.applied:
+					case <-s.stopping:
+						return
+					}
+				}
+			}
+			s.node.Advance()
+		case <-s.stopping:
+			return
+		}
+	}
+}
+
+func (s *Server) onSoftState(ss *raft.SoftState) {
+	old := s.lead.Swap(ss.Lead)
+	if ss.Lead != raft.None {
+		s.m.hasLeader.Set(1)
+	} else {
+		s.m.hasLeader.Set(0)
+	}
+	if ss.RaftState == raft.StateLeader {
+		s.m.isLeader.Set(1)
+	} else {
+		s.m.isLeader.Set(0)
+	}
+	if old != ss.Lead {
+		if ss.Lead != raft.None {
+			s.m.leaderChanges.Inc()
+		}
+		s.log.Info("leader changed", "member-id", fmt.Sprintf("%x", s.id), "leader", fmt.Sprintf("%x", ss.Lead), "state", ss.RaftState.String())
+		if ss.Lead == s.id {
+			s.les.Promote(s.cfg.electionTimeout())
+		} else {
+			s.les.Demote()
+		}
+	}
+}
+
+// fatal stops the member after an unrecoverable local error (disk failure): continuing could
+// acknowledge writes that are not durable.
+func (s *Server) fatal(what string, err error) {
+	s.log.Error("stopping member after fatal error", "operation", what, "error", err)
+	go s.Stop()
+}
+
+func (s *Server) applyLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case b := <-s.applyc:
+			s.applyBatch(b)
+			close(b.applied)
+		case <-s.stopping:
+			return
+		}
+	}
+}
+
+func (s *Server) applyBatch(b applyBatch) {
+	if !raft.IsEmptySnap(b.snap) && b.snap.Metadata.Index > s.appliedIndex.Load() {
+		// Receiving a whole-state snapshot from a leader arrives with the peer transport.
+		s.log.Error("cannot apply a raft snapshot from a peer in this build", "index", b.snap.Metadata.Index)
+	}
+	for _, e := range b.ents {
+		if e.Index <= s.appliedIndex.Load() {
+			continue
+		}
+		s.applyEntry(e)
+		s.appliedIndex.Store(e.Index)
+	}
+	applied := s.appliedIndex.Load()
+	s.m.proposalsApplied.Set(float64(applied))
+	s.applyW.advance(applied)
+	if applied-s.snapIndex >= s.cfg.SnapshotCount {
+		if err := s.snapshot(applied); err != nil {
+			s.log.Error("failed to take raft snapshot", "index", applied, "error", err)
+		}
+	}
+}
+
+// snapshot records that the state up to index is in the bbolt file, so the log before it
+// (minus a tail kept for slow followers) can go.
+func (s *Server) snapshot(index uint64) error {
+	start := time.Now()
+	if err := s.be.Commit(); err != nil {
+		return err
+	}
+	data, err := json.Marshal(s.mem.list())
+	if err != nil {
+		return fmt.Errorf("encode membership: %w", err)
+	}
+	sn, err := s.storage.CreateSnapshot(index, &s.confState, data)
+	if err != nil {
+		return fmt.Errorf("create snapshot: %w", err)
+	}
+	if err := snap.Save(s.cfg.snapDir(), sn); err != nil {
+		return err
+	}
+	if err := s.wal.SaveSnapshot(sn.Metadata); err != nil {
+		return err
+	}
+	s.snapIndex = index
+	if index > s.cfg.SnapshotCatchUpEntries {
+		if err := s.storage.Compact(index - s.cfg.SnapshotCatchUpEntries); err != nil && !errors.Is(err, raft.ErrCompacted) {
+			return fmt.Errorf("compact raft log: %w", err)
+		}
+	}
+	if err := s.wal.ReleaseTo(index); err != nil {
+		return err
+	}
+	if err := snap.Purge(s.cfg.snapDir(), s.cfg.MaxSnapshots); err != nil {
+		return err
+	}
+	s.m.snapshotSave.Observe(time.Since(start).Seconds())
+	s.log.Info("saved snapshot and compacted raft log", "snapshot-index", index, "wal-segments", s.wal.SegmentCount())
+	return nil
+}
+
+// propose sends r through raft and waits for the applier's result.
+func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (*applyResult, error) {
+	id := s.reqIDs.next()
+	r.Header = &pb.RequestHeader{ID: id}
+	data, err := r.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	if len(data) > int(s.cfg.MaxRequestBytes) {
+		return nil, ErrRequestTooLarge
+	}
+	if s.lead.Load() == raft.None {
+		// Proposals without a leader would only wait for the timeout.
+		select {
+		case <-time.After(s.cfg.electionTimeout()):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if s.lead.Load() == raft.None {
+			return nil, ErrNoLeader
+		}
+	}
+	ch := s.waits.register(id)
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout())
+	defer cancel()
+	s.m.proposalsPending.Inc()
+	defer s.m.proposalsPending.Dec()
+	if err := s.node.Propose(cctx, data); err != nil {
+		s.waits.trigger(id, nil)
+		s.m.proposalsFailed.Inc()
+		return nil, s.proposeErr(ctx, err)
+	}
+	select {
+	case x := <-ch:
+		if x == nil {
+			return nil, ErrStopped
+		}
+		return x.(*applyResult), nil
+	case <-cctx.Done():
+		s.waits.trigger(id, nil)
+		s.m.proposalsFailed.Inc()
+		return nil, s.proposeErr(ctx, cctx.Err())
+	case <-s.stopping:
+		return nil, ErrStopped
+	}
+}
+
+func (s *Server) proposeErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	select {
+	case <-s.stopping:
+		return ErrStopped
+	default:
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return ErrTimeout
+	}
+	return err
+}
+
+// notifier is shared by every read waiting for the same ReadIndex round.
+type notifier struct {
+	c   chan struct{}
+	err error
+}
+
+func newNotifier() *notifier { return &notifier{c: make(chan struct{})} }
+
+func (n *notifier) notify(err error) {
+	n.err = err
+	close(n.c)
+}
+
+// LinearizableReadNotify waits until this member has applied everything committed before the
+// call, confirmed by a quorum through ReadIndex.
+func (s *Server) LinearizableReadNotify(ctx context.Context) error {
+	s.readMu.Lock()
+	nc := s.readNotifier
+	s.readMu.Unlock()
+	select {
+	case s.readWake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-nc.c:
+		return nc.err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.stopping:
+		return ErrStopped
+	}
+}
+
+func (s *Server) readLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.readWake:
+		case <-s.stopping:
+			return
+		}
+		s.readMu.Lock()
+		nr := s.readNotifier
+		s.readNotifier = newNotifier()
+		s.readMu.Unlock()
+		nr.notify(s.readIndexRound())
+	}
+}
+
+func (s *Server) readIndexRound() error {
+	id := s.reqIDs.next()
+	rctx := make([]byte, 8)
+	binary.BigEndian.PutUint64(rctx, id)
+	deadline := time.After(s.cfg.requestTimeout())
+	retry := time.NewTicker(500 * time.Millisecond)
+	defer retry.Stop()
+	send := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
+		defer cancel()
+		return s.node.ReadIndex(ctx, rctx)
+	}
+	if err := send(); err != nil {
+		return ErrTimeout
+	}
+	for {
+		select {
+		case rs := <-s.readc:
+			if binary.BigEndian.Uint64(rs.RequestCtx) != id {
+				continue // an answer to an earlier, abandoned round
+			}
+			select {
+			case <-s.applyW.wait(rs.Index):
+				return nil
+			case <-deadline:
+				return ErrTimeout
+			case <-s.stopping:
+				return ErrStopped
+			}
+		case <-retry.C:
+			// The request may have been dropped (no leader yet): ask again.
+			if err := send(); err != nil {
+				return ErrTimeout
+			}
+		case <-deadline:
+			return ErrTimeout
+		case <-s.stopping:
+			return ErrStopped
+		}
+	}
+}
+
+// leaseLoop has the leader revoke expired leases through raft.
+func (s *Server) leaseLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-s.stopping:
+			return
+		}
+		for _, id := range s.les.Expired(1000) {
+			go func(id int64) {
+				ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
+				defer cancel()
+				if _, err := s.LeaseRevoke(ctx, &pb.LeaseRevokeRequest{ID: id}); err != nil && !errors.Is(err, lease.ErrNotFound) {
+					s.log.Warn("failed to revoke expired lease", "lease-id", fmt.Sprintf("%016x", id), "error", err)
+				}
+			}(id)
+		}
+	}
+}
+
+// publish records this member's name and client URLs in the replicated membership.
+func (s *Server) publish() {
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
+		res, err := s.propose(ctx, &pb.InternalRaftRequest{ClusterMemberAttrSet: memberAttrs(s.id, s.cfg.Name, s.cfg.ClientURLs)})
+		if err == nil {
+			err = res.err
+		}
+		cancel()
+		if err == nil {
+			s.log.Info("published local member to cluster", "name", s.cfg.Name, "client-urls", s.cfg.ClientURLs)
+			return
+		}
+		select {
+		case <-s.stopping:
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// Stop stops the member: no new requests, loops end, files are closed.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() {
+		close(s.stopping)
+		s.node.Stop()
+		s.wg.Wait()
+		if err := s.be.Close(); err != nil {
+			s.log.Error("closing backend", "error", err)
+		}
+		if err := s.wal.Close(); err != nil {
+			s.log.Error("closing WAL", "error", err)
+		}
+		close(s.done)
+	})
+	<-s.done
+}
+
+// Done is closed once the member has stopped.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Version is the server version this member runs.
+func (s *Server) Version() string { return version.Version }
+
+// AppliedIndex is the last applied raft index.
+func (s *Server) AppliedIndex() uint64 { return s.appliedIndex.Load() }
+
+// CommittedIndex is the last known committed raft index.
+func (s *Server) CommittedIndex() uint64 { return s.committedIndex.Load() }
+
+// Members lists the cluster's members.
+func (s *Server) Members() []Member { return s.mem.list() }
+
+// raftLogger adapts slog to raft's logger interface.
+type raftLogger struct{ l *slog.Logger }
+
+func (r raftLogger) Debug(v ...any)              { r.l.Debug(fmt.Sprint(v...)) }
+func (r raftLogger) Debugf(f string, v ...any)   { r.l.Debug(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Error(v ...any)              { r.l.Error(fmt.Sprint(v...)) }
+func (r raftLogger) Errorf(f string, v ...any)   { r.l.Error(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Info(v ...any)               { r.l.Info(fmt.Sprint(v...)) }
+func (r raftLogger) Infof(f string, v ...any)    { r.l.Info(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Warning(v ...any)            { r.l.Warn(fmt.Sprint(v...)) }
+func (r raftLogger) Warningf(f string, v ...any) { r.l.Warn(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Fatal(v ...any)              { r.l.Error(fmt.Sprint(v...)); os.Exit(1) }
+func (r raftLogger) Fatalf(f string, v ...any)   { r.l.Error(fmt.Sprintf(f, v...)); os.Exit(1) }
+func (r raftLogger) Panic(v ...any)              { panic(fmt.Sprint(v...)) }
+func (r raftLogger) Panicf(f string, v ...any)   { panic(fmt.Sprintf(f, v...)) }

@@ -1,0 +1,364 @@
+package etcdserver
+
+import (
+	"bytes"
+	"context"
+	"sort"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"etcdx/server/lease"
+)
+
+var errLeaseNotFound = lease.ErrNotFound
+
+// Range reads; linearizable unless the request asks to be served locally.
+func (s *Server) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error) {
+	if !r.Serializable {
+		if err := s.LinearizableReadNotify(ctx); err != nil {
+			return nil, err
+		}
+	}
+	v := s.kv.Read()
+	defer v.End()
+	return applyRange(v, r)
+}
+
+// Put writes through raft.
+func (s *Server) Put(ctx context.Context, r *pb.PutRequest) (*pb.PutResponse, error) {
+	if err := s.checkQuota(ctx, len(r.Key)+len(r.Value)); err != nil {
+		return nil, err
+	}
+	res, err := s.propose(ctx, &pb.InternalRaftRequest{Put: r})
+	if err != nil {
+		return nil, err
+	}
+	if res.err != nil {
+		return nil, res.err
+	}
+	return res.resp.(*pb.PutResponse), nil
+}
+
+// DeleteRange deletes through raft.
+func (s *Server) DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error) {
+	res, err := s.propose(ctx, &pb.InternalRaftRequest{DeleteRange: r})
+	if err != nil {
+		return nil, err
+	}
+	if res.err != nil {
+		return nil, res.err
+	}
+	return res.resp.(*pb.DeleteRangeResponse), nil
+}
+
+// Txn runs a transaction: read-only ones are served like reads, others go through raft.
+func (s *Server) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error) {
+	if err := s.checkTxn(r); err != nil {
+		return nil, err
+	}
+	if txnReadOnly(r) {
+		if !txnSerializable(r) {
+			if err := s.LinearizableReadNotify(ctx); err != nil {
+				return nil, err
+			}
+		}
+		v := s.kv.Read()
+		defer v.End()
+		return s.readOnlyTxn(v, r)
+	}
+	if txnHasPuts(r) {
+		if err := s.checkQuota(ctx, r.Size()); err != nil {
+			return nil, err
+		}
+	}
+	res, err := s.propose(ctx, &pb.InternalRaftRequest{Txn: r})
+	if err != nil {
+		return nil, err
+	}
+	if res.err != nil {
+		return nil, res.err
+	}
+	return res.resp.(*pb.TxnResponse), nil
+}
+
+func (s *Server) readOnlyTxn(v kvView, r *pb.TxnRequest) (*pb.TxnResponse, error) {
+	ok, err := evalCompares(v, r.Compare)
+	if err != nil {
+		return nil, err
+	}
+	ops := r.Failure
+	if ok {
+		ops = r.Success
+	}
+	resp := &pb.TxnResponse{Header: &pb.ResponseHeader{Revision: v.Rev()}, Succeeded: ok}
+	for _, op := range ops {
+		if rr := op.GetRequestRange(); rr != nil {
+			out, err := applyRange(v, rr)
+			if err != nil {
+				return nil, err
+			}
+			resp.Responses = append(resp.Responses, &pb.ResponseOp{Response: &pb.ResponseOp_ResponseRange{ResponseRange: out}})
+			continue
+		}
+		tr, err := s.readOnlyTxn(v, op.GetRequestTxn())
+		if err != nil {
+			return nil, err
+		}
+		resp.Responses = append(resp.Responses, &pb.ResponseOp{Response: &pb.ResponseOp_ResponseTxn{ResponseTxn: tr}})
+	}
+	return resp, nil
+}
+
+func txnSerializable(r *pb.TxnRequest) bool {
+	for _, ops := range [][]*pb.RequestOp{r.Success, r.Failure} {
+		for _, op := range ops {
+			if rr := op.GetRequestRange(); rr != nil && !rr.Serializable {
+				return false
+			}
+			if t := op.GetRequestTxn(); t != nil && !txnSerializable(t) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// checkTxn applies upstream's static limits: operation count and no key written twice.
+func (s *Server) checkTxn(r *pb.TxnRequest) error {
+	max := int(s.cfg.MaxTxnOps)
+	if len(r.Compare) > max || len(r.Success) > max || len(r.Failure) > max {
+		return ErrTooManyOps
+	}
+	for _, ops := range [][]*pb.RequestOp{r.Success, r.Failure} {
+		if _, err := writtenKeys(ops); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type keyRange struct{ key, end []byte }
+
+func (k keyRange) overlaps(o keyRange) bool {
+	contains := func(r keyRange, key []byte) bool {
+		if len(r.end) == 0 {
+			return bytes.Equal(r.key, key)
+		}
+		if len(r.end) == 1 && r.end[0] == 0 {
+			return bytes.Compare(key, r.key) >= 0
+		}
+		return bytes.Compare(key, r.key) >= 0 && bytes.Compare(key, r.end) < 0
+	}
+	return contains(k, o.key) || contains(o, k.key)
+}
+
+// writtenKeys returns the put keys and delete ranges of a branch (nested txns included) and
+// fails if a key is written twice.
+func writtenKeys(ops []*pb.RequestOp) ([]keyRange, error) {
+	var puts, dels []keyRange
+	for _, op := range ops {
+		switch {
+		case op.GetRequestPut() != nil:
+			k := keyRange{key: op.GetRequestPut().Key}
+			for _, p := range puts {
+				if bytes.Equal(p.key, k.key) {
+					return nil, ErrDuplicateKey
+				}
+			}
+			puts = append(puts, k)
+		case op.GetRequestDeleteRange() != nil:
+			d := op.GetRequestDeleteRange()
+			dels = append(dels, keyRange{key: d.Key, end: d.RangeEnd})
+		case op.GetRequestTxn() != nil:
+			t := op.GetRequestTxn()
+			for _, branch := range [][]*pb.RequestOp{t.Success, t.Failure} {
+				sub, err := writtenKeys(branch)
+				if err != nil {
+					return nil, err
+				}
+				for _, k := range sub {
+					for _, p := range puts {
+						if p.overlaps(k) {
+							return nil, ErrDuplicateKey
+						}
+					}
+				}
+				for _, k := range sub {
+					if len(k.end) == 0 {
+						puts = append(puts, k)
+					} else {
+						dels = append(dels, k)
+					}
+				}
+			}
+		}
+	}
+	for _, p := range puts {
+		for _, d := range dels {
+			if d.overlaps(p) {
+				return nil, ErrDuplicateKey
+			}
+		}
+	}
+	return append(puts, dels...), nil
+}
+
+// Compact compacts the keyspace; with Physical it waits until the backend is clean too.
+func (s *Server) Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.CompactionResponse, error) {
+	res, err := s.propose(ctx, &pb.InternalRaftRequest{Compaction: r})
+	if err != nil {
+		return nil, err
+	}
+	if res.err != nil {
+		return nil, res.err
+	}
+	if r.Physical && res.physc != nil {
+		select {
+		case <-res.physc:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-s.stopping:
+			return nil, ErrStopped
+		}
+	}
+	resp := res.resp.(*pb.CompactionResponse)
+	resp.Header.Revision = s.kv.Rev()
+	return resp, nil
+}
+
+// LeaseGrant creates a lease; ID 0 lets the server choose one.
+func (s *Server) LeaseGrant(ctx context.Context, r *pb.LeaseGrantRequest) (*pb.LeaseGrantResponse, error) {
+	for r.ID == 0 {
+		r.ID = int64(s.reqIDs.next() & (1<<63 - 1))
+	}
+	if r.TTL > lease.MaxTTL {
+		return nil, lease.ErrTTLTooLarge
+	}
+	if err := s.checkQuota(ctx, 16); err != nil {
+		return nil, err
+	}
+	res, err := s.propose(ctx, &pb.InternalRaftRequest{LeaseGrant: r})
+	if err != nil {
+		return nil, err
+	}
+	if res.err != nil {
+		return nil, res.err
+	}
+	return res.resp.(*pb.LeaseGrantResponse), nil
+}
+
+// LeaseRevoke revokes a lease and deletes its keys.
+func (s *Server) LeaseRevoke(ctx context.Context, r *pb.LeaseRevokeRequest) (*pb.LeaseRevokeResponse, error) {
+	res, err := s.propose(ctx, &pb.InternalRaftRequest{LeaseRevoke: r})
+	if err != nil {
+		return nil, err
+	}
+	if res.err != nil {
+		return nil, res.err
+	}
+	return res.resp.(*pb.LeaseRevokeResponse), nil
+}
+
+// LeaseRenew restarts a lease's TTL. Only the leader judges expiry.
+func (s *Server) LeaseRenew(ctx context.Context, id int64) (int64, error) {
+	ttl, err := s.les.Renew(id)
+	if err == nil {
+		s.m.leaseRenewed.Inc()
+	}
+	if err == lease.ErrNotPrimary {
+		return -1, ErrNotLeader
+	}
+	return ttl, err
+}
+
+// LeaseTimeToLive describes a lease.
+func (s *Server) LeaseTimeToLive(ctx context.Context, r *pb.LeaseTimeToLiveRequest) (*pb.LeaseTimeToLiveResponse, error) {
+	in, err := s.les.Lookup(r.ID)
+	if err != nil {
+		return nil, err
+	}
+	resp := &pb.LeaseTimeToLiveResponse{Header: &pb.ResponseHeader{Revision: s.kv.Rev()}, ID: in.ID, TTL: in.RemainingTTL, GrantedTTL: in.TTL}
+	if r.Keys {
+		resp.Keys = in.Keys
+	}
+	return resp, nil
+}
+
+// LeaseLeases lists every lease.
+func (s *Server) LeaseLeases(ctx context.Context) (*pb.LeaseLeasesResponse, error) {
+	resp := &pb.LeaseLeasesResponse{Header: &pb.ResponseHeader{Revision: s.kv.Rev()}}
+	for _, id := range s.les.List() {
+		resp.Leases = append(resp.Leases, &pb.LeaseStatus{ID: id})
+	}
+	return resp, nil
+}
+
+// Alarm activates, deactivates or lists alarms.
+func (s *Server) Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb.AlarmResponse, error) {
+	if r.Action == pb.AlarmRequest_GET {
+		return &pb.AlarmResponse{Header: &pb.ResponseHeader{Revision: s.kv.Rev()}, Alarms: s.alarms.list(r.Alarm)}, nil
+	}
+	res, err := s.propose(ctx, &pb.InternalRaftRequest{Alarm: r})
+	if err != nil {
+		return nil, err
+	}
+	if res.err != nil {
+		return nil, res.err
+	}
+	return res.resp.(*pb.AlarmResponse), nil
+}
+
+// Alarms lists the active alarms.
+func (s *Server) Alarms() []*pb.AlarmMember { return s.alarms.list(pb.AlarmType_NONE) }
+
+// checkQuota refuses a write that would grow the file past the quota and raises NOSPACE.
+func (s *Server) checkQuota(ctx context.Context, cost int) error {
+	if s.alarms.active(pb.AlarmType_NOSPACE) {
+		return ErrNoSpace
+	}
+	// A write costs its bytes plus bookkeeping (revision key, index, bbolt page overhead).
+	const overhead = 256
+	if s.be.Size()+int64(cost+overhead) <= s.cfg.QuotaBackendBytes {
+		return nil
+	}
+	s.log.Warn("database space exceeded", "quota-size-bytes", s.cfg.QuotaBackendBytes, "current-size-bytes", s.be.Size())
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
+		defer cancel()
+		if _, err := s.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: s.id, Alarm: pb.AlarmType_NOSPACE}); err != nil {
+			s.log.Error("failed to raise NOSPACE alarm", "error", err)
+		}
+	}()
+	return ErrNoSpace
+}
+
+func sortKVs(kvs []mvccpb.KeyValue, target pb.RangeRequest_SortTarget, desc bool) {
+	less := func(a, b *mvccpb.KeyValue) bool {
+		switch target {
+		case pb.RangeRequest_VERSION:
+			if a.Version != b.Version {
+				return a.Version < b.Version
+			}
+		case pb.RangeRequest_CREATE:
+			if a.CreateRevision != b.CreateRevision {
+				return a.CreateRevision < b.CreateRevision
+			}
+		case pb.RangeRequest_MOD:
+			if a.ModRevision != b.ModRevision {
+				return a.ModRevision < b.ModRevision
+			}
+		case pb.RangeRequest_VALUE:
+			if c := bytes.Compare(a.Value, b.Value); c != 0 {
+				return c < 0
+			}
+		}
+		return bytes.Compare(a.Key, b.Key) < 0
+	}
+	sort.SliceStable(kvs, func(i, j int) bool {
+		if desc {
+			return less(&kvs[j], &kvs[i])
+		}
+		return less(&kvs[i], &kvs[j])
+	})
+}

@@ -1,0 +1,305 @@
+// Package lease keeps leases: their TTLs, which keys hang on them, and when they expire. Grants
+// and revokes arrive through raft (so every member agrees); expiry is judged only by the
+// leader, which then proposes the revoke.
+package lease
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"etcdx/server/backend"
+)
+
+var (
+	ErrNotFound    = errors.New("lease not found")
+	ErrExists      = errors.New("lease already exists")
+	ErrNotPrimary  = errors.New("not the lease primary (leader)")
+	ErrTTLTooLarge = errors.New("too large lease TTL")
+)
+
+// MaxTTL is the largest TTL a lease may have (9,000,000,000 seconds, as upstream).
+const MaxTTL = 9000000000
+
+// forever is the expiry of leases on a member that does not judge expiry.
+var forever = time.Unix(math.MaxInt64>>1, 0)
+
+// Lease is one lease's state.
+type Lease struct {
+	ID     int64
+	TTL    int64
+	expiry time.Time
+	keys   map[string]struct{}
+}
+
+// Remaining is the time left before expiry (negative: expired; very large: not judged here).
+func (l *Lease) remaining(now time.Time) time.Duration { return l.expiry.Sub(now) }
+
+// Info is a copy of a lease for callers.
+type Info struct {
+	ID           int64
+	TTL          int64
+	RemainingTTL int64 // seconds; -1 when this member does not track expiry
+	Keys         [][]byte
+}
+
+// Lessor holds every lease. Safe for concurrent use.
+type Lessor struct {
+	be     *backend.Backend
+	minTTL int64
+
+	mu      sync.RWMutex
+	leases  map[int64]*Lease
+	primary bool
+}
+
+// New loads the leases stored in the backend. minTTL is the smallest TTL a grant gets.
+func New(be *backend.Backend, minTTL int64) (*Lessor, error) {
+	l := &Lessor{be: be, minTTL: minTTL, leases: map[int64]*Lease{}}
+	err := be.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(backend.Lease).ForEach(func(k, v []byte) error {
+			id, ttl, err := decodeLease(v)
+			if err != nil {
+				return fmt.Errorf("lease %x: %w", k, err)
+			}
+			l.leases[id] = &Lease{ID: id, TTL: ttl, expiry: forever, keys: map[string]struct{}{}}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lease: load: %w", err)
+	}
+	return l, nil
+}
+
+// encodeLease writes upstream's leasepb.Lease: ID (1), TTL (2), RemainingTTL (3).
+func encodeLease(id, ttl int64) []byte {
+	var b []byte
+	if id != 0 {
+		b = protowire.AppendTag(b, 1, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(id))
+	}
+	if ttl != 0 {
+		b = protowire.AppendTag(b, 2, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(ttl))
+	}
+	return b
+}
+
+func decodeLease(b []byte) (id, ttl int64, err error) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return 0, 0, protowire.ParseError(n)
+		}
+		b = b[n:]
+		if typ != protowire.VarintType {
+			n = protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return 0, 0, protowire.ParseError(n)
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeVarint(b)
+		if n < 0 {
+			return 0, 0, protowire.ParseError(n)
+		}
+		b = b[n:]
+		switch num {
+		case 1:
+			id = int64(v)
+		case 2:
+			ttl = int64(v)
+		}
+	}
+	return id, ttl, nil
+}
+
+func leaseKey(id int64) []byte { return backend.PutUint64(uint64(id)) }
+
+// Grant creates a lease (applied from raft) inside the caller's batch.
+func (l *Lessor) Grant(b *backend.BatchTx, id, ttl int64) (*Info, error) {
+	if id == 0 {
+		return nil, ErrNotFound
+	}
+	if ttl > MaxTTL {
+		return nil, ErrTTLTooLarge
+	}
+	if ttl < l.minTTL {
+		ttl = l.minTTL
+	}
+	if l.Exists(id) {
+		return nil, ErrExists
+	}
+	if err := b.Put(backend.Lease, leaseKey(id), encodeLease(id, ttl)); err != nil {
+		return nil, err
+	}
+	ls := &Lease{ID: id, TTL: ttl, expiry: forever, keys: map[string]struct{}{}}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.primary {
+		ls.expiry = time.Now().Add(time.Duration(ttl) * time.Second)
+	}
+	l.leases[id] = ls
+	return &Info{ID: id, TTL: ttl}, nil
+}
+
+// Keys returns the keys attached to a lease, sorted.
+func (l *Lessor) Keys(id int64) ([][]byte, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	ls, ok := l.leases[id]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return sortedKeys(ls), nil
+}
+
+func sortedKeys(ls *Lease) [][]byte {
+	ks := make([]string, 0, len(ls.keys))
+	for k := range ls.keys {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	out := make([][]byte, len(ks))
+	for i, k := range ks {
+		out[i] = []byte(k)
+	}
+	return out
+}
+
+// Forget removes a revoked lease's record; the caller has already deleted its keys.
+func (l *Lessor) Forget(id int64, b *backend.BatchTx) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.leases[id]; !ok {
+		return ErrNotFound
+	}
+	delete(l.leases, id)
+	return b.Delete(backend.Lease, leaseKey(id))
+}
+
+// Renew restarts a lease's TTL (leader only) and returns the TTL.
+func (l *Lessor) Renew(id int64) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.primary {
+		return -1, ErrNotPrimary
+	}
+	ls, ok := l.leases[id]
+	if !ok {
+		return -1, ErrNotFound
+	}
+	ls.expiry = time.Now().Add(time.Duration(ls.TTL) * time.Second)
+	return ls.TTL, nil
+}
+
+// Lookup returns a lease's state.
+func (l *Lessor) Lookup(id int64) (*Info, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	ls, ok := l.leases[id]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return l.info(ls, time.Now()), nil
+}
+
+func (l *Lessor) info(ls *Lease, now time.Time) *Info {
+	in := &Info{ID: ls.ID, TTL: ls.TTL, RemainingTTL: -1, Keys: sortedKeys(ls)}
+	if l.primary {
+		rem := ls.remaining(now)
+		in.RemainingTTL = int64(math.Ceil(rem.Seconds()))
+		if in.RemainingTTL < 0 {
+			in.RemainingTTL = 0
+		}
+	}
+	return in
+}
+
+// Exists reports whether a lease is known.
+func (l *Lessor) Exists(id int64) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	_, ok := l.leases[id]
+	return ok
+}
+
+// List returns every lease ID.
+func (l *Lessor) List() []int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	ids := make([]int64, 0, len(l.leases))
+	for id := range l.leases {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// Attach implements mvcc.LeaseAttacher.
+func (l *Lessor) Attach(id int64, key []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ls, ok := l.leases[id]; ok {
+		ls.keys[string(key)] = struct{}{}
+	}
+}
+
+// Detach implements mvcc.LeaseAttacher.
+func (l *Lessor) Detach(id int64, key []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ls, ok := l.leases[id]; ok {
+		delete(ls.keys, string(key))
+	}
+}
+
+// Promote makes this member judge expiry: every lease gets its full TTL plus extend, so an
+// election never expires leases whose holders kept them alive on the old leader.
+func (l *Lessor) Promote(extend time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.primary = true
+	now := time.Now()
+	for _, ls := range l.leases {
+		ls.expiry = now.Add(time.Duration(ls.TTL)*time.Second + extend)
+	}
+}
+
+// Demote stops judging expiry.
+func (l *Lessor) Demote() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.primary = false
+	for _, ls := range l.leases {
+		ls.expiry = forever
+	}
+}
+
+// Expired returns up to max leases past their expiry (leader only).
+func (l *Lessor) Expired(max int) []int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if !l.primary {
+		return nil
+	}
+	now := time.Now()
+	var ids []int64
+	for id, ls := range l.leases {
+		if ls.remaining(now) <= 0 {
+			ids = append(ids, id)
+			if len(ids) >= max {
+				break
+			}
+		}
+	}
+	return ids
+}
