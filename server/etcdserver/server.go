@@ -80,6 +80,8 @@ type Server struct {
 
 	stopping chan struct{}
 	done     chan struct{}
+	// ready closes once this member has published itself through raft (upstream's ReadyNotify).
+	ready chan struct{}
 	wg       sync.WaitGroup
 	stopOnce sync.Once
 }
@@ -102,7 +104,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: lg, waits: newWaitRegistry(), applyc: make(chan applyBatch, 128),
 		readc: make(chan raft.ReadState, 16), readWake: make(chan struct{}, 1), readNotifier: newNotifier(),
-		stopping: make(chan struct{}), done: make(chan struct{})}
+		stopping: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{})}
 	var err error
 	var commitObserve func(time.Duration)
 	s.be, err = backend.Open(backend.Config{Path: cfg.BackendPath(), Logger: lg,
@@ -714,6 +716,7 @@ func (s *Server) publish() {
 		cancel()
 		if err == nil {
 			s.log.Info("published local member to cluster", "name", s.cfg.Name, "client-urls", s.cfg.ClientURLs)
+			close(s.ready)
 			return
 		}
 		select {
@@ -740,6 +743,9 @@ func (s *Server) Stop() {
 	})
 	<-s.done
 }
+
+// ReadyNotify is closed once the member has joined the cluster and can serve clients.
+func (s *Server) ReadyNotify() <-chan struct{} { return s.ready }
 
 // Done is closed once the member has stopped.
 func (s *Server) Done() <-chan struct{} { return s.done }

@@ -1,0 +1,413 @@
+// Package embed starts an etcd member inside a Go program: the etcd binary, tests and the
+// discovery service all use it. Fill a Config (NewConfig gives upstream's defaults) and call
+// StartEtcd.
+package embed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/soheilhy/cmux"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"etcdx/server/etcdserver"
+	"etcdx/server/httpapi"
+	"etcdx/server/v3rpc"
+)
+
+// Config mirrors the etcd command line; field names follow upstream's config file keys.
+type Config struct {
+	Name                string
+	Dir                 string
+	ListenClientUrls    []string
+	AdvertiseClientUrls []string
+	ListenPeerUrls      []string
+	AdvertisePeerUrls   []string
+	ListenMetricsUrls   []string
+	InitialCluster      string
+	InitialClusterState string
+	InitialClusterToken string
+
+	SnapshotCount     uint64
+	TickMs            uint
+	ElectionMs        uint
+	QuotaBackendBytes int64
+	MaxRequestBytes   uint
+	MaxTxnOps         uint
+
+	AutoCompactionMode      string
+	AutoCompactionRetention string
+
+	WatchProgressNotifyInterval time.Duration
+
+	LogLevel string
+	// Logger overrides LogLevel when set.
+	Logger *slog.Logger
+}
+
+// Upstream defaults.
+const (
+	DefaultName                = "default"
+	DefaultListenClientURLs    = "http://localhost:2379"
+	DefaultListenPeerURLs      = "http://localhost:2380"
+	DefaultInitialClusterState = "new"
+	DefaultInitialClusterToken = "etcd-cluster"
+)
+
+// NewConfig returns upstream etcd's defaults.
+func NewConfig() *Config {
+	return &Config{
+		Name:                        DefaultName,
+		ListenClientUrls:            []string{DefaultListenClientURLs},
+		AdvertiseClientUrls:         []string{DefaultListenClientURLs},
+		ListenPeerUrls:              []string{DefaultListenPeerURLs},
+		AdvertisePeerUrls:           []string{DefaultListenPeerURLs},
+		InitialClusterState:         DefaultInitialClusterState,
+		InitialClusterToken:         DefaultInitialClusterToken,
+		SnapshotCount:               etcdserver.DefaultSnapshotCount,
+		TickMs:                      100,
+		ElectionMs:                  1000,
+		MaxRequestBytes:             etcdserver.DefaultMaxRequestBytes,
+		MaxTxnOps:                   etcdserver.DefaultMaxTxnOps,
+		AutoCompactionMode:          "periodic",
+		WatchProgressNotifyInterval: 10 * time.Minute,
+		LogLevel:                    "info",
+	}
+}
+
+// InitialClusterFromName is what upstream uses when --initial-cluster is not given.
+func (c *Config) InitialClusterFromName(name string) string {
+	var parts []string
+	for _, u := range c.AdvertisePeerUrls {
+		parts = append(parts, name+"="+u)
+	}
+	return strings.Join(parts, ",")
+}
+
+// Validate checks the configuration the way upstream reports problems.
+func (c *Config) Validate() error {
+	if c.Dir == "" {
+		c.Dir = c.Name + ".etcd"
+	}
+	if c.InitialCluster == "" {
+		c.InitialCluster = c.InitialClusterFromName(c.Name)
+	}
+	for _, group := range []struct {
+		flag string
+		urls []string
+	}{{"listen-client-urls", c.ListenClientUrls}, {"advertise-client-urls", c.AdvertiseClientUrls},
+		{"listen-peer-urls", c.ListenPeerUrls}, {"initial-advertise-peer-urls", c.AdvertisePeerUrls},
+		{"listen-metrics-urls", c.ListenMetricsUrls}} {
+		for _, u := range group.urls {
+			if _, err := parseURL(u); err != nil {
+				return fmt.Errorf("--%s: %w", group.flag, err)
+			}
+		}
+	}
+	if c.InitialClusterState != "new" && c.InitialClusterState != "existing" {
+		return fmt.Errorf("--initial-cluster-state: unexpected value %q (want new or existing)", c.InitialClusterState)
+	}
+	if c.TickMs == 0 {
+		return fmt.Errorf("--heartbeat-interval must be greater than 0")
+	}
+	if 5*c.TickMs > c.ElectionMs {
+		return fmt.Errorf("--election-timeout[%vms] should be at least as 5 times as --heartbeat-interval[%vms]", c.ElectionMs, c.TickMs)
+	}
+	if c.ElectionMs > 50000 {
+		return fmt.Errorf("--election-timeout[%vms] is too long, and should be set less than 50000ms", c.ElectionMs)
+	}
+	if c.QuotaBackendBytes < 0 {
+		return fmt.Errorf("--quota-backend-bytes must not be negative")
+	}
+	if _, _, err := etcdserver.ParseRetention(c.AutoCompactionMode, c.AutoCompactionRetention); err != nil {
+		return fmt.Errorf("--auto-compaction-retention: %w", err)
+	}
+	if _, err := ParseInitialCluster(c.InitialCluster); err != nil {
+		return fmt.Errorf("--initial-cluster: %w", err)
+	}
+	return nil
+}
+
+// ParseInitialCluster reads "name=url,name=url2,other=url3".
+func ParseInitialCluster(s string) (map[string][]string, error) {
+	m := map[string][]string{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, u, ok := strings.Cut(part, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("%q is not of the form name=url", part)
+		}
+		if _, err := parseURL(u); err != nil {
+			return nil, err
+		}
+		m[name] = append(m[name], u)
+	}
+	if len(m) == 0 {
+		return nil, fmt.Errorf("empty initial cluster")
+	}
+	for _, urls := range m {
+		sort.Strings(urls)
+	}
+	return m, nil
+}
+
+func parseURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("invalid URL %q: %w", s, err)
+	}
+	switch u.Scheme {
+	case "http":
+	case "https", "unixs":
+		return nil, fmt.Errorf("URL %q: TLS listeners are not supported by this build yet", s)
+	default:
+		return nil, fmt.Errorf("URL %q: scheme must be http", s)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("URL %q has no host:port", s)
+	}
+	if _, _, err := net.SplitHostPort(u.Host); err != nil {
+		return nil, fmt.Errorf("URL %q: %w", s, err)
+	}
+	if u.Path != "" && u.Path != "/" {
+		return nil, fmt.Errorf("URL %q must not have a path", s)
+	}
+	return u, nil
+}
+
+// NewLogger builds the JSON logger for a level name.
+func NewLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	switch strings.ToLower(level) {
+	case "debug":
+		l = slog.LevelDebug
+	case "info", "":
+		l = slog.LevelInfo
+	case "warn":
+		l = slog.LevelWarn
+	case "error", "dpanic", "panic", "fatal":
+		l = slog.LevelError
+	default:
+		return nil, fmt.Errorf("unknown log level %q (want debug, info, warn, error, panic or fatal)", level)
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// Etcd is a running member with its listeners.
+type Etcd struct {
+	Server  *etcdserver.Server
+	cfg     *Config
+	log     *slog.Logger
+	clients []net.Listener
+	peers   []net.Listener
+	metrics []net.Listener
+
+	grpcServers []*grpc.Server
+	httpServers []*http.Server
+	selfConn    *grpc.ClientConn
+
+	errc      chan error
+	closeOnce sync.Once
+}
+
+// StartEtcd validates cfg, opens the member and starts serving.
+func StartEtcd(cfg *Config) (e *Etcd, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	lg := cfg.Logger
+	if lg == nil {
+		if lg, err = NewLogger(cfg.LogLevel); err != nil {
+			return nil, err
+		}
+	}
+	e = &Etcd{cfg: cfg, log: lg, errc: make(chan error, 16)}
+	defer func() {
+		if err != nil {
+			e.closeListeners()
+		}
+	}()
+	// Listen before opening data so a port clash fails fast without touching the data dir.
+	if e.peers, err = listenAll(cfg.ListenPeerUrls); err != nil {
+		return nil, fmt.Errorf("listen on peer URLs: %w", err)
+	}
+	if e.clients, err = listenAll(cfg.ListenClientUrls); err != nil {
+		return nil, fmt.Errorf("listen on client URLs: %w", err)
+	}
+	if e.metrics, err = listenAll(cfg.ListenMetricsUrls); err != nil {
+		return nil, fmt.Errorf("listen on metrics URLs: %w", err)
+	}
+	ic, _ := ParseInitialCluster(cfg.InitialCluster)
+	quota := cfg.QuotaBackendBytes
+	if quota > etcdserver.MaxQuotaBackendBytes {
+		lg.Warn("quota exceeds the maximum value", "quota-size-bytes", quota, "quota-maximum-size-bytes", int64(etcdserver.MaxQuotaBackendBytes))
+	}
+	srv, err := etcdserver.New(etcdserver.Config{
+		Name: cfg.Name, DataDir: cfg.Dir, PeerURLs: cfg.AdvertisePeerUrls, ClientURLs: cfg.AdvertiseClientUrls,
+		InitialCluster: ic, InitialClusterToken: cfg.InitialClusterToken, NewCluster: cfg.InitialClusterState == "new",
+		SnapshotCount: cfg.SnapshotCount, TickMs: cfg.TickMs, ElectionTicks: int(cfg.ElectionMs / cfg.TickMs),
+		QuotaBackendBytes: quota, MaxRequestBytes: cfg.MaxRequestBytes, MaxTxnOps: cfg.MaxTxnOps,
+		AutoCompactionMode: cfg.AutoCompactionMode, AutoCompactionRetention: cfg.AutoCompactionRetention,
+		Logger: lg,
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.Server = srv
+	srv.Start()
+	if err := e.serve(); err != nil {
+		srv.Stop()
+		return nil, err
+	}
+	lg.Info("serving client traffic", "client-urls", cfg.ListenClientUrls, "peer-urls", cfg.ListenPeerUrls,
+		"member-id", fmt.Sprintf("%x", srv.ID()), "data-dir", cfg.Dir)
+	return e, nil
+}
+
+func listenAll(urls []string) ([]net.Listener, error) {
+	var ls []net.Listener
+	for _, s := range urls {
+		u, err := parseURL(s)
+		if err != nil {
+			return ls, err
+		}
+		l, err := net.Listen("tcp", u.Host)
+		if err != nil {
+			return ls, err
+		}
+		ls = append(ls, l)
+	}
+	return ls, nil
+}
+
+func (e *Etcd) serve() error {
+	s := e.Server
+	clusterVersion := func() string { return "" } // negotiated cluster versions arrive with the lifecycle work
+	for _, l := range e.clients {
+		gs := v3rpc.NewServer(s, v3rpc.Options{WatchProgressNotifyInterval: e.cfg.WatchProgressNotifyInterval})
+		conn, err := grpc.NewClient("passthrough:///"+l.Addr().String(),
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<31-1)))
+		if err != nil {
+			return fmt.Errorf("gateway connection: %w", err)
+		}
+		e.selfConn = conn
+		h, err := httpapi.Handler(s, conn, clusterVersion)
+		if err != nil {
+			return err
+		}
+		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		m := cmux.New(l)
+		grpcL := m.MatchWithWriters(cmux.HTTP2MatchHeaderFieldSendSettings("content-type", "application/grpc"))
+		httpL := m.Match(cmux.Any())
+		e.grpcServers = append(e.grpcServers, gs)
+		e.httpServers = append(e.httpServers, hs)
+		// Connections wait in the backlog until the member has published itself, as upstream.
+		go func() {
+			select {
+			case <-s.ReadyNotify():
+			case <-s.Stopping():
+				return
+			}
+			go func() { e.report(gs.Serve(grpcL)) }()
+			go func() { e.report(hs.Serve(httpL)) }()
+			e.report(m.Serve())
+		}()
+	}
+	for _, l := range e.peers {
+		mux := http.NewServeMux()
+		mux.Handle("/version", httpapi.VersionHandler(clusterVersion))
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		e.httpServers = append(e.httpServers, hs)
+		go func() { e.report(hs.Serve(l)) }()
+	}
+	for _, l := range e.metrics {
+		mux := http.NewServeMux()
+		httpapi.AddMetrics(mux, s)
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		e.httpServers = append(e.httpServers, hs)
+		go func() { e.report(hs.Serve(l)) }()
+	}
+	return nil
+}
+
+func (e *Etcd) report(err error) {
+	if err == nil || errors.Is(err, http.ErrServerClosed) || errors.Is(err, cmux.ErrListenerClosed) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, grpc.ErrServerStopped) || strings.Contains(err.Error(), "use of closed network connection") {
+		return
+	}
+	select {
+	case e.errc <- err:
+	default:
+	}
+}
+
+// Err reports serving errors.
+func (e *Etcd) Err() <-chan error { return e.errc }
+
+// ClientAddrs are the bound client listener addresses (useful with port 0).
+func (e *Etcd) ClientAddrs() []string {
+	var out []string
+	for _, l := range e.clients {
+		out = append(out, l.Addr().String())
+	}
+	return out
+}
+
+// Close stops taking requests, lets in-flight ones finish (bounded), then stops the member.
+func (e *Etcd) Close() {
+	e.closeOnce.Do(func() {
+		e.log.Info("closing etcd server", "name", e.cfg.Name)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var wg sync.WaitGroup
+		for _, gs := range e.grpcServers {
+			wg.Add(1)
+			go func(gs *grpc.Server) {
+				defer wg.Done()
+				done := make(chan struct{})
+				go func() { gs.GracefulStop(); close(done) }()
+				select {
+				case <-done:
+				case <-time.After(2 * time.Second):
+					gs.Stop() // long-lived streams (watch, keepalive) are cut here
+				}
+			}(gs)
+		}
+		for _, hs := range e.httpServers {
+			wg.Add(1)
+			go func(hs *http.Server) { defer wg.Done(); hs.Shutdown(ctx) }(hs)
+		}
+		wg.Wait()
+		if e.selfConn != nil {
+			e.selfConn.Close()
+		}
+		e.closeListeners()
+		if e.Server != nil {
+			e.Server.Stop()
+		}
+		e.log.Info("closed etcd server", "name", e.cfg.Name)
+	})
+}
+
+func (e *Etcd) closeListeners() {
+	for _, group := range [][]net.Listener{e.clients, e.peers, e.metrics} {
+		for _, l := range group {
+			l.Close()
+		}
+	}
+}

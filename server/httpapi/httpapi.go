@@ -1,0 +1,203 @@
+// Package httpapi serves the HTTP endpoints of the client listener: /version, /health, /livez,
+// /readyz, /metrics and the gRPC JSON gateway under /v3/.
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	gw "go.etcd.io/etcd/api/v3/etcdserverpb/gw"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"etcdx/server/etcdserver"
+	"etcdx/server/version"
+)
+
+// NotDecided is reported as the cluster version before the cluster has agreed on one.
+const NotDecided = "not_decided"
+
+// Versions is the /version body.
+type Versions struct {
+	Server  string `json:"etcdserver"`
+	Cluster string `json:"etcdcluster"`
+	Storage string `json:"storage,omitempty"`
+}
+
+// VersionHandler answers /version. clusterVersion returns "" until the cluster has decided.
+func VersionHandler(clusterVersion func() string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		v := Versions{Server: version.Version, Cluster: clusterVersion()}
+		if v.Cluster == "" {
+			v.Cluster = NotDecided
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(v)
+	})
+}
+
+// health is the /health body.
+type health struct {
+	Health string `json:"health"`
+	Reason string `json:"reason"`
+}
+
+type check struct {
+	name string
+	run  func(ctx context.Context, r *http.Request) error
+}
+
+func checks(s *etcdserver.Server) map[string]check {
+	return map[string]check{
+		"leader": {"leader", func(context.Context, *http.Request) error {
+			if s.Leader() == 0 {
+				return fmt.Errorf("RAFT NO LEADER")
+			}
+			return nil
+		}},
+		"alarms": {"alarms", func(_ context.Context, r *http.Request) error {
+			excluded := map[string]bool{}
+			for _, a := range r.URL.Query()["exclude"] {
+				excluded[a] = true
+			}
+			var active []string
+			for _, a := range s.Alarms() {
+				if !excluded[a.Alarm.String()] {
+					active = append(active, a.Alarm.String())
+				}
+			}
+			if len(active) > 0 {
+				return fmt.Errorf("ALARM %s", strings.Join(active, ","))
+			}
+			return nil
+		}},
+		"corruption": {"data_corruption", func(context.Context, *http.Request) error {
+			for _, a := range s.Alarms() {
+				if a.Alarm == pb.AlarmType_CORRUPT {
+					return fmt.Errorf("CORRUPT alarm is active")
+				}
+			}
+			return nil
+		}},
+		"serializable": {"serializable_read", func(ctx context.Context, _ *http.Request) error {
+			_, err := s.Range(ctx, &pb.RangeRequest{Key: []byte("health"), Serializable: true})
+			return err
+		}},
+		"linearizable": {"linearizable_read", func(ctx context.Context, _ *http.Request) error {
+			_, err := s.Range(ctx, &pb.RangeRequest{Key: []byte("health")})
+			return err
+		}},
+	}
+}
+
+// HealthHandler answers /health as upstream: leader, alarms, and a read (linearizable unless
+// ?serializable=true).
+func HealthHandler(s *etcdserver.Server) http.Handler {
+	cs := checks(s)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		read := cs["linearizable"]
+		if r.URL.Query().Get("serializable") == "true" {
+			read = cs["serializable"]
+		}
+		h := health{Health: "true"}
+		for _, c := range []check{cs["alarms"], cs["leader"], read} {
+			if err := c.run(ctx, r); err != nil {
+				h = health{Health: "false", Reason: err.Error()}
+				break
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if h.Health != "true" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		json.NewEncoder(w).Encode(h)
+	})
+}
+
+// probeHandler answers /livez and /readyz in the Kubernetes style: "ok", or with ?verbose one
+// line per check.
+func probeHandler(s *etcdserver.Server, kind string, names ...string) http.Handler {
+	cs := checks(s)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		excluded := map[string]bool{}
+		for _, e := range r.URL.Query()["exclude"] {
+			excluded[e] = true
+		}
+		var b strings.Builder
+		failed := false
+		for _, n := range names {
+			c := cs[n]
+			if excluded[c.name] {
+				fmt.Fprintf(&b, "[+]%s excluded: ok\n", c.name)
+				continue
+			}
+			if err := c.run(ctx, r); err != nil {
+				failed = true
+				fmt.Fprintf(&b, "[-]%s failed: %v\n", c.name, err)
+				continue
+			}
+			fmt.Fprintf(&b, "[+]%s ok\n", c.name)
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if failed {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "%s%s check failed\n", b.String(), kind)
+			return
+		}
+		if _, verbose := r.URL.Query()["verbose"]; verbose {
+			fmt.Fprintf(w, "%s%s check passed\n", b.String(), kind)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	})
+}
+
+// Handler is the client listener's HTTP side. conn is a client connection to this member's own
+// gRPC server, used by the JSON gateway.
+func Handler(s *etcdserver.Server, conn *grpc.ClientConn, clusterVersion func() string) (http.Handler, error) {
+	mux := http.NewServeMux()
+	AddMetrics(mux, s)
+	mux.Handle("/version", VersionHandler(clusterVersion))
+	gwmux := runtime.NewServeMux(runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{
+		Marshaler: &runtime.JSONPb{
+			MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: false},
+			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: true},
+		},
+	}))
+	ctx := context.Background()
+	for _, reg := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
+		gw.RegisterKVHandler, gw.RegisterWatchHandler, gw.RegisterLeaseHandler,
+		gw.RegisterClusterHandler, gw.RegisterMaintenanceHandler,
+	} {
+		if err := reg(ctx, gwmux, conn); err != nil {
+			return nil, fmt.Errorf("register gateway: %w", err)
+		}
+	}
+	mux.Handle("/v3/", gwmux)
+	return mux, nil
+}
+
+// AddMetrics adds /metrics, /health, /livez and /readyz (what the metrics listener serves too).
+func AddMetrics(mux *http.ServeMux, s *etcdserver.Server) {
+	mux.Handle("/metrics", promhttp.HandlerFor(s.Config().Registry, promhttp.HandlerOpts{}))
+	mux.Handle("/health", HealthHandler(s))
+	mux.Handle("/livez", probeHandler(s, "livez", "serializable"))
+	mux.Handle("/readyz", probeHandler(s, "readyz", "corruption", "serializable", "linearizable"))
+}

@@ -1,0 +1,57 @@
+// Package v3rpc serves the etcd v3 gRPC API (KV, Watch, Lease, Maintenance, Cluster) on top of
+// an etcdserver.Server, with upstream's status codes and messages.
+package v3rpc
+
+import (
+	"context"
+	"errors"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"etcdx/server/backend"
+	"etcdx/server/etcdserver"
+	"etcdx/server/lease"
+	"etcdx/server/mvcc"
+)
+
+var errorTable = []struct {
+	err  error
+	grpc error
+}{
+	{mvcc.ErrCompacted, rpctypes.ErrGRPCCompacted},
+	{mvcc.ErrFutureRev, rpctypes.ErrGRPCFutureRev},
+	{etcdserver.ErrKeyNotFound, rpctypes.ErrGRPCKeyNotFound},
+	{etcdserver.ErrNoSpace, rpctypes.ErrGRPCNoSpace},
+	{etcdserver.ErrRequestTooLarge, rpctypes.ErrGRPCRequestTooLarge},
+	{etcdserver.ErrTooManyOps, rpctypes.ErrGRPCTooManyOps},
+	{etcdserver.ErrDuplicateKey, rpctypes.ErrGRPCDuplicateKey},
+	{etcdserver.ErrNoLeader, rpctypes.ErrGRPCNoLeader},
+	{etcdserver.ErrNotLeader, rpctypes.ErrGRPCNotLeader},
+	{etcdserver.ErrStopped, rpctypes.ErrGRPCStopped},
+	{etcdserver.ErrTimeout, rpctypes.ErrGRPCTimeout},
+	{lease.ErrNotFound, rpctypes.ErrGRPCLeaseNotFound},
+	{lease.ErrExists, rpctypes.ErrGRPCLeaseExist},
+	{lease.ErrTTLTooLarge, rpctypes.ErrGRPCLeaseTTLTooLarge},
+	{lease.ErrNotPrimary, rpctypes.ErrGRPCNotLeader},
+	{backend.ErrLocked, rpctypes.ErrGRPCStopped},
+	{context.Canceled, rpctypes.ErrGRPCCanceled},
+	{context.DeadlineExceeded, rpctypes.ErrGRPCDeadlineExceeded},
+}
+
+// togRPCError turns a server error into the status error upstream clients expect.
+func togRPCError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	for _, e := range errorTable {
+		if errors.Is(err, e.err) {
+			return e.grpc
+		}
+	}
+	return status.Error(codes.Unknown, err.Error())
+}

@@ -1,0 +1,163 @@
+package v3rpc
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"etcdx/server/etcdserver"
+	"etcdx/server/version"
+)
+
+type maintenanceServer struct {
+	pb.UnimplementedMaintenanceServer
+	s   *etcdserver.Server
+	hdr header
+}
+
+func (m *maintenanceServer) Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb.AlarmResponse, error) {
+	resp, err := m.s.Alarm(ctx, r)
+	if err != nil {
+		return nil, togRPCError(err)
+	}
+	m.hdr.fill(resp.Header)
+	return resp, nil
+}
+
+func (m *maintenanceServer) Status(ctx context.Context, r *pb.StatusRequest) (*pb.StatusResponse, error) {
+	s := m.s
+	resp := &pb.StatusResponse{
+		Header:           &pb.ResponseHeader{},
+		Version:          version.Version,
+		DbSize:           s.Backend().Size(),
+		DbSizeInUse:      s.Backend().SizeInUse(),
+		Leader:           s.Leader(),
+		RaftIndex:        s.CommittedIndex(),
+		RaftTerm:         s.Term(),
+		RaftAppliedIndex: s.AppliedIndex(),
+		DbSizeQuota:      s.Config().QuotaBackendBytes,
+	}
+	for _, a := range s.Alarms() {
+		resp.Errors = append(resp.Errors, fmt.Sprintf("memberID:%d alarm:%s ", a.MemberID, a.Alarm.String()))
+	}
+	if resp.Leader == 0 {
+		resp.Errors = append(resp.Errors, "etcdserver: no leader")
+	}
+	m.hdr.fill(resp.Header)
+	return resp, nil
+}
+
+func (m *maintenanceServer) Defragment(ctx context.Context, r *pb.DefragmentRequest) (*pb.DefragmentResponse, error) {
+	if err := m.s.Backend().Defrag(); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	resp := &pb.DefragmentResponse{Header: &pb.ResponseHeader{}}
+	m.hdr.fill(resp.Header)
+	return resp, nil
+}
+
+func (m *maintenanceServer) Hash(ctx context.Context, r *pb.HashRequest) (*pb.HashResponse, error) {
+	h, err := m.s.Backend().Hash()
+	if err != nil {
+		return nil, togRPCError(err)
+	}
+	resp := &pb.HashResponse{Header: &pb.ResponseHeader{}, Hash: h}
+	m.hdr.fill(resp.Header)
+	return resp, nil
+}
+
+func (m *maintenanceServer) HashKV(ctx context.Context, r *pb.HashKVRequest) (*pb.HashKVResponse, error) {
+	h, rev, compactRev, err := m.s.KV().HashKV(r.Revision)
+	if err != nil {
+		return nil, togRPCError(err)
+	}
+	resp := &pb.HashKVResponse{Header: &pb.ResponseHeader{Revision: rev}, Hash: h, CompactRevision: compactRev, HashRevision: rev}
+	if r.Revision > 0 {
+		resp.HashRevision = r.Revision
+	}
+	m.hdr.fill(resp.Header)
+	return resp, nil
+}
+
+// Snapshot streams the bbolt file followed by its SHA-256, which restore tools verify.
+func (m *maintenanceServer) Snapshot(r *pb.SnapshotRequest, srv pb.Maintenance_SnapshotServer) error {
+	be := m.s.Backend()
+	pr, pw := io.Pipe()
+	total := be.SnapshotSize()
+	go func() {
+		_, err := be.Snapshot(pw)
+		pw.CloseWithError(err)
+	}()
+	defer pr.Close()
+	h := sha256.New()
+	hdr := &pb.ResponseHeader{}
+	m.hdr.fill(hdr)
+	const chunk = 32 * 1024
+	buf := make([]byte, chunk)
+	sent := int64(0)
+	first := true
+	for {
+		n, err := io.ReadFull(pr, buf)
+		if n > 0 {
+			sent += int64(n)
+			h.Write(buf[:n])
+			remaining := total - sent
+			if remaining < 0 {
+				remaining = 0
+			}
+			resp := &pb.SnapshotResponse{RemainingBytes: uint64(remaining) + sha256.Size, Blob: append([]byte(nil), buf[:n]...)}
+			if first {
+				resp.Header, resp.Version = hdr, version.Version
+				first = false
+			}
+			if serr := srv.Send(resp); serr != nil {
+				return serr
+			}
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return status.Error(codes.Internal, fmt.Sprintf("snapshot: %v", err))
+		}
+	}
+	return srv.Send(&pb.SnapshotResponse{RemainingBytes: 0, Blob: h.Sum(nil)})
+}
+
+func (m *maintenanceServer) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.MoveLeaderResponse, error) {
+	if m.s.Leader() != m.s.ID() {
+		return nil, rpctypes.ErrGRPCNotLeader
+	}
+	if r.TargetID != m.s.ID() {
+		return nil, rpctypes.ErrGRPCBadLeaderTransferee
+	}
+	resp := &pb.MoveLeaderResponse{Header: &pb.ResponseHeader{}}
+	m.hdr.fill(resp.Header)
+	return resp, nil
+}
+
+type clusterServer struct {
+	pb.UnimplementedClusterServer
+	s   *etcdserver.Server
+	hdr header
+}
+
+func (c *clusterServer) MemberList(ctx context.Context, r *pb.MemberListRequest) (*pb.MemberListResponse, error) {
+	if r.Linearizable {
+		if err := c.s.LinearizableReadNotify(ctx); err != nil {
+			return nil, togRPCError(err)
+		}
+	}
+	resp := &pb.MemberListResponse{Header: &pb.ResponseHeader{}}
+	for _, mem := range c.s.Members() {
+		resp.Members = append(resp.Members, &pb.Member{ID: mem.ID, Name: mem.Name, PeerURLs: mem.PeerURLs, ClientURLs: mem.ClientURLs, IsLearner: mem.IsLearner})
+	}
+	c.hdr.fill(resp.Header)
+	return resp, nil
+}

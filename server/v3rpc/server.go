@@ -1,0 +1,45 @@
+package v3rpc
+
+import (
+	"math"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+
+	"etcdx/server/etcdserver"
+)
+
+// Options tune the gRPC server.
+type Options struct {
+	// WatchProgressNotifyInterval is how often watchers that asked for progress hear of it.
+	WatchProgressNotifyInterval time.Duration
+	ExtraServerOptions          []grpc.ServerOption
+}
+
+// NewServer returns a gRPC server with every v3 service registered for s.
+func NewServer(s *etcdserver.Server, o Options) *grpc.Server {
+	cfg := s.Config()
+	opts := append([]grpc.ServerOption{
+		grpc.MaxRecvMsgSize(int(cfg.MaxRequestBytes) + etcdserver.GRPCOverheadBytes),
+		grpc.MaxSendMsgSize(math.MaxInt32),
+		grpc.MaxConcurrentStreams(math.MaxUint32),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: false}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Hour, Timeout: 20 * time.Second}),
+	}, o.ExtraServerOptions...)
+	gs := grpc.NewServer(opts...)
+	h := header{s: s}
+	pb.RegisterKVServer(gs, &kvServer{s: s, hdr: h})
+	pb.RegisterWatchServer(gs, &watchServer{s: s, hdr: h, progressInterval: o.WatchProgressNotifyInterval,
+		maxRequestBytes: int(cfg.MaxRequestBytes)})
+	pb.RegisterLeaseServer(gs, &leaseServer{s: s, hdr: h})
+	pb.RegisterMaintenanceServer(gs, &maintenanceServer{s: s, hdr: h})
+	pb.RegisterClusterServer(gs, &clusterServer{s: s, hdr: h})
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(gs, hs)
+	return gs
+}
