@@ -81,7 +81,7 @@ type Server struct {
 	stopping chan struct{}
 	done     chan struct{}
 	// ready closes once this member has published itself through raft (upstream's ReadyNotify).
-	ready chan struct{}
+	ready    chan struct{}
 	wg       sync.WaitGroup
 	stopOnce sync.Once
 }

@@ -1,0 +1,247 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Binary returns the path of a built binary: from E2E_BIN_DIR when set (make e2e), otherwise
+// built once into a temporary directory from this workspace.
+func Binary(t testing.TB, name string) string {
+	t.Helper()
+	if dir := os.Getenv("E2E_BIN_DIR"); dir != "" {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("E2E_BIN_DIR is set but %s is missing: %v", p, err)
+		}
+		return p
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "e2e-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "etcd"), "etcdx/server").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build etcd: %v\n%s", err, out)
+		}
+		builtDir = dir
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(builtDir, name)
+}
+
+var (
+	buildOnce sync.Once
+	buildErr  error
+	builtDir  string
+)
+
+// FreePort returns a loopback port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Member is one etcd process.
+type Member struct {
+	t          testing.TB
+	Name       string
+	DataDir    string
+	ClientURL  string
+	PeerURL    string
+	MetricsURL string
+	Extra      []string // additional flags
+	Env        []string
+	Bin        string
+
+	cmd    *exec.Cmd
+	log    *os.File
+	logBuf *bytes.Buffer
+	exited chan struct{}
+	err    error
+}
+
+// NewMember prepares (does not start) a single-member cluster in a fresh data dir.
+func NewMember(t testing.TB, extra ...string) *Member {
+	t.Helper()
+	dir := t.TempDir()
+	m := &Member{t: t, Name: "m1", DataDir: filepath.Join(dir, "data"), Extra: extra, Bin: Binary(t, "etcd"),
+		ClientURL:  fmt.Sprintf("http://127.0.0.1:%d", FreePort(t)),
+		PeerURL:    fmt.Sprintf("http://127.0.0.1:%d", FreePort(t)),
+		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d", FreePort(t)),
+	}
+	t.Cleanup(func() { m.Kill() })
+	return m
+}
+
+// Args are the flags the member starts with.
+func (m *Member) Args() []string {
+	return append([]string{"--name", m.Name, "--data-dir", m.DataDir,
+		"--listen-client-urls", m.ClientURL, "--advertise-client-urls", m.ClientURL,
+		"--listen-peer-urls", m.PeerURL, "--initial-advertise-peer-urls", m.PeerURL,
+		"--initial-cluster", m.Name + "=" + m.PeerURL, "--listen-metrics-urls", m.MetricsURL,
+		"--log-level", "info"}, m.Extra...)
+}
+
+// Start launches the process and waits until /health says the member serves.
+func (m *Member) Start() {
+	m.t.Helper()
+	if err := m.StartNoWait(); err != nil {
+		m.t.Fatal(err)
+	}
+	if err := m.WaitHealthy(20 * time.Second); err != nil {
+		m.t.Fatalf("member %s did not become healthy: %v\n--- log tail ---\n%s", m.Name, err, m.LogTail(40))
+	}
+}
+
+// StartNoWait launches the process.
+func (m *Member) StartNoWait() error {
+	f, err := os.OpenFile(filepath.Join(filepath.Dir(m.DataDir), m.Name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	m.log = f
+	m.cmd = exec.Command(m.Bin, m.Args()...)
+	m.cmd.Stdout = f
+	m.cmd.Stderr = f
+	m.cmd.Env = append(os.Environ(), m.Env...)
+	if err := m.cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", m.Bin, err)
+	}
+	m.exited = make(chan struct{})
+	go func() {
+		m.err = m.cmd.Wait()
+		close(m.exited)
+	}()
+	return nil
+}
+
+// WaitHealthy polls /health until it answers 200.
+func (m *Member) WaitHealthy(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		select {
+		case <-m.exited:
+			return fmt.Errorf("process exited: %v", m.err)
+		default:
+		}
+		resp, err := http.Get(m.ClientURL + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+			last = fmt.Errorf("/health: %s", resp.Status)
+		} else {
+			last = err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("timed out: %v", last)
+}
+
+// Stop sends SIGTERM and waits for a clean exit.
+func (m *Member) Stop() error {
+	if m.cmd == nil || m.exited == nil {
+		return nil
+	}
+	select {
+	case <-m.exited:
+		return m.err
+	default:
+	}
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.exited:
+		return m.err
+	case <-time.After(20 * time.Second):
+		m.cmd.Process.Kill()
+		<-m.exited
+		return fmt.Errorf("member %s did not stop within 20s of SIGTERM", m.Name)
+	}
+}
+
+// Kill sends SIGKILL (a crash) and waits.
+func (m *Member) Kill() {
+	if m.cmd == nil || m.exited == nil {
+		return
+	}
+	select {
+	case <-m.exited:
+		return
+	default:
+	}
+	m.cmd.Process.Kill()
+	<-m.exited
+}
+
+// Wait waits for the process to exit by itself and returns its exit code.
+func (m *Member) Wait(timeout time.Duration) (int, error) {
+	select {
+	case <-m.exited:
+		if m.cmd.ProcessState == nil {
+			return -1, m.err
+		}
+		return m.cmd.ProcessState.ExitCode(), nil
+	case <-time.After(timeout):
+		return -1, fmt.Errorf("still running after %v", timeout)
+	}
+}
+
+// LogTail returns the last n lines of the member's log.
+func (m *Member) LogTail(n int) string {
+	b, _ := os.ReadFile(filepath.Join(filepath.Dir(m.DataDir), m.Name+".log"))
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Log returns the whole log.
+func (m *Member) Log() string {
+	b, _ := os.ReadFile(filepath.Join(filepath.Dir(m.DataDir), m.Name+".log"))
+	return string(b)
+}
+
+// Client returns a clientv3 client for the member, closed at test end.
+func (m *Member) Client() *clientv3.Client {
+	m.t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	m.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Ctx is a bounded context for one test step.
+func Ctx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
