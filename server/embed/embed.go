@@ -133,6 +133,11 @@ func (c *Config) Validate() error {
 	if _, _, err := etcdserver.ParseRetention(c.AutoCompactionMode, c.AutoCompactionRetention); err != nil {
 		return fmt.Errorf("--auto-compaction-retention: %w", err)
 	}
+	if c.Logger == nil {
+		if _, err := NewLogger(c.LogLevel); err != nil {
+			return fmt.Errorf("--log-level: %w", err)
+		}
+	}
 	if _, err := ParseInitialCluster(c.InitialCluster); err != nil {
 		return fmt.Errorf("--initial-cluster: %w", err)
 	}
@@ -235,10 +240,11 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 			return nil, err
 		}
 	}
-	e = &Etcd{cfg: cfg, log: lg, errc: make(chan error, 16)}
+	started := &Etcd{cfg: cfg, log: lg, errc: make(chan error, 16)}
+	e = started
 	defer func() {
 		if err != nil {
-			e.closeListeners()
+			started.closeListeners() // e itself is nil on the error returns
 		}
 	}()
 	// Listen before opening data so a port clash fails fast without touching the data dir.

@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func httpDo(t *testing.T, method, url, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestHTTPEndpoints(t *testing.T) {
+	m := NewMember(t)
+	m.Start()
+	var v map[string]string
+	if err := json.Unmarshal([]byte(httpGet(t, m.ClientURL+"/version")), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v["etcdserver"] != "3.6.0" || v["etcdcluster"] == "" {
+		t.Fatalf("/version: %v", v)
+	}
+	if peer := httpGet(t, m.PeerURL+"/version"); !strings.Contains(peer, `"etcdserver":"3.6.0"`) {
+		t.Fatalf("peer /version: %s", peer)
+	}
+	if code, _ := httpDo(t, "POST", m.PeerURL+"/v3/kv/range", `{"key":"YQ=="}`); code != http.StatusNotFound {
+		t.Fatalf("the peer listener served the client API (status %d)", code)
+	}
+	for _, u := range []string{"/health", "/health?serializable=true"} {
+		code, body := httpDo(t, "GET", m.ClientURL+u, "")
+		if code != 200 || strings.TrimSpace(body) != `{"health":"true","reason":""}` {
+			t.Fatalf("%s: %d %s", u, code, body)
+		}
+	}
+	if body := httpGet(t, m.ClientURL+"/livez"); body != "ok" {
+		t.Fatalf("/livez: %q", body)
+	}
+	if body := httpGet(t, m.ClientURL+"/readyz?verbose"); !strings.Contains(body, "[+]linearizable_read ok") || !strings.Contains(body, "readyz check passed") {
+		t.Fatalf("/readyz?verbose: %q", body)
+	}
+
+	// The JSON gateway: base64 keys and values, int64s as strings, proto field names.
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	code, body := httpDo(t, "POST", m.ClientURL+"/v3/kv/put", `{"key":"`+b64("gw")+`","value":"`+b64("hello")+`"}`)
+	if code != 200 || !strings.Contains(body, `"revision":"2"`) {
+		t.Fatalf("gateway put: %d %s", code, body)
+	}
+	_, body = httpDo(t, "POST", m.ClientURL+"/v3/kv/range", `{"key":"`+b64("gw")+`"}`)
+	var rr struct {
+		Kvs []struct {
+			Key, Value     string
+			CreateRevision string `json:"create_revision"`
+		}
+		Count string
+	}
+	if err := json.Unmarshal([]byte(body), &rr); err != nil || len(rr.Kvs) != 1 || rr.Kvs[0].Value != b64("hello") ||
+		rr.Kvs[0].CreateRevision != "2" || rr.Count != "1" {
+		t.Fatalf("gateway range: %s (%v)", body, err)
+	}
+	code, body = httpDo(t, "POST", m.ClientURL+"/v3/kv/range", `{"key":""}`)
+	if code != 400 || !strings.Contains(body, "key is not provided") {
+		t.Fatalf("gateway error mapping: %d %s", code, body)
+	}
+	if _, body = httpDo(t, "POST", m.ClientURL+"/v3/maintenance/status", `{}`); !strings.Contains(body, `"version":"3.6.0"`) {
+		t.Fatalf("gateway status: %s", body)
+	}
+
+	for _, u := range []string{m.ClientURL, m.MetricsURL} {
+		metrics := httpGet(t, u+"/metrics")
+		for _, want := range []string{"etcd_server_has_leader 1", "etcd_server_is_leader 1", "etcd_mvcc_db_total_size_in_bytes ",
+			"etcd_server_proposals_committed_total ", "etcd_server_proposals_applied_total ", `etcd_server_version{server_version="3.6.0"} 1`,
+			"etcd_disk_wal_fsync_duration_seconds_bucket", "etcd_disk_backend_commit_duration_seconds_bucket", "etcd_server_leader_changes_seen_total 1"} {
+			if !strings.Contains(metrics, want) {
+				t.Fatalf("%s/metrics lacks %q", u, want)
+			}
+		}
+	}
+	if code, _ := httpDo(t, "GET", m.MetricsURL+"/health", ""); code != 200 {
+		t.Fatalf("metrics listener /health: %d", code)
+	}
+}
