@@ -56,6 +56,10 @@ func checkAcked(t *testing.T, c *clientv3.Client, prefix string, acked map[strin
 	got := map[string]string{}
 	for _, kv := range r.Kvs {
 		got[string(kv.Key)] = string(kv.Value)
+		// Each key was written once: a replay that applied an entry twice shows up here.
+		if kv.Version != 1 || kv.CreateRevision != kv.ModRevision {
+			t.Fatalf("%s was applied more than once: version %d, created %d, modified %d", kv.Key, kv.Version, kv.CreateRevision, kv.ModRevision)
+		}
 	}
 	var lost []string
 	for k, v := range acked {

@@ -24,6 +24,10 @@ type applyResult struct {
 }
 
 func (s *Server) applyEntry(e raftpb.Entry) {
+	if e.Index <= s.replayedTo {
+		s.replayApplied(e)
+		return
+	}
 	start := time.Now()
 	b := s.be.Batch()
 	var id uint64
@@ -73,6 +77,20 @@ func (s *Server) applyEntry(e raftpb.Entry) {
 		}
 		s.waits.trigger(id, res)
 	}
+}
+
+// replayApplied handles an entry whose effects are already in the database: raft still has to
+// hear about configuration changes, but nothing is written twice.
+func (s *Server) replayApplied(e raftpb.Entry) {
+	if e.Type != raftpb.EntryConfChange {
+		return
+	}
+	var cc raftpb.ConfChange
+	if err := cc.Unmarshal(e.Data); err != nil {
+		s.log.Error("skipping undecodable conf change", "index", e.Index, "error", err)
+		return
+	}
+	s.confState = *s.node.ApplyConfChange(cc)
 }
 
 func (s *Server) applyConfChange(b *backend.BatchTx, cc raftpb.ConfChange) *applyResult {

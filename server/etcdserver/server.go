@@ -77,6 +77,9 @@ type Server struct {
 	lead           atomic.Uint64
 	snapIndex      uint64 // owned by the apply goroutine
 	confState      raftpb.ConfState
+	// replayedTo is the consistent index found in the database at start: entries up to it are
+	// already applied and only their conf changes are replayed into raft.
+	replayedTo uint64
 
 	stopping chan struct{}
 	done     chan struct{}
@@ -276,6 +279,7 @@ func (s *Server) restart(rcfg *raft.Config) error {
 	if err := s.storage.Append(ents); err != nil {
 		return fmt.Errorf("append WAL entries: %w", err)
 	}
+	s.replayedTo = cindex
 	s.appliedIndex.Store(sn.Metadata.Index)
 	s.applyW.advance(sn.Metadata.Index)
 	rcfg.ID = s.id
