@@ -13,6 +13,7 @@ RUN_DIR := $(CURDIR)/.run
 build:
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/etcd ./server
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/etcdutl ./etcdutl
 	@echo "built $(BIN)/etcd ($(VERSION), $(GIT_SHA))"
 
 # Unit tests run with the race detector; end-to-end tests drive the real binaries built above.

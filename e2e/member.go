@@ -36,9 +36,12 @@ func Binary(t testing.TB, name string) string {
 			buildErr = err
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "etcd"), "etcdx/server").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build etcd: %v\n%s", err, out)
+		for name, pkg := range map[string]string{"etcd": "etcdx/server", "etcdutl": "etcdx/etcdutl"} {
+			out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput()
+			if err != nil {
+				buildErr = fmt.Errorf("go build %s: %v\n%s", name, err, out)
+				return
+			}
 		}
 		builtDir = dir
 	})

@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// memberID derives a member's ID from its peer URLs and the cluster token, the way upstream
+// MemberID derives a member's ID from its peer URLs and the cluster token, the way upstream
 // does, so the same flags give the same IDs.
-func memberID(peerURLs []string, token string) uint64 {
+func MemberID(peerURLs []string, token string) uint64 {
 	urls := append([]string(nil), peerURLs...)
 	sort.Strings(urls)
 	b := []byte(strings.Join(urls, ""))
@@ -20,8 +20,8 @@ func memberID(peerURLs []string, token string) uint64 {
 	return binary.BigEndian.Uint64(h[:8])
 }
 
-// clusterID derives the cluster ID from the sorted member IDs.
-func clusterID(ids []uint64) uint64 {
+// ClusterID derives the cluster ID from the sorted member IDs.
+func ClusterID(ids []uint64) uint64 {
 	s := append([]uint64(nil), ids...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	b := make([]byte, 8*len(s))

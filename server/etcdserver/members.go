@@ -21,7 +21,8 @@ type Member struct {
 	ClientURLs []string `json:"clientURLs,omitempty"`
 }
 
-func memberKey(id uint64) []byte { return []byte(strconv.FormatUint(id, 16)) }
+// MemberKey is the members bucket key: the ID in hex, as upstream.
+func MemberKey(id uint64) []byte { return []byte(strconv.FormatUint(id, 16)) }
 
 // membership is the replicated member list; changes come only from applied raft entries.
 type membership struct {
@@ -67,7 +68,7 @@ func (m *membership) save(b *backend.BatchTx, mem *Member) error {
 	cp := *mem
 	m.members[mem.ID] = &cp
 	m.mu.Unlock()
-	return b.Put(backend.Members, memberKey(mem.ID), v)
+	return b.Put(backend.Members, MemberKey(mem.ID), v)
 }
 
 func (m *membership) remove(b *backend.BatchTx, id uint64) error {
@@ -75,10 +76,10 @@ func (m *membership) remove(b *backend.BatchTx, id uint64) error {
 	delete(m.members, id)
 	m.removed[id] = true
 	m.mu.Unlock()
-	if err := b.Delete(backend.Members, memberKey(id)); err != nil {
+	if err := b.Delete(backend.Members, MemberKey(id)); err != nil {
 		return err
 	}
-	return b.Put(backend.MembersRemoved, memberKey(id), []byte("removed"))
+	return b.Put(backend.MembersRemoved, MemberKey(id), []byte("removed"))
 }
 
 func (m *membership) get(id uint64) *Member {

@@ -44,6 +44,12 @@ type walMetadata struct {
 	ClusterID uint64 `json:"clusterID"`
 }
 
+// EncodeWALMetadata is the metadata a member's WAL starts with.
+func EncodeWALMetadata(nodeID, clusterID uint64) []byte {
+	b, _ := json.Marshal(walMetadata{NodeID: nodeID, ClusterID: clusterID})
+	return b
+}
+
 // Server is one member.
 type Server struct {
 	cfg Config
@@ -189,7 +195,7 @@ func (s *Server) bootstrap(rcfg *raft.Config) error {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		m := Member{ID: memberID(cfg.InitialCluster[n], cfg.InitialClusterToken), PeerURLs: cfg.InitialCluster[n], Name: n}
+		m := Member{ID: MemberID(cfg.InitialCluster[n], cfg.InitialClusterToken), PeerURLs: cfg.InitialCluster[n], Name: n}
 		ctx, err := json.Marshal(m)
 		if err != nil {
 			return fmt.Errorf("encode member: %w", err)
@@ -197,10 +203,9 @@ func (s *Server) bootstrap(rcfg *raft.Config) error {
 		peers = append(peers, raft.Peer{ID: m.ID, Context: ctx})
 		ids = append(ids, m.ID)
 	}
-	s.id = memberID(cfg.PeerURLs, cfg.InitialClusterToken)
-	cid := clusterID(ids)
-	md, _ := json.Marshal(walMetadata{NodeID: s.id, ClusterID: cid})
-	w, err := wal.Create(cfg.walDir(), md)
+	s.id = MemberID(cfg.PeerURLs, cfg.InitialClusterToken)
+	cid := ClusterID(ids)
+	w, err := wal.Create(cfg.walDir(), EncodeWALMetadata(s.id, cid))
 	if err != nil {
 		return err
 	}

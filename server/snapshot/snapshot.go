@@ -1,0 +1,303 @@
+// Package snapshot works on snapshot files offline: it verifies and describes them, and restores
+// one into a fresh data directory for a new cluster. The snapshot format is upstream's: the bbolt
+// file, optionally followed by the SHA-256 of its contents.
+package snapshot
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"sort"
+
+	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"etcdx/server/backend"
+	"etcdx/server/etcdserver"
+	"etcdx/server/mvcc"
+	"etcdx/server/wal"
+)
+
+// ErrHashMismatch means the snapshot's trailing SHA-256 does not match its contents.
+var ErrHashMismatch = errors.New("snapshot file integrity check failed: sha256 mismatch")
+
+// readVerified returns the database bytes of a snapshot file, checking the trailing hash when
+// the file has one (its size is then 32 bytes past a page multiple, as upstream detects it).
+func readVerified(path string, skipHashCheck bool) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot: %w", err)
+	}
+	hasHash := len(data)%512 == sha256.Size
+	if !hasHash {
+		if !skipHashCheck {
+			return nil, fmt.Errorf("snapshot %s has no integrity hash (it was not made by 'snapshot save'); pass --skip-hash-check to restore it anyway (for a copy of a member's db file)", path)
+		}
+		return data, nil
+	}
+	db, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
+	if !skipHashCheck {
+		if want := sha256.Sum256(db); !bytes.Equal(sum, want[:]) {
+			return nil, fmt.Errorf("%w: %s", ErrHashMismatch, path)
+		}
+	}
+	return db, nil
+}
+
+// Status describes a snapshot file, as `etcdutl snapshot status` prints it.
+type Status struct {
+	Hash      uint32 `json:"hash"`
+	Revision  int64  `json:"revision"`
+	TotalKey  int    `json:"totalKey"`
+	TotalSize int64  `json:"totalSize"`
+	Version   string `json:"version"`
+}
+
+// GetStatus reads a snapshot (or db) file without changing it.
+func GetStatus(path string) (*Status, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("snapshot file: %w", err)
+	}
+	db, err := openReadOnly(path)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	st := &Status{}
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	err = db.View(func(tx *bolt.Tx) error {
+		st.TotalSize = tx.Size()
+		if m := tx.Bucket(backend.Meta); m != nil {
+			st.Version = string(m.Get(backend.MetaStorageVersion))
+		}
+		// TotalKey counts keys alive at the latest revision, as upstream 3.6 reports it.
+		live := map[string]bool{}
+		err := tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			h.Write(name)
+			isKey := bytes.Equal(name, backend.Key)
+			return b.ForEach(func(k, v []byte) error {
+				if isKey {
+					r, tomb, err := mvcc.BytesToRev(k)
+					if err != nil {
+						return err
+					}
+					st.Revision = max(st.Revision, r.Main)
+					var kv mvccpb.KeyValue
+					if err := kv.Unmarshal(v); err != nil {
+						return fmt.Errorf("revision %d_%d: %w", r.Main, r.Sub, err)
+					}
+					if tomb {
+						delete(live, string(kv.Key))
+					} else {
+						live[string(kv.Key)] = true
+					}
+				}
+				h.Write(k)
+				h.Write(v)
+				return nil
+			})
+		})
+		st.TotalKey = len(live)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot %s: %w", path, err)
+	}
+	st.Hash = h.Sum32()
+	return st, nil
+}
+
+func openReadOnly(path string) (db *bolt.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("%s is not a valid snapshot or database file: %v", path, r)
+		}
+	}()
+	// bbolt refuses a file with a trailing hash only if its meta pages are bad; the trailer is
+	// past the last page and ignored.
+	db, err = bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a valid snapshot or database file: %w", path, err)
+	}
+	return db, nil
+}
+
+// RestoreConfig says what to restore and as which member of which new cluster.
+type RestoreConfig struct {
+	SnapshotPath        string
+	DataDir             string
+	Name                string
+	PeerURLs            []string
+	InitialCluster      map[string][]string
+	InitialClusterToken string
+	SkipHashCheck       bool
+}
+
+// Restore writes a data directory from which the member starts as part of a new cluster whose
+// keyspace is the snapshot's. The data directory must not exist yet (or be empty).
+func Restore(cfg RestoreConfig) error {
+	if des, err := os.ReadDir(cfg.DataDir); err == nil && len(des) > 0 {
+		return fmt.Errorf("data-dir %q not empty or could not be read", cfg.DataDir)
+	}
+	self, ok := cfg.InitialCluster[cfg.Name]
+	if !ok {
+		return fmt.Errorf("--initial-cluster has no member named %q (--name)", cfg.Name)
+	}
+	if !sameSet(self, cfg.PeerURLs) {
+		return fmt.Errorf("--initial-cluster has %s=%v but --initial-advertise-peer-urls is %v", cfg.Name, self, cfg.PeerURLs)
+	}
+	db, err := readVerified(cfg.SnapshotPath, cfg.SkipHashCheck)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Clean(cfg.DataDir) + ".restoring"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	snapDir := filepath.Join(tmp, "member", "snap")
+	if err := os.MkdirAll(snapDir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", snapDir, err)
+	}
+	dbPath := filepath.Join(snapDir, "db")
+	if err := os.WriteFile(dbPath, db, 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", dbPath, err)
+	}
+	if _, err := openReadOnlyCheck(dbPath); err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+
+	// Members of the new cluster, in name order, as the bootstrap would make them.
+	names := make([]string, 0, len(cfg.InitialCluster))
+	for n := range cfg.InitialCluster {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var members []etcdserver.Member
+	var ids []uint64
+	var selfID uint64
+	for _, n := range names {
+		m := etcdserver.Member{ID: etcdserver.MemberID(cfg.InitialCluster[n], cfg.InitialClusterToken), PeerURLs: cfg.InitialCluster[n], Name: n}
+		members = append(members, m)
+		ids = append(ids, m.ID)
+		if n == cfg.Name {
+			selfID = m.ID
+		}
+	}
+	cid := etcdserver.ClusterID(ids)
+
+	be, err := backend.Open(backend.Config{Path: dbPath})
+	if err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	b := be.Batch()
+	err = rewriteMembership(b, members, uint64(len(members)))
+	if uerr := b.Unlock(); err == nil {
+		err = uerr
+	}
+	if cerr := be.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("rewrite membership: %w", err)
+	}
+
+	// The WAL holds the configuration entries of the new cluster, already committed.
+	w, err := wal.Create(filepath.Join(tmp, "member", "wal"), etcdserver.EncodeWALMetadata(selfID, cid))
+	if err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	ents := make([]raftpb.Entry, len(members))
+	for i, m := range members {
+		ctx, _ := json.Marshal(m)
+		cc := raftpb.ConfChange{Type: raftpb.ConfChangeAddNode, NodeID: m.ID, Context: ctx}
+		data, err := cc.Marshal()
+		if err != nil {
+			w.Close()
+			return err
+		}
+		ents[i] = raftpb.Entry{Type: raftpb.EntryConfChange, Term: 1, Index: uint64(i + 1), Data: data}
+	}
+	err = w.Save(raftpb.HardState{Term: 1, Commit: uint64(len(ents))}, ents)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(cfg.DataDir)), 0o700); err != nil {
+		return err
+	}
+	os.Remove(cfg.DataDir) // an empty directory may stand where the result goes
+	if err := os.Rename(tmp, cfg.DataDir); err != nil {
+		return fmt.Errorf("move restored data into place: %w", err)
+	}
+	return nil
+}
+
+func openReadOnlyCheck(path string) (bool, error) {
+	db, err := openReadOnly(path)
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	err = db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(backend.Key) == nil || tx.Bucket(backend.Meta) == nil {
+			return fmt.Errorf("%s has no etcd key/meta buckets: not an etcd snapshot", path)
+		}
+		return nil
+	})
+	return err == nil, err
+}
+
+// rewriteMembership replaces the old cluster's members with the new ones and marks the
+// configuration entries (1..n) as applied.
+func rewriteMembership(b *backend.BatchTx, members []etcdserver.Member, appliedIndex uint64) error {
+	tx := b.Tx()
+	for _, name := range [][]byte{backend.Members, backend.MembersRemoved} {
+		if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+			return err
+		}
+		if _, err := tx.CreateBucket(name); err != nil {
+			return err
+		}
+	}
+	for _, m := range members {
+		v, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		if err := b.Put(backend.Members, etcdserver.MemberKey(m.ID), v); err != nil {
+			return err
+		}
+	}
+	if err := b.Put(backend.Meta, backend.MetaConsistentIndex, backend.PutUint64(appliedIndex)); err != nil {
+		return err
+	}
+	return b.Put(backend.Meta, backend.MetaTerm, backend.PutUint64(1))
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	x, y := append([]string(nil), a...), append([]string(nil), b...)
+	sort.Strings(x)
+	sort.Strings(y)
+	for i := range x {
+		if x[i] != y[i] {
+			return false
+		}
+	}
+	return true
+}
