@@ -8,7 +8,7 @@ MODULES := server etcdctl etcdutl discovery upgradelab e2e
 BIN := $(CURDIR)/bin
 RUN_DIR := $(CURDIR)/.run
 
-.PHONY: build test unit e2e lint run clean
+.PHONY: build test unit e2e lint run bench clean
 
 build:
 	@mkdir -p $(BIN)
@@ -41,6 +41,10 @@ run: build
 		--listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
 		--initial-cluster local1=http://127.0.0.1:2380 --listen-metrics-urls http://127.0.0.1:2381 \
 		2> >(tee $(RUN_DIR)/local1.log >&2)
+
+# Our server and upstream etcd side by side in one run; writes docs/performance.md.
+bench: build
+	cd e2e && $(GO) run ./cmd/bench --ours $(BIN)/etcd --out $(CURDIR)/docs/performance.md
 
 clean:
 	rm -rf $(BIN) $(RUN_DIR)

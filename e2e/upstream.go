@@ -20,9 +20,9 @@ var (
 	upstreamSkip string
 )
 
-// UpstreamBinary builds upstream etcd, etcdctl and etcdutl from the Go module proxy once per
-// machine (cached under the user cache dir) and returns the path of the named one. When the
-// proxy cannot be reached the test is skipped with a message saying so; any other failure fails.
+// UpstreamBinary returns the path of upstream etcd, etcdctl or etcdutl at UpstreamVersion, built
+// once per machine by BuildUpstream. When the module proxy cannot be reached the test is skipped
+// with a message saying so; any other failure fails the test.
 func UpstreamBinary(t testing.TB, name string) string {
 	t.Helper()
 	upstreamOnce.Do(buildUpstream)
@@ -33,6 +33,14 @@ func UpstreamBinary(t testing.TB, name string) string {
 		t.Fatal(upstreamErr)
 	}
 	return filepath.Join(upstreamDir, name)
+}
+
+// BuildUpstream builds upstream etcd, etcdctl and etcdutl from the Go module proxy (cached under
+// the user cache dir) and returns their directory. unreachable is set, with err nil, when the
+// proxy cannot be reached.
+func BuildUpstream() (dir, unreachable string, err error) {
+	upstreamOnce.Do(buildUpstream)
+	return upstreamDir, upstreamSkip, upstreamErr
 }
 
 func buildUpstream() {

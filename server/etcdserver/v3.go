@@ -323,13 +323,10 @@ func (s *Server) checkQuota(ctx context.Context, cost int) error {
 		return nil
 	}
 	s.log.Warn("database space exceeded", "quota-size-bytes", s.cfg.QuotaBackendBytes, "current-size-bytes", s.be.Size())
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
-		defer cancel()
-		if _, err := s.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: s.id, Alarm: pb.AlarmType_NOSPACE}); err != nil {
-			s.log.Error("failed to raise NOSPACE alarm", "error", err)
-		}
-	}()
+	// As upstream, the alarm is in place (through raft) before the client hears NOSPACE.
+	if _, err := s.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: s.id, Alarm: pb.AlarmType_NOSPACE}); err != nil {
+		s.log.Error("failed to raise NOSPACE alarm", "error", err)
+	}
 	return ErrNoSpace
 }
 
