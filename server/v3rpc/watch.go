@@ -54,7 +54,11 @@ func (w *watchServer) Watch(gs pb.Watch_WatchServer) error {
 		sentSince: map[int64]bool{}, ctrl: make(chan *pb.WatchResponse, 64), closec: make(chan struct{})}
 	defer sw.mws.Close()
 	go func() {
-		sw.stop(sw.recvLoop())
+		// A client that half-closes (the JSON gateway does, once the request body ends) still
+		// receives events until it goes away.
+		if err := sw.recvLoop(); err != io.EOF {
+			sw.stop(err)
+		}
 	}()
 	go func() {
 		sw.stop(sw.sendLoop())
