@@ -202,3 +202,26 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatal("no shutdown log line")
 	}
 }
+
+func TestSIGTERMUnderLoad(t *testing.T) {
+	m := NewMember(t)
+	m.Start()
+	c := m.Client()
+	stop := make(chan struct{})
+	done := make(chan map[string]string)
+	go func() { done <- writeAcked(t, c, "term", 8, 100000, stop) }()
+	time.Sleep(time.Second)
+	if err := m.Stop(); err != nil {
+		t.Fatalf("SIGTERM under load: %v\n%s", err, m.LogTail(10))
+	}
+	if code, _ := m.Wait(time.Second); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM under load", code)
+	}
+	close(stop)
+	acked := <-done
+	if len(acked) < 100 {
+		t.Fatalf("only %d writes acknowledged before SIGTERM", len(acked))
+	}
+	m.Start()
+	checkAcked(t, m.Client(), "term", acked)
+}

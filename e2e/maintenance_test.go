@@ -64,6 +64,20 @@ func TestMaintenanceStatusHashSnapshotDefrag(t *testing.T) {
 		t.Fatalf("hashkv at future revision: %v", err)
 	}
 
+	// Hash covers the whole backend: stable without writes, changed by one.
+	mc := pb.NewMaintenanceClient(c.ActiveConnection())
+	hs1, err := mc.Hash(ctx, &pb.HashRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs2, _ := mc.Hash(ctx, &pb.HashRequest{})
+	c.Put(ctx, "hash-probe", "1")
+	hs3, _ := mc.Hash(ctx, &pb.HashRequest{})
+	if hs1.Hash != hs2.Hash || hs1.Hash == hs3.Hash || hs1.Header.MemberId != st.Header.MemberId {
+		t.Fatalf("Hash: %d %d %d", hs1.Hash, hs2.Hash, hs3.Hash)
+	}
+	c.Delete(ctx, "hash-probe")
+
 	// Snapshot: the stream is the bbolt file plus its SHA-256.
 	rc, err := c.Snapshot(ctx)
 	if err != nil {
@@ -89,8 +103,8 @@ func TestMaintenanceStatusHashSnapshotDefrag(t *testing.T) {
 		return nil
 	})
 	bdb.Close()
-	if keys != 301 {
-		t.Fatalf("snapshot key bucket holds %d revisions, want 301", keys)
+	if keys != 303 { // 300 puts, the overwrite of k000, the hash probe and its tombstone
+		t.Fatalf("snapshot key bucket holds %d revisions, want 303", keys)
 	}
 
 	// Defragment gives back the space of deleted, compacted data.
