@@ -181,7 +181,7 @@ func (s *Server) bootstrap(rcfg *raft.Config) error {
 	if !ok {
 		return fmt.Errorf("couldn't find local name %q in the initial cluster configuration", cfg.Name)
 	}
-	if !sameURLs(self, cfg.PeerURLs) {
+	if !SameURLs(self, cfg.PeerURLs) {
 		return fmt.Errorf("--initial-cluster has %s=%v but missing from --initial-advertise-peer-urls=%v", cfg.Name, self, cfg.PeerURLs)
 	}
 	if len(cfg.InitialCluster) != 1 {
@@ -295,7 +295,8 @@ func (s *Server) restart(rcfg *raft.Config) error {
 	return nil
 }
 
-func sameURLs(a, b []string) bool {
+// SameURLs reports whether two URL lists hold the same URLs in any order.
+func SameURLs(a, b []string) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -13,6 +13,19 @@ import (
 
 var errLeaseNotFound = lease.ErrNotFound
 
+// proposeAs proposes r and returns the applier's response as T, or its error.
+func proposeAs[T any](ctx context.Context, s *Server, r *pb.InternalRaftRequest) (T, error) {
+	var zero T
+	res, err := s.propose(ctx, r)
+	if err != nil {
+		return zero, err
+	}
+	if res.err != nil {
+		return zero, res.err
+	}
+	return res.resp.(T), nil
+}
+
 // Range reads; linearizable unless the request asks to be served locally.
 func (s *Server) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error) {
 	if !r.Serializable {
@@ -30,26 +43,12 @@ func (s *Server) Put(ctx context.Context, r *pb.PutRequest) (*pb.PutResponse, er
 	if err := s.checkQuota(ctx, len(r.Key)+len(r.Value)); err != nil {
 		return nil, err
 	}
-	res, err := s.propose(ctx, &pb.InternalRaftRequest{Put: r})
-	if err != nil {
-		return nil, err
-	}
-	if res.err != nil {
-		return nil, res.err
-	}
-	return res.resp.(*pb.PutResponse), nil
+	return proposeAs[*pb.PutResponse](ctx, s, &pb.InternalRaftRequest{Put: r})
 }
 
 // DeleteRange deletes through raft.
 func (s *Server) DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error) {
-	res, err := s.propose(ctx, &pb.InternalRaftRequest{DeleteRange: r})
-	if err != nil {
-		return nil, err
-	}
-	if res.err != nil {
-		return nil, res.err
-	}
-	return res.resp.(*pb.DeleteRangeResponse), nil
+	return proposeAs[*pb.DeleteRangeResponse](ctx, s, &pb.InternalRaftRequest{DeleteRange: r})
 }
 
 // Txn runs a transaction: read-only ones are served like reads, others go through raft.
@@ -72,14 +71,7 @@ func (s *Server) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, er
 			return nil, err
 		}
 	}
-	res, err := s.propose(ctx, &pb.InternalRaftRequest{Txn: r})
-	if err != nil {
-		return nil, err
-	}
-	if res.err != nil {
-		return nil, res.err
-	}
-	return res.resp.(*pb.TxnResponse), nil
+	return proposeAs[*pb.TxnResponse](ctx, s, &pb.InternalRaftRequest{Txn: r})
 }
 
 func (s *Server) readOnlyTxn(v kvView, r *pb.TxnRequest) (*pb.TxnResponse, error) {
@@ -238,26 +230,12 @@ func (s *Server) LeaseGrant(ctx context.Context, r *pb.LeaseGrantRequest) (*pb.L
 	if err := s.checkQuota(ctx, 16); err != nil {
 		return nil, err
 	}
-	res, err := s.propose(ctx, &pb.InternalRaftRequest{LeaseGrant: r})
-	if err != nil {
-		return nil, err
-	}
-	if res.err != nil {
-		return nil, res.err
-	}
-	return res.resp.(*pb.LeaseGrantResponse), nil
+	return proposeAs[*pb.LeaseGrantResponse](ctx, s, &pb.InternalRaftRequest{LeaseGrant: r})
 }
 
 // LeaseRevoke revokes a lease and deletes its keys.
 func (s *Server) LeaseRevoke(ctx context.Context, r *pb.LeaseRevokeRequest) (*pb.LeaseRevokeResponse, error) {
-	res, err := s.propose(ctx, &pb.InternalRaftRequest{LeaseRevoke: r})
-	if err != nil {
-		return nil, err
-	}
-	if res.err != nil {
-		return nil, res.err
-	}
-	return res.resp.(*pb.LeaseRevokeResponse), nil
+	return proposeAs[*pb.LeaseRevokeResponse](ctx, s, &pb.InternalRaftRequest{LeaseRevoke: r})
 }
 
 // LeaseRenew restarts a lease's TTL. Only the leader judges expiry.
@@ -299,14 +277,7 @@ func (s *Server) Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb.AlarmRespon
 	if r.Action == pb.AlarmRequest_GET {
 		return &pb.AlarmResponse{Header: &pb.ResponseHeader{Revision: s.kv.Rev()}, Alarms: s.alarms.list(r.Alarm)}, nil
 	}
-	res, err := s.propose(ctx, &pb.InternalRaftRequest{Alarm: r})
-	if err != nil {
-		return nil, err
-	}
-	if res.err != nil {
-		return nil, res.err
-	}
-	return res.resp.(*pb.AlarmResponse), nil
+	return proposeAs[*pb.AlarmResponse](ctx, s, &pb.InternalRaftRequest{Alarm: r})
 }
 
 // Alarms lists the active alarms.

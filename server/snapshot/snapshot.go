@@ -149,7 +149,7 @@ func Restore(cfg RestoreConfig) error {
 	if !ok {
 		return fmt.Errorf("--initial-cluster has no member named %q (--name)", cfg.Name)
 	}
-	if !sameSet(self, cfg.PeerURLs) {
+	if !etcdserver.SameURLs(self, cfg.PeerURLs) {
 		return fmt.Errorf("--initial-cluster has %s=%v but --initial-advertise-peer-urls is %v", cfg.Name, self, cfg.PeerURLs)
 	}
 	db, err := readVerified(cfg.SnapshotPath, cfg.SkipHashCheck)
@@ -285,19 +285,4 @@ func rewriteMembership(b *backend.BatchTx, members []etcdserver.Member, appliedI
 		return err
 	}
 	return b.Put(backend.Meta, backend.MetaTerm, backend.PutUint64(1))
-}
-
-func sameSet(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	x, y := append([]string(nil), a...), append([]string(nil), b...)
-	sort.Strings(x)
-	sort.Strings(y)
-	for i := range x {
-		if x[i] != y[i] {
-			return false
-		}
-	}
-	return true
 }
