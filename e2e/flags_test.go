@@ -50,6 +50,7 @@ func TestBadFlagsExitTwoNamingTheFlag(t *testing.T) {
 		{[]string{"ETCD_SNAPSHOT_COUNT=lots"}, nil, "ETCD_SNAPSHOT_COUNT"},
 		{nil, []string{"--config-file", filepath.Join(dir, "missing.yaml")}, "--config-file"},
 		{nil, []string{"positional"}, "'positional' is not a valid flag"},
+		{nil, []string{"--listen-client-urls", "http://127.0.0.1:1"}, "--advertise-client-urls is required when --listen-client-urls is set explicitly"},
 	}
 	for _, c := range cases {
 		args := append([]string{"--data-dir", filepath.Join(dir, "d")}, c.args...)

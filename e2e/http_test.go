@@ -91,7 +91,10 @@ func TestHTTPEndpoints(t *testing.T) {
 		metrics := httpGet(t, u+"/metrics")
 		for _, want := range []string{"etcd_server_has_leader 1", "etcd_server_is_leader 1", "etcd_mvcc_db_total_size_in_bytes ",
 			"etcd_server_proposals_committed_total ", "etcd_server_proposals_applied_total ", `etcd_server_version{server_version="3.6.0"} 1`,
-			"etcd_disk_wal_fsync_duration_seconds_bucket", "etcd_disk_backend_commit_duration_seconds_bucket", "etcd_server_leader_changes_seen_total 1"} {
+			"etcd_disk_wal_fsync_duration_seconds_bucket", "etcd_disk_backend_commit_duration_seconds_bucket", "etcd_server_leader_changes_seen_total 1",
+			`grpc_server_handled_total{grpc_code="OK",grpc_method="Put",grpc_service="etcdserverpb.KV",grpc_type="unary"} 1`,
+			`grpc_server_started_total{grpc_method="Watch",grpc_service="etcdserverpb.Watch",grpc_type="bidi_stream"}`,
+			"etcd_network_client_grpc_received_bytes_total", "etcd_network_client_grpc_sent_bytes_total", "process_resident_memory_bytes"} {
 			if !strings.Contains(metrics, want) {
 				t.Fatalf("%s/metrics lacks %q", u, want)
 			}

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/soheilhy/cmux"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -303,8 +304,13 @@ func listenAll(urls []string) ([]net.Listener, error) {
 func (e *Etcd) serve() error {
 	s := e.Server
 	clusterVersion := func() string { return "" } // negotiated cluster versions arrive with the lifecycle work
+	reg := s.Config().Registry
+	rpcMetrics := grpcprom.NewServerMetrics()
+	reg.MustRegister(rpcMetrics)
+	traffic := v3rpc.NewTrafficCounter(reg)
 	for _, l := range e.clients {
-		gs := v3rpc.NewServer(s, v3rpc.Options{WatchProgressNotifyInterval: e.cfg.WatchProgressNotifyInterval})
+		gs := v3rpc.NewServer(s, v3rpc.Options{WatchProgressNotifyInterval: e.cfg.WatchProgressNotifyInterval,
+			Metrics: rpcMetrics, Traffic: traffic})
 		conn, err := grpc.NewClient("passthrough:///"+l.Addr().String(),
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<31-1)))

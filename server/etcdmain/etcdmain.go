@@ -95,10 +95,8 @@ func ParseConfig(args, environ []string, stderr io.Writer) (*embed.Config, bool,
 		return c, false, nil
 	}
 	c := fv.cfg
-	if !fs.Changed("advertise-client-urls") && fs.Changed("listen-client-urls") {
-		// Without an explicit advertise list, advertise what we listen on (upstream requires it
-		// only when listening on a wildcard address).
-		c.AdvertiseClientUrls = c.ListenClientUrls
+	if fs.Changed("listen-client-urls") && !fs.Changed("advertise-client-urls") {
+		return nil, false, usageError{fmt.Errorf("--advertise-client-urls is required when --listen-client-urls is set explicitly")}
 	}
 	return c, false, nil
 }

@@ -4,17 +4,23 @@ import (
 	"math"
 	"time"
 
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/stats"
 
 	"etcdx/server/etcdserver"
 )
 
 // Options tune the gRPC server.
 type Options struct {
+	// Metrics, shared by every client listener of a member, count RPCs by method and code.
+	Metrics *grpcprom.ServerMetrics
+	// Traffic counts client bytes (NewTrafficCounter).
+	Traffic stats.Handler
 	// WatchProgressNotifyInterval is how often watchers that asked for progress hear of it.
 	WatchProgressNotifyInterval time.Duration
 	ExtraServerOptions          []grpc.ServerOption
@@ -30,6 +36,13 @@ func NewServer(s *etcdserver.Server, o Options) *grpc.Server {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: false}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Hour, Timeout: 20 * time.Second}),
 	}, o.ExtraServerOptions...)
+	if o.Metrics != nil {
+		opts = append(opts, grpc.ChainUnaryInterceptor(o.Metrics.UnaryServerInterceptor()),
+			grpc.ChainStreamInterceptor(o.Metrics.StreamServerInterceptor()))
+	}
+	if o.Traffic != nil {
+		opts = append(opts, grpc.StatsHandler(o.Traffic))
+	}
 	gs := grpc.NewServer(opts...)
 	h := header{s: s}
 	pb.RegisterKVServer(gs, &kvServer{s: s, hdr: h})
@@ -41,5 +54,8 @@ func NewServer(s *etcdserver.Server, o Options) *grpc.Server {
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(gs, hs)
+	if o.Metrics != nil {
+		o.Metrics.InitializeMetrics(gs) // every method shows up at zero, as dashboards expect
+	}
 	return gs
 }
