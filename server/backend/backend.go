@@ -74,8 +74,10 @@ type Backend struct {
 	pending  int
 	onCommit []func()
 
-	stop chan struct{}
-	done chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Open opens or creates the file, creates the buckets and starts the batch committer.
@@ -357,21 +359,24 @@ func (b *Backend) reopenAfter(err error) error {
 	return err
 }
 
-// Close commits pending writes and closes the file.
+// Close commits pending writes and closes the file. Later calls return the first result.
 func (b *Backend) Close() error {
-	close(b.stop)
-	<-b.done
-	b.batchMu.Lock()
-	defer b.batchMu.Unlock()
-	err := b.tx.Commit()
-	if err == nil {
-		for _, fn := range b.onCommit {
-			fn()
+	b.closeOnce.Do(func() {
+		close(b.stop)
+		<-b.done
+		b.batchMu.Lock()
+		defer b.batchMu.Unlock()
+		err := b.tx.Commit()
+		if err == nil {
+			for _, fn := range b.onCommit {
+				fn()
+			}
 		}
-	}
-	b.dbMu.Lock()
-	defer b.dbMu.Unlock()
-	return errors.Join(err, b.db.Close())
+		b.dbMu.Lock()
+		defer b.dbMu.Unlock()
+		b.closeErr = errors.Join(err, b.db.Close())
+	})
+	return b.closeErr
 }
 
 // Uint64 helpers for meta values, big-endian as upstream stores them.

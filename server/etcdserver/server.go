@@ -129,6 +129,9 @@ func New(cfg Config) (*Server, error) {
 		if s.wal != nil {
 			s.wal.Close()
 		}
+		if s.kv != nil {
+			s.kv.Close()
+		}
 		s.be.Close()
 		return nil, err
 	}
@@ -743,6 +746,7 @@ func (s *Server) Stop() {
 		close(s.stopping)
 		s.node.Stop()
 		s.wg.Wait()
+		s.kv.Close()
 		if err := s.be.Close(); err != nil {
 			s.log.Error("closing backend", "error", err)
 		}

@@ -43,15 +43,18 @@ type Store struct {
 	leases LeaseAttacher
 	watch  *watchGroups
 
-	compactMu   sync.Mutex
-	compactDone map[int64]chan struct{}
+	compactMu sync.Mutex
+	// stop ends background work (watch sync, backend compaction); bg tracks it.
+	stop     chan struct{}
+	bg       sync.WaitGroup
+	stopOnce sync.Once
 }
 
 // Open rebuilds the store from the backend. leases may be nil.
 func Open(be *backend.Backend, lg *slog.Logger, leases LeaseAttacher) (*Store, error) {
 	// Revision 1 is the empty store, as upstream: the first change gets revision 2.
 	s := &Store{be: be, log: lg, idx: newTreeIndex(), buf: map[string][]byte{}, compactRev: -1, currentRev: 1,
-		leases: leases, compactDone: map[int64]chan struct{}{}}
+		leases: leases, stop: make(chan struct{})}
 	s.watch = newWatchGroups(s)
 	be.OnCommit(func() {
 		s.mu.Lock()
@@ -61,8 +64,19 @@ func Open(be *backend.Backend, lg *slog.Logger, leases LeaseAttacher) (*Store, e
 	if err := s.restore(); err != nil {
 		return nil, err
 	}
-	go s.watch.syncLoop()
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.watch.syncLoop(s.stop)
+	}()
 	return s, nil
+}
+
+// Close stops background work and waits for it. An unfinished compaction resumes when the
+// store is opened again. Call before closing the backend.
+func (s *Store) Close() {
+	s.stopOnce.Do(func() { close(s.stop) })
+	s.bg.Wait()
 }
 
 func (s *Store) restore() error {
@@ -388,7 +402,11 @@ func (s *Store) CompactIn(b *backend.BatchTx, rev int64) (<-chan struct{}, error
 	s.mu.Unlock()
 	s.watch.compacted(rev)
 	done := make(chan struct{})
-	go s.compactBackend(rev, keep, done)
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.compactBackend(rev, keep, done)
+	}()
 	return done, nil
 }
 
@@ -401,6 +419,12 @@ func (s *Store) compactBackend(rev int64, keep map[Revision]struct{}, done chan 
 	from := RevToBytes(Revision{}, false)
 	const batchSize = 1000
 	for {
+		select {
+		case <-s.stop:
+			s.log.Info("compaction interrupted by shutdown; it resumes on restart", "revision", rev)
+			return
+		default:
+		}
 		b := s.be.Batch()
 		c := b.Tx().Bucket(backend.Key).Cursor()
 		var del [][]byte

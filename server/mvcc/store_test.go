@@ -22,6 +22,7 @@ func openStore(t *testing.T, path string) (*backend.Backend, *Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close(); be.Close() }) // the store's background work ends before its backend
 	return be, s
 }
 
@@ -95,10 +96,10 @@ func TestPutRangeDeleteCompactRestore(t *testing.T) {
 	if h1 == h2 {
 		t.Fatal("hash did not change after compaction removed history")
 	}
+	s.Close()
 	be.Close()
 
 	be, s = openStore(t, path)
-	defer be.Close()
 	if s.Rev() != 6 || s.CompactRev() != 5 {
 		t.Fatalf("after restore rev=%d compact=%d", s.Rev(), s.CompactRev())
 	}
@@ -113,8 +114,7 @@ func TestPutRangeDeleteCompactRestore(t *testing.T) {
 }
 
 func TestWatchLiveHistoricalAndCompacted(t *testing.T) {
-	be, s := openStore(t, filepath.Join(t.TempDir(), "db"))
-	defer be.Close()
+	_, s := openStore(t, filepath.Join(t.TempDir(), "db"))
 	put(t, s, "k1", "a")
 	put(t, s, "k2", "b")
 	ws := s.NewWatchStream()

@@ -119,13 +119,15 @@ func (g *watchGroups) kick() {
 
 func (g *watchGroups) compacted(int64) { g.kick() }
 
-func (g *watchGroups) syncLoop() {
+func (g *watchGroups) syncLoop(stop <-chan struct{}) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
 		case <-g.wake:
+		case <-stop:
+			return
 		}
 		g.syncOnce()
 	}
