@@ -79,6 +79,8 @@ type Member struct {
 	Extra      []string // additional flags
 	Env        []string
 	Bin        string
+	// InitialCluster overrides the single-member default (set by NewCluster).
+	InitialCluster string
 
 	cmd    *exec.Cmd
 	log    *os.File
@@ -102,11 +104,115 @@ func NewMember(t testing.TB, extra ...string) *Member {
 
 // Args are the flags the member starts with.
 func (m *Member) Args() []string {
+	ic := m.InitialCluster
+	if ic == "" {
+		ic = m.Name + "=" + m.PeerURL
+	}
 	return append([]string{"--name", m.Name, "--data-dir", m.DataDir,
 		"--listen-client-urls", m.ClientURL, "--advertise-client-urls", m.ClientURL,
 		"--listen-peer-urls", m.PeerURL, "--initial-advertise-peer-urls", m.PeerURL,
-		"--initial-cluster", m.Name + "=" + m.PeerURL, "--listen-metrics-urls", m.MetricsURL,
+		"--initial-cluster", ic, "--listen-metrics-urls", m.MetricsURL,
 		"--log-level", "info"}, m.Extra...)
+}
+
+// Cluster is a set of members bootstrapped together.
+type Cluster struct {
+	t       testing.TB
+	Members []*Member
+}
+
+// NewCluster prepares n members (m1..mn) that bootstrap one cluster; Start starts them.
+func NewCluster(t testing.TB, n int, extra ...string) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t}
+	var ic []string
+	for i := 1; i <= n; i++ {
+		m := NewMember(t, extra...)
+		m.Name = fmt.Sprintf("m%d", i)
+		c.Members = append(c.Members, m)
+		ic = append(ic, m.Name+"="+m.PeerURL)
+	}
+	for _, m := range c.Members {
+		m.InitialCluster = strings.Join(ic, ",")
+	}
+	return c
+}
+
+// Start launches every member, then waits until each is healthy (a member alone has no quorum).
+func (c *Cluster) Start() {
+	c.t.Helper()
+	for _, m := range c.Members {
+		if err := m.StartNoWait(); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	for _, m := range c.Members {
+		if err := m.WaitHealthy(30 * time.Second); err != nil {
+			c.t.Fatalf("member %s did not become healthy: %v\n--- log tail ---\n%s", m.Name, err, m.LogTail(40))
+		}
+	}
+}
+
+// Endpoints are every member's client URL.
+func (c *Cluster) Endpoints() []string {
+	var eps []string
+	for _, m := range c.Members {
+		eps = append(eps, m.ClientURL)
+	}
+	return eps
+}
+
+// Client talks to every member.
+func (c *Cluster) Client() *clientv3.Client {
+	c.t.Helper()
+	cl, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
+// Leader returns the member that the majority reports as leader, waiting up to timeout.
+func (c *Cluster) Leader(timeout time.Duration) *Member {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		votes := map[uint64]int{}
+		ids := map[uint64]*Member{}
+		alive := 0
+		for _, m := range c.Members {
+			select {
+			case <-m.exited:
+				continue
+			default:
+			}
+			if m.exited == nil {
+				continue
+			}
+			alive++
+			cl := m.Client()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			st, err := cl.Status(ctx, m.ClientURL)
+			cancel()
+			cl.Close()
+			if err != nil {
+				continue
+			}
+			ids[st.Header.MemberId] = m
+			if st.Leader != 0 {
+				votes[st.Leader]++
+			}
+		}
+		for id, n := range votes {
+			if n*2 > alive && ids[id] != nil {
+				return ids[id]
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.t.Fatalf("no agreed leader within %v", timeout)
+	return nil
 }
 
 // Start launches the process and waits until /health says the member serves.

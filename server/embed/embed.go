@@ -340,9 +340,13 @@ func (e *Etcd) serve() error {
 			e.report(m.Serve())
 		}()
 	}
+	peerHandler := s.PeerHandler()
 	for _, l := range e.peers {
 		mux := http.NewServeMux()
 		mux.Handle("/version", httpapi.VersionHandler(clusterVersion))
+		mux.Handle("/raft/", peerHandler)
+		mux.Handle("/leases", peerHandler)
+		mux.Handle("/leases/", peerHandler)
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		e.httpServers = append(e.httpServers, hs)
 		go func() { e.report(hs.Serve(l)) }()

@@ -111,11 +111,13 @@ func (s *Server) applyConfChange(b *backend.BatchTx, cc raftpb.ConfChange) *appl
 		if err := s.mem.save(b, &m); err != nil {
 			return &applyResult{err: err}
 		}
+		s.tr.AddPeer(m.ID, m.PeerURLs)
 		s.log.Info("added member", "member-id", fmt.Sprintf("%x", m.ID), "peer-urls", m.PeerURLs, "learner", m.IsLearner)
 	case raftpb.ConfChangeRemoveNode:
 		if err := s.mem.remove(b, cc.NodeID); err != nil {
 			return &applyResult{err: err}
 		}
+		s.tr.RemovePeer(cc.NodeID)
 		s.log.Info("removed member", "member-id", fmt.Sprintf("%x", cc.NodeID))
 	}
 	return &applyResult{}

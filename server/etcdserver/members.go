@@ -103,6 +103,12 @@ func (m *membership) list() []Member {
 	return out
 }
 
+func (m *membership) isRemoved(id uint64) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.removed[id]
+}
+
 func (m *membership) clusterID() uint64 {
 	m.mu.RLock()
 	defer m.mu.RUnlock()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"sort"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"etcdx/server/lease"
 	"etcdx/server/mvcc"
 	"etcdx/server/snap"
+	"etcdx/server/transport"
 	"etcdx/server/version"
 	"etcdx/server/wal"
 )
@@ -65,6 +67,9 @@ type Server struct {
 	storage *raft.MemoryStorage
 	wal     *wal.WAL
 	m       *metrics
+	// tr carries raft messages to peers; peerClient forwards lease calls to the leader.
+	tr         *transport.Transport
+	peerClient *http.Client
 
 	reqIDs   *idGenerator
 	waits    *waitRegistry
@@ -83,6 +88,8 @@ type Server struct {
 	lead           atomic.Uint64
 	snapIndex      uint64 // owned by the apply goroutine
 	confState      raftpb.ConfState
+	// initialPeers are the members known at start; the transport streams to them.
+	initialPeers []Member
 	// replayedTo is the consistent index found in the database at start: entries up to it are
 	// already applied and only their conf changes are replayed into raft.
 	replayedTo uint64
@@ -167,6 +174,12 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return fail(err)
 	}
+	s.tr = transport.New(transport.Config{ID: s.id, ClusterID: s.mem.clusterID(), ServerVersion: version.Version,
+		MinClusterVersion: version.MinClusterVersion(), Raft: s, Logger: lg.With("component", "transport")})
+	s.peerClient = &http.Client{Timeout: 10 * time.Second}
+	for _, m := range s.initialPeers {
+		s.tr.AddPeer(m.ID, m.PeerURLs)
+	}
 	s.reqIDs = newIDGenerator(s.id, time.Now())
 	s.m = newMetrics(cfg.Registry, s)
 	commitObserve = func(d time.Duration) { s.m.backendCommit.Observe(d.Seconds()) }
@@ -178,7 +191,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) bootstrap(rcfg *raft.Config) error {
 	cfg := s.cfg
 	if !cfg.NewCluster {
-		return fmt.Errorf("joining an existing cluster (--initial-cluster-state=existing) needs a peer transport, which this build does not have yet; use --initial-cluster-state=new")
+		return fmt.Errorf("joining an existing cluster (--initial-cluster-state=existing) is not supported by this build yet; bootstrap all members with --initial-cluster-state=new")
 	}
 	self, ok := cfg.InitialCluster[cfg.Name]
 	if !ok {
@@ -186,9 +199,6 @@ func (s *Server) bootstrap(rcfg *raft.Config) error {
 	}
 	if !SameURLs(self, cfg.PeerURLs) {
 		return fmt.Errorf("--initial-cluster has %s=%v but missing from --initial-advertise-peer-urls=%v", cfg.Name, self, cfg.PeerURLs)
-	}
-	if len(cfg.InitialCluster) != 1 {
-		return fmt.Errorf("a multi-member --initial-cluster needs a peer transport, which this build does not have yet")
 	}
 	var peers []raft.Peer
 	var ids []uint64
@@ -205,6 +215,7 @@ func (s *Server) bootstrap(rcfg *raft.Config) error {
 		}
 		peers = append(peers, raft.Peer{ID: m.ID, Context: ctx})
 		ids = append(ids, m.ID)
+		s.initialPeers = append(s.initialPeers, m)
 	}
 	s.id = MemberID(cfg.PeerURLs, cfg.InitialClusterToken)
 	cid := ClusterID(ids)
@@ -270,6 +281,7 @@ func (s *Server) restart(rcfg *raft.Config) error {
 	if s.mem, err = loadMembership(s.be, meta.ClusterID); err != nil {
 		return err
 	}
+	s.initialPeers = s.mem.list()
 	cindex, _ := s.be.ReadConsistentIndex()
 	if !raft.IsEmptySnap(sn) {
 		if cindex < sn.Metadata.Index {
@@ -407,7 +419,8 @@ func (s *Server) raftLoop() {
 				s.fatal("append to raft storage", err)
 				return
 			}
-			// Messages to peers: a single member has none; the peer transport sends them.
+			// Followers must persist before answering; sending after the WAL write covers both roles.
+			s.tr.Send(rd.Messages)
 			b := applyBatch{ents: rd.CommittedEntries, snap: rd.Snapshot, applied: make(chan struct{})}
 			hasConf := false
 			for _, e := range rd.CommittedEntries {
@@ -746,6 +759,7 @@ func (s *Server) Stop() {
 		close(s.stopping)
 		s.node.Stop()
 		s.wg.Wait()
+		s.tr.Stop()
 		s.kv.Close()
 		if err := s.be.Close(); err != nil {
 			s.log.Error("closing backend", "error", err)

@@ -3,6 +3,8 @@ package etcdserver
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"sort"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -238,20 +240,52 @@ func (s *Server) LeaseRevoke(ctx context.Context, r *pb.LeaseRevokeRequest) (*pb
 	return proposeAs[*pb.LeaseRevokeResponse](ctx, s, &pb.InternalRaftRequest{LeaseRevoke: r})
 }
 
-// LeaseRenew restarts a lease's TTL. Only the leader judges expiry.
+// LeaseRenew restarts a lease's TTL. Only the leader judges expiry, so a follower forwards.
 func (s *Server) LeaseRenew(ctx context.Context, id int64) (int64, error) {
+	if s.Leader() == s.id {
+		return s.renewLocal(id)
+	}
+	body, _ := (&pb.LeaseKeepAliveRequest{ID: id}).Marshal()
+	out, err := s.forwardToLeader(ctx, leasePath, body)
+	if err != nil {
+		return -1, err
+	}
+	var resp pb.LeaseKeepAliveResponse
+	if err := resp.Unmarshal(out); err != nil {
+		return -1, fmt.Errorf("decode leader's keep-alive answer: %w", err)
+	}
+	return resp.TTL, nil
+}
+
+func (s *Server) renewLocal(id int64) (int64, error) {
 	ttl, err := s.les.Renew(id)
 	if err == nil {
 		s.m.leaseRenewed.Inc()
 	}
-	if err == lease.ErrNotPrimary {
+	if errors.Is(err, lease.ErrNotPrimary) {
 		return -1, ErrNotLeader
 	}
 	return ttl, err
 }
 
-// LeaseTimeToLive describes a lease.
+// LeaseTimeToLive describes a lease; the remaining TTL is known only to the leader.
 func (s *Server) LeaseTimeToLive(ctx context.Context, r *pb.LeaseTimeToLiveRequest) (*pb.LeaseTimeToLiveResponse, error) {
+	if s.Leader() == s.id {
+		return s.ttlLocal(r)
+	}
+	body, _ := r.Marshal()
+	out, err := s.forwardToLeader(ctx, leaseInternalPath, body)
+	if err != nil {
+		return nil, err
+	}
+	var resp pb.LeaseTimeToLiveResponse
+	if err := resp.Unmarshal(out); err != nil {
+		return nil, fmt.Errorf("decode leader's time-to-live answer: %w", err)
+	}
+	return &resp, nil
+}
+
+func (s *Server) ttlLocal(r *pb.LeaseTimeToLiveRequest) (*pb.LeaseTimeToLiveResponse, error) {
 	in, err := s.les.Lookup(r.ID)
 	if err != nil {
 		return nil, err

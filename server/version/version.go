@@ -52,3 +52,13 @@ func Banner() string {
 	return fmt.Sprintf("etcd Version: %s\nGit SHA: %s\nGo Version: %s\nGo OS/Arch: %s/%s\n",
 		Version, GitSHA, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
+
+// MinClusterVersion is the lowest cluster version this binary can run in: one minor below its
+// own level (rolling upgrades go one minor at a time).
+func MinClusterVersion() string {
+	v := Server()
+	if v.Minor == 0 {
+		return fmt.Sprintf("%d.0.0", v.Major)
+	}
+	return fmt.Sprintf("%d.%d.0", v.Major, v.Minor-1)
+}

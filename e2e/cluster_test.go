@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+func TestThreeMemberClusterSurvivesLeaderKill(t *testing.T) {
+	c := NewCluster(t, 3)
+	c.Start()
+	cl := c.Client()
+	ctx := Ctx(t)
+
+	ml, err := cl.MemberList(ctx)
+	if err != nil || len(ml.Members) != 3 {
+		t.Fatalf("member list: %+v %v", ml, err)
+	}
+	for _, m := range ml.Members {
+		if m.Name == "" || len(m.ClientURLs) != 1 || len(m.PeerURLs) != 1 {
+			t.Fatalf("member not fully published: %+v", m)
+		}
+	}
+
+	// A write through one member is read linearizably through every other.
+	if _, err := c.Members[0].Client().Put(ctx, "hello", "cluster"); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range c.Members {
+		r, err := m.Client().Get(ctx, "hello")
+		if err != nil || len(r.Kvs) != 1 || string(r.Kvs[0].Value) != "cluster" {
+			t.Fatalf("linearizable read on %s: %+v %v", m.Name, r, err)
+		}
+	}
+
+	// Leases granted and kept alive through a follower; the leader judges the TTL.
+	lead := c.Leader(10 * time.Second)
+	var follower *Member
+	for _, m := range c.Members {
+		if m != lead {
+			follower = m
+			break
+		}
+	}
+	fc := follower.Client()
+	g, err := fc.Grant(ctx, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.Put(ctx, "leased", "x", clientv3.WithLease(g.ID))
+	if ka, err := fc.KeepAliveOnce(ctx, g.ID); err != nil || ka.TTL != 30 {
+		t.Fatalf("keep-alive through a follower: %+v %v", ka, err)
+	}
+	if ttl, err := fc.TimeToLive(ctx, g.ID, clientv3.WithAttachedKeys()); err != nil || ttl.TTL < 28 || len(ttl.Keys) != 1 {
+		t.Fatalf("time-to-live through a follower: %+v %v", ttl, err)
+	}
+
+	// Kill the leader during writes: a new leader takes over and nothing acknowledged is lost.
+	stop := make(chan struct{})
+	done := make(chan map[string]string)
+	go func() { done <- writeAcked(t, cl, "ha", 8, 100000, stop) }()
+	time.Sleep(time.Second)
+	lead.Kill()
+	killedAt := time.Now()
+	newLead := c.Leader(10 * time.Second)
+	if newLead == lead {
+		t.Fatal("the killed member is still reported as leader")
+	}
+	t.Logf("new leader %s after %v", newLead.Name, time.Since(killedAt).Round(time.Millisecond))
+	time.Sleep(time.Second) // writes continue on the new leader
+	close(stop)
+	acked := <-done
+	if len(acked) < 200 {
+		t.Fatalf("only %d writes acknowledged around the leader change", len(acked))
+	}
+	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := cl.Put(wctx, "after-failover", "ok"); err != nil {
+		t.Fatalf("write after failover: %v", err)
+	}
+
+	// The old leader comes back and catches up; every member holds every acknowledged write.
+	lead.Start()
+	for _, m := range c.Members {
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			r, err := m.Client().Get(ctx, "after-failover", clientv3.WithSerializable())
+			if err == nil && len(r.Kvs) == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not catch up: %v", m.Name, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		checkAcked(t, m.Client(), "ha", acked)
+	}
+	t.Logf("%d acknowledged writes present on all three members", len(acked))
+}

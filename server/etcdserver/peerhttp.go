@@ -1,0 +1,164 @@
+package etcdserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"etcdx/server/lease"
+)
+
+// Lease calls that only the leader can answer travel to it over the peer port, as upstream.
+const (
+	leasePath         = "/leases"
+	leaseInternalPath = "/leases/internal"
+)
+
+// Process hands a message from a peer to raft (transport.Raft).
+func (s *Server) Process(ctx context.Context, m raftpb.Message) error {
+	if s.mem.isRemoved(m.From) {
+		return fmt.Errorf("message from removed member %x", m.From)
+	}
+	return s.node.Step(ctx, m)
+}
+
+// IsIDRemoved reports whether id was removed from the cluster (transport.Raft).
+func (s *Server) IsIDRemoved(id uint64) bool { return s.mem.isRemoved(id) }
+
+// ReportUnreachable tells raft a peer could not be reached (transport.Raft).
+func (s *Server) ReportUnreachable(id uint64) { s.node.ReportUnreachable(id) }
+
+// ReportSnapshot tells raft how sending a snapshot went (transport.Raft).
+func (s *Server) ReportSnapshot(id uint64, st raft.SnapshotStatus) { s.node.ReportSnapshot(id, st) }
+
+// PeerHandler serves the peer listener: raft streams and leader-forwarded lease calls.
+func (s *Server) PeerHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/raft/", s.tr.Handler())
+	mux.HandleFunc(leasePath, s.serveLeaseRenew)
+	mux.HandleFunc(leaseInternalPath, s.serveLeaseTTL)
+	return mux
+}
+
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return nil, false
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	return b, true
+}
+
+// leaseHTTPError maps errors to statuses the forwarding member turns back into errors.
+func leaseHTTPError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, lease.ErrNotFound):
+		http.Error(w, err.Error(), http.StatusNotFound)
+	case errors.Is(err, ErrNotLeader), errors.Is(err, lease.ErrNotPrimary):
+		http.Error(w, ErrNotLeader.Error(), http.StatusPreconditionFailed)
+	default:
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+func (s *Server) serveLeaseRenew(w http.ResponseWriter, r *http.Request) {
+	b, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	var req pb.LeaseKeepAliveRequest
+	if err := req.Unmarshal(b); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	ttl, err := s.renewLocal(req.ID)
+	if err != nil {
+		leaseHTTPError(w, err)
+		return
+	}
+	resp := &pb.LeaseKeepAliveResponse{Header: &pb.ResponseHeader{}, ID: req.ID, TTL: ttl}
+	out, _ := resp.Marshal()
+	w.Header().Set("Content-Type", "application/protobuf")
+	w.Write(out)
+}
+
+func (s *Server) serveLeaseTTL(w http.ResponseWriter, r *http.Request) {
+	b, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	var req pb.LeaseTimeToLiveRequest
+	if err := req.Unmarshal(b); err != nil {
+		http.Error(w, "malformed lease time-to-live request", http.StatusBadRequest)
+		return
+	}
+	if s.Leader() != s.id {
+		leaseHTTPError(w, ErrNotLeader)
+		return
+	}
+	ttl, err := s.ttlLocal(&req)
+	if err != nil {
+		leaseHTTPError(w, err)
+		return
+	}
+	out, _ := ttl.Marshal()
+	w.Header().Set("Content-Type", "application/protobuf")
+	w.Write(out)
+}
+
+// forwardToLeader posts body to path on the leader's peer URLs and returns the answer.
+func (s *Server) forwardToLeader(ctx context.Context, path string, body []byte) ([]byte, error) {
+	lead := s.Leader()
+	if lead == raft.None {
+		return nil, ErrNoLeader
+	}
+	m := s.mem.get(lead)
+	if m == nil {
+		return nil, ErrNoLeader
+	}
+	var lastErr error
+	for _, u := range m.PeerURLs {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(u, "/")+path, bytes.NewReader(body))
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/protobuf")
+		resp, err := s.peerClient.Do(req)
+		if err != nil {
+			cancel()
+			lastErr = err
+			continue
+		}
+		out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		cancel()
+		switch {
+		case err != nil:
+			lastErr = err
+			continue
+		case resp.StatusCode == http.StatusNotFound:
+			return nil, lease.ErrNotFound
+		case resp.StatusCode == http.StatusPreconditionFailed:
+			return nil, ErrNotLeader
+		case resp.StatusCode != http.StatusOK:
+			return nil, fmt.Errorf("leader %x answered %s: %s", lead, resp.Status, strings.TrimSpace(string(out)))
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("cannot reach leader %x: %w", lead, lastErr)
+}

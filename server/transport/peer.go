@@ -1,0 +1,148 @@
+package transport
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// peer owns the stream to one remote member.
+type peer struct {
+	t     *Transport
+	id    uint64
+	msgc  chan raftpb.Message
+	stopc chan struct{}
+
+	mu   sync.Mutex
+	urls []string
+	next int
+}
+
+func (p *peer) setURLs(urls []string) {
+	p.mu.Lock()
+	p.urls = append([]string(nil), urls...)
+	p.mu.Unlock()
+}
+
+func (p *peer) pickURL() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	u := p.urls[p.next%len(p.urls)]
+	p.next++
+	return strings.TrimRight(u, "/")
+}
+
+// run keeps a stream open, reconnecting with backoff, until the peer is removed.
+func (p *peer) run() {
+	backoff := 50 * time.Millisecond
+	lastRefusal := ""
+	for {
+		select {
+		case <-p.stopc:
+			return
+		default:
+		}
+		start := time.Now()
+		refusal, err := p.stream()
+		if refusal != "" && refusal != lastRefusal {
+			p.t.log.Error("peer refused our stream", "peer-id", fmt.Sprintf("%x", p.id), "reason", refusal,
+				"local-member-id", fmt.Sprintf("%x", p.t.cfg.ID), "local-version", p.t.cfg.ServerVersion)
+		}
+		lastRefusal = refusal
+		if err != nil {
+			p.t.cfg.Raft.ReportUnreachable(p.id)
+		}
+		if time.Since(start) > 5*time.Second {
+			backoff = 50 * time.Millisecond // it was working: reconnect quickly
+		}
+		select {
+		case <-p.stopc:
+			return
+		case <-time.After(backoff):
+		}
+		if backoff < time.Second {
+			backoff *= 2
+		}
+	}
+}
+
+// stream sends queued messages over one POST until it fails or the peer is removed. It returns
+// the peer's reason when the handshake was refused.
+func (p *peer) stream() (refusal string, err error) {
+	pr, pw := io.Pipe()
+	req, err := http.NewRequest(http.MethodPost, p.pickURL()+StreamPath, pr)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set(HeaderClusterID, fmt.Sprintf("%x", p.t.clusterID()))
+	req.Header.Set(HeaderFrom, fmt.Sprintf("%x", p.t.cfg.ID))
+	req.Header.Set(HeaderTo, fmt.Sprintf("%x", p.id))
+	req.Header.Set(HeaderServerVersion, p.t.cfg.ServerVersion)
+	req.Header.Set(HeaderMinCluster, p.t.cfg.MinClusterVersion)
+	req.Header.Set("Content-Type", "application/octet-stream")
+
+	type result struct {
+		refusal string
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := p.t.client.Do(req)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if resp.StatusCode != http.StatusOK {
+			done <- result{refusal: fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(body))), err: fmt.Errorf("refused")}
+			return
+		}
+		done <- result{err: io.EOF}
+	}()
+	bw := bufio.NewWriterSize(pw, 64<<10)
+	fail := func(e error) {
+		pw.CloseWithError(e)
+	}
+	for {
+		select {
+		case m := <-p.msgc:
+			if err := writeFrame(bw, &m); err != nil {
+				fail(err)
+				r := <-done
+				return r.refusal, err
+			}
+			// Batch whatever else is queued before flushing.
+			for more := true; more; {
+				select {
+				case m := <-p.msgc:
+					if err := writeFrame(bw, &m); err != nil {
+						fail(err)
+						r := <-done
+						return r.refusal, err
+					}
+				default:
+					more = false
+				}
+			}
+			if err := bw.Flush(); err != nil {
+				fail(err)
+				r := <-done
+				return r.refusal, err
+			}
+		case r := <-done:
+			fail(io.ErrClosedPipe)
+			return r.refusal, r.err
+		case <-p.stopc:
+			fail(io.ErrClosedPipe)
+			<-done
+			return "", nil
+		}
+	}
+}

@@ -1,0 +1,273 @@
+// Package transport carries raft messages between members over their peer listeners.
+//
+// Each member keeps one long-lived streaming HTTP POST to every peer and writes length-prefixed
+// raftpb.Message frames into it. The request headers are a versioned handshake (cluster ID,
+// sender, recipient, server version, the lowest cluster version the sender can run in); the
+// receiver refuses a mismatch before reading any message and both sides log the values. Every
+// peer has its own goroutine and bounded queue, so a slow or dead peer never holds up the others.
+package transport
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// Handshake headers.
+const (
+	HeaderClusterID     = "X-Etcd-Cluster-ID"
+	HeaderFrom          = "X-Server-From"
+	HeaderTo            = "X-Raft-To"
+	HeaderServerVersion = "X-Server-Version"
+	HeaderMinCluster    = "X-Min-Cluster-Version"
+
+	// StreamPath is where raft message streams arrive.
+	StreamPath = "/raft/stream"
+	maxFrame   = 64 << 20
+	queueLen   = 4096
+)
+
+// Raft is the member side the transport delivers to and reports back to.
+type Raft interface {
+	Process(ctx context.Context, m raftpb.Message) error
+	IsIDRemoved(id uint64) bool
+	ReportUnreachable(id uint64)
+	ReportSnapshot(id uint64, status raft.SnapshotStatus)
+}
+
+// Config identifies this member in handshakes.
+type Config struct {
+	ID, ClusterID     uint64
+	ServerVersion     string
+	MinClusterVersion string
+	Raft              Raft
+	Logger            *slog.Logger
+	// DialTimeout bounds connecting to a peer.
+	DialTimeout time.Duration
+}
+
+// Transport sends to and receives from peers.
+type Transport struct {
+	cfg    Config
+	log    *slog.Logger
+	client *http.Client
+
+	mu    sync.RWMutex
+	peers map[uint64]*peer
+	stopc chan struct{}
+	wg    sync.WaitGroup
+}
+
+// New returns a transport with no peers.
+func New(cfg Config) *Transport {
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = time.Second
+	}
+	dialer := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}
+	return &Transport{cfg: cfg, log: cfg.Logger, peers: map[uint64]*peer{}, stopc: make(chan struct{}),
+		client: &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 4,
+			ResponseHeaderTimeout: 0, DisableCompression: true}}}
+}
+
+// SetClusterID updates the cluster ID used in handshakes (known only after bootstrap).
+func (t *Transport) SetClusterID(cid uint64) {
+	t.mu.Lock()
+	t.cfg.ClusterID = cid
+	t.mu.Unlock()
+}
+
+func (t *Transport) clusterID() uint64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.cfg.ClusterID
+}
+
+// AddPeer starts streaming to a peer (no-op for this member or a known peer).
+func (t *Transport) AddPeer(id uint64, urls []string) {
+	if id == t.cfg.ID || len(urls) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p, ok := t.peers[id]; ok {
+		p.setURLs(urls)
+		return
+	}
+	p := &peer{t: t, id: id, urls: append([]string(nil), urls...), msgc: make(chan raftpb.Message, queueLen), stopc: make(chan struct{})}
+	t.peers[id] = p
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		p.run()
+	}()
+	t.log.Info("added peer", "peer-id", fmt.Sprintf("%x", id), "peer-urls", urls)
+}
+
+// RemovePeer stops streaming to a peer.
+func (t *Transport) RemovePeer(id uint64) {
+	t.mu.Lock()
+	p, ok := t.peers[id]
+	delete(t.peers, id)
+	t.mu.Unlock()
+	if ok {
+		close(p.stopc)
+		t.log.Info("removed peer", "peer-id", fmt.Sprintf("%x", id))
+	}
+}
+
+// Send queues messages for their peers; a full queue drops the message and tells raft the peer
+// is unreachable (raft retries on its own schedule).
+func (t *Transport) Send(msgs []raftpb.Message) {
+	for _, m := range msgs {
+		if m.To == 0 {
+			continue
+		}
+		t.mu.RLock()
+		p := t.peers[m.To]
+		t.mu.RUnlock()
+		if p == nil {
+			continue
+		}
+		if m.Type == raftpb.MsgSnap {
+			// Shipping the whole database to a lagging member arrives with snapshot streaming.
+			t.log.Warn("cannot send a raft snapshot to a peer in this build", "peer-id", fmt.Sprintf("%x", m.To), "index", m.Snapshot.Metadata.Index)
+			t.cfg.Raft.ReportSnapshot(m.To, raft.SnapshotFailure)
+			continue
+		}
+		select {
+		case p.msgc <- m:
+		default:
+			t.cfg.Raft.ReportUnreachable(m.To)
+		}
+	}
+}
+
+// Stop ends every stream.
+func (t *Transport) Stop() {
+	t.mu.Lock()
+	select {
+	case <-t.stopc:
+	default:
+		close(t.stopc)
+	}
+	for id, p := range t.peers {
+		close(p.stopc)
+		delete(t.peers, id)
+	}
+	t.mu.Unlock()
+	t.wg.Wait()
+	t.client.CloseIdleConnections()
+}
+
+// Handler serves incoming streams.
+func (t *Transport) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc(StreamPath, t.serveStream)
+	return mux
+}
+
+// refusal explains a failed handshake; the status tells the sender whether to retry.
+type refusal struct {
+	status int
+	reason string
+}
+
+func (t *Transport) checkHandshake(h http.Header) *refusal {
+	parse := func(name string) (uint64, error) { return strconv.ParseUint(h.Get(name), 16, 64) }
+	cid, err := parse(HeaderClusterID)
+	if err != nil {
+		return &refusal{http.StatusBadRequest, "missing or malformed " + HeaderClusterID}
+	}
+	from, err := parse(HeaderFrom)
+	if err != nil {
+		return &refusal{http.StatusBadRequest, "missing or malformed " + HeaderFrom}
+	}
+	to, err := parse(HeaderTo)
+	if err != nil {
+		return &refusal{http.StatusBadRequest, "missing or malformed " + HeaderTo}
+	}
+	if local := t.clusterID(); cid != local {
+		return &refusal{http.StatusPreconditionFailed, fmt.Sprintf("cluster ID mismatch: local %x, remote %x", local, cid)}
+	}
+	if to != t.cfg.ID {
+		return &refusal{http.StatusPreconditionFailed, fmt.Sprintf("member ID mismatch: this member is %x, the stream is for %x", t.cfg.ID, to)}
+	}
+	if t.cfg.Raft.IsIDRemoved(from) {
+		return &refusal{http.StatusGone, fmt.Sprintf("member %x was removed from the cluster", from)}
+	}
+	return nil
+}
+
+func (t *Transport) serveStream(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if ref := t.checkHandshake(r.Header); ref != nil {
+		t.log.Warn("rejected stream from remote peer", "reason", ref.reason, "remote-peer-id", r.Header.Get(HeaderFrom),
+			"remote-version", r.Header.Get(HeaderServerVersion), "local-member-id", fmt.Sprintf("%x", t.cfg.ID),
+			"local-version", t.cfg.ServerVersion)
+		http.Error(w, ref.reason, ref.status)
+		return
+	}
+	from := r.Header.Get(HeaderFrom)
+	t.log.Debug("accepted stream", "remote-peer-id", from, "remote-version", r.Header.Get(HeaderServerVersion))
+	br := bufio.NewReaderSize(r.Body, 64<<10)
+	ctx := r.Context()
+	for {
+		m, err := readFrame(br)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
+				t.log.Debug("stream from peer ended", "remote-peer-id", from, "error", err)
+			}
+			return
+		}
+		if err := t.cfg.Raft.Process(ctx, m); err != nil {
+			t.log.Warn("failed to process raft message", "remote-peer-id", from, "error", err)
+			return
+		}
+	}
+}
+
+func writeFrame(w io.Writer, m *raftpb.Message) error {
+	b, err := m.Marshal()
+	if err != nil {
+		return err
+	}
+	var hdr [8]byte
+	binary.BigEndian.PutUint64(hdr[:], uint64(len(b)))
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+func readFrame(r io.Reader) (raftpb.Message, error) {
+	var m raftpb.Message
+	var hdr [8]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return m, err
+	}
+	n := binary.BigEndian.Uint64(hdr[:])
+	if n > maxFrame {
+		return m, fmt.Errorf("raft message of %d bytes exceeds the %d byte limit", n, maxFrame)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return m, err
+	}
+	return m, m.Unmarshal(b)
+}
