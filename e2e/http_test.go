@@ -7,11 +7,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func httpGet(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := healthClient.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +24,7 @@ func httpGet(t *testing.T, url string) string {
 func httpDo(t *testing.T, method, url, body string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, strings.NewReader(body))
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

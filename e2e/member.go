@@ -248,6 +248,10 @@ func (m *Member) StartNoWait() error {
 	return nil
 }
 
+// healthClient bounds each probe: a member without quorum accepts connections but does not
+// serve them yet.
+var healthClient = &http.Client{Timeout: 2 * time.Second}
+
 // WaitHealthy polls /health until it answers 200.
 func (m *Member) WaitHealthy(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
@@ -258,7 +262,7 @@ func (m *Member) WaitHealthy(timeout time.Duration) error {
 			return fmt.Errorf("process exited: %v", m.err)
 		default:
 		}
-		resp, err := http.Get(m.ClientURL + "/health")
+		resp, err := healthClient.Get(m.ClientURL + "/health")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {

@@ -95,11 +95,15 @@ func (p *peer) stream() (refusal string, err error) {
 	go func() {
 		resp, err := p.t.client.Do(req)
 		if err != nil {
+			pr.CloseWithError(err)
 			done <- result{err: err}
 			return
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		// An answer ends the stream (a refusal comes before the body is read): fail pending
+		// writes now instead of leaving the sender blocked on the pipe.
+		pr.CloseWithError(io.ErrClosedPipe)
 		if resp.StatusCode != http.StatusOK {
 			done <- result{refusal: fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(body))), err: fmt.Errorf("refused")}
 			return

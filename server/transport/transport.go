@@ -219,7 +219,13 @@ func (t *Transport) serveStream(w http.ResponseWriter, r *http.Request) {
 		t.log.Warn("rejected stream from remote peer", "reason", ref.reason, "remote-peer-id", r.Header.Get(HeaderFrom),
 			"remote-version", r.Header.Get(HeaderServerVersion), "local-member-id", fmt.Sprintf("%x", t.cfg.ID),
 			"local-version", t.cfg.ServerVersion)
+		// Flush now: the sender's body never ends, and the server would otherwise try to drain
+		// it before answering.
+		w.Header().Set("Connection", "close")
 		http.Error(w, ref.reason, ref.status)
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
 		return
 	}
 	from := r.Header.Get(HeaderFrom)

@@ -64,7 +64,7 @@ func (s *server) start() error {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if r, err := http.Get(s.client + "/health"); err == nil {
+		if r, err := (&http.Client{Timeout: 2 * time.Second}).Get(s.client + "/health"); err == nil {
 			r.Body.Close()
 			if r.StatusCode == 200 {
 				return nil
