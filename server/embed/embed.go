@@ -347,6 +347,8 @@ func (e *Etcd) serve() error {
 		mux.Handle("/raft/", peerHandler)
 		mux.Handle("/leases", peerHandler)
 		mux.Handle("/leases/", peerHandler)
+		mux.Handle("/members", peerHandler)
+		mux.Handle("/members/", peerHandler)
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		e.httpServers = append(e.httpServers, hs)
 		go func() { e.report(hs.Serve(l)) }()
@@ -390,6 +392,10 @@ func (e *Etcd) Close() {
 		e.log.Info("closing etcd server", "name", e.cfg.Name)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		if e.Server != nil {
+			// A leader hands over first, so the cluster has a leader while this member drains.
+			e.Server.TransferLeadershipAway(ctx)
+		}
 		var wg sync.WaitGroup
 		for _, gs := range e.grpcServers {
 			wg.Add(1)

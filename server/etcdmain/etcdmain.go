@@ -288,6 +288,10 @@ func Main(args []string, environ []string, stderr io.Writer) int {
 		return 0
 	case <-e.Server.Done():
 		e.Close()
+		if e.Server.RemovedFromCluster() {
+			fmt.Fprintln(stderr, "etcd: the member has been permanently removed from the cluster")
+			return 0
+		}
 		fmt.Fprintln(stderr, "etcd: member stopped after a fatal error (see log)")
 		return 1
 	case err := <-e.Err():

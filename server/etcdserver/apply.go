@@ -2,6 +2,7 @@ package etcdserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -9,6 +10,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/membershippb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
 	"etcdx/server/backend"
@@ -80,7 +82,7 @@ func (s *Server) applyEntry(e raftpb.Entry) {
 }
 
 // replayApplied handles an entry whose effects are already in the database: raft still has to
-// hear about configuration changes, but nothing is written twice.
+// hear about configuration changes, judged against the membership as it was at that entry.
 func (s *Server) replayApplied(e raftpb.Entry) {
 	if e.Type != raftpb.EntryConfChange {
 		return
@@ -90,36 +92,93 @@ func (s *Server) replayApplied(e raftpb.Entry) {
 		s.log.Error("skipping undecodable conf change", "index", e.Index, "error", err)
 		return
 	}
+	m, err := decodeConfMember(cc)
+	if err == nil {
+		err = validateConfChange(s.replayMem, cc, m)
+	}
+	if err != nil {
+		cc.NodeID = raft.None
+	} else {
+		applyMemberChange(s.replayMem, cc, m)
+	}
 	s.confState = *s.node.ApplyConfChange(cc)
 }
 
-func (s *Server) applyConfChange(b *backend.BatchTx, cc raftpb.ConfChange) *applyResult {
-	s.confState = *s.node.ApplyConfChange(cc)
-	switch cc.Type {
-	case raftpb.ConfChangeAddNode, raftpb.ConfChangeAddLearnerNode:
-		var m Member
-		if len(cc.Context) > 0 {
-			if err := json.Unmarshal(cc.Context, &m); err != nil {
-				return &applyResult{err: fmt.Errorf("decode member in conf change: %w", err)}
-			}
+func decodeConfMember(cc raftpb.ConfChange) (*Member, error) {
+	var m Member
+	if len(cc.Context) > 0 {
+		if err := json.Unmarshal(cc.Context, &m); err != nil {
+			return nil, fmt.Errorf("decode member in conf change: %w", err)
 		}
-		m.ID = cc.NodeID
-		m.IsLearner = cc.Type == raftpb.ConfChangeAddLearnerNode
-		if old := s.mem.get(m.ID); old != nil && m.Name == "" {
-			m.Name, m.ClientURLs = old.Name, old.ClientURLs
-		}
-		if err := s.mem.save(b, &m); err != nil {
-			return &applyResult{err: err}
-		}
-		s.tr.AddPeer(m.ID, m.PeerURLs)
-		s.log.Info("added member", "member-id", fmt.Sprintf("%x", m.ID), "peer-urls", m.PeerURLs, "learner", m.IsLearner)
-	case raftpb.ConfChangeRemoveNode:
-		if err := s.mem.remove(b, cc.NodeID); err != nil {
-			return &applyResult{err: err}
-		}
-		s.tr.RemovePeer(cc.NodeID)
-		s.log.Info("removed member", "member-id", fmt.Sprintf("%x", cc.NodeID))
 	}
+	m.ID = cc.NodeID
+	switch cc.Type {
+	case raftpb.ConfChangeAddLearnerNode:
+		m.IsLearner = true
+	case raftpb.ConfChangeAddNode:
+		m.IsLearner = false
+	}
+	return &m, nil
+}
+
+// applyMemberChange computes the member record a valid change leaves behind and records it in
+// mem (in memory). It returns the record and whether the member was removed.
+func applyMemberChange(mem *membership, cc raftpb.ConfChange, m *Member) (*Member, bool) {
+	if cc.Type == raftpb.ConfChangeRemoveNode {
+		mem.applyInMemory(m, true)
+		return m, true
+	}
+	if old := mem.get(m.ID); old != nil {
+		// Promotion or URL update keeps the published name and client URLs.
+		if m.Name == "" {
+			m.Name = old.Name
+		}
+		if len(m.ClientURLs) == 0 {
+			m.ClientURLs = old.ClientURLs
+		}
+		if cc.Type == raftpb.ConfChangeUpdateNode {
+			m.IsLearner = old.IsLearner
+		}
+	}
+	mem.applyInMemory(m, false)
+	return m, false
+}
+
+func (s *Server) applyConfChange(b *backend.BatchTx, cc raftpb.ConfChange) *applyResult {
+	m, err := decodeConfMember(cc)
+	if err == nil {
+		err = validateConfChange(s.mem, cc, m)
+	}
+	if err != nil {
+		// Every member rejects the same change the same way; raft is told it was a no-op.
+		cc.NodeID = raft.None
+		s.confState = *s.node.ApplyConfChange(cc)
+		return &applyResult{err: err}
+	}
+	s.confState = *s.node.ApplyConfChange(cc)
+	rec, removed := applyMemberChange(s.mem, cc, m)
+	if removed {
+		if err := s.mem.remove(b, rec.ID); err != nil {
+			return &applyResult{err: err}
+		}
+		s.tr.RemovePeer(rec.ID)
+		s.log.Info("removed member", "member-id", fmt.Sprintf("%x", rec.ID))
+		if rec.ID == s.id {
+			s.log.Warn("the member has been permanently removed from the cluster; stopping")
+			s.removedSelf.Store(true)
+			go func() {
+				s.TransferLeadershipAway(context.Background())
+				s.Stop()
+			}()
+		}
+		return &applyResult{}
+	}
+	if err := s.mem.save(b, rec); err != nil {
+		return &applyResult{err: err}
+	}
+	s.tr.AddPeer(rec.ID, rec.PeerURLs)
+	s.log.Info("applied membership change", "change", cc.Type.String(), "member-id", fmt.Sprintf("%x", rec.ID),
+		"peer-urls", rec.PeerURLs, "learner", rec.IsLearner)
 	return &applyResult{}
 }
 

@@ -59,6 +59,53 @@ func loadMembership(be *backend.Backend, cid uint64) (*membership, error) {
 	return m, nil
 }
 
+// membershipState is what a raft snapshot records, so a restart can replay later configuration
+// changes against the membership as it was at the snapshot.
+type membershipState struct {
+	Members []Member `json:"members"`
+	Removed []uint64 `json:"removed,omitempty"`
+}
+
+func (m *membership) state() membershipState {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	st := membershipState{}
+	for _, mem := range m.members {
+		st.Members = append(st.Members, *mem)
+	}
+	for id := range m.removed {
+		st.Removed = append(st.Removed, id)
+	}
+	sort.Slice(st.Members, func(i, j int) bool { return st.Members[i].ID < st.Members[j].ID })
+	return st
+}
+
+// memoryMembership is a membership that lives only in memory (for replay).
+func memoryMembership(st membershipState) *membership {
+	m := &membership{members: map[uint64]*Member{}, removed: map[uint64]bool{}}
+	for i := range st.Members {
+		mem := st.Members[i]
+		m.members[mem.ID] = &mem
+	}
+	for _, id := range st.Removed {
+		m.removed[id] = true
+	}
+	return m
+}
+
+// applyInMemory records a member change without persisting it.
+func (m *membership) applyInMemory(mem *Member, removed bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if removed {
+		delete(m.members, mem.ID)
+		m.removed[mem.ID] = true
+		return
+	}
+	cp := *mem
+	m.members[mem.ID] = &cp
+}
+
 func (m *membership) save(b *backend.BatchTx, mem *Member) error {
 	v, err := json.Marshal(mem)
 	if err != nil {

@@ -46,6 +46,8 @@ func (s *Server) PeerHandler() http.Handler {
 	mux.Handle("/raft/", s.tr.Handler())
 	mux.HandleFunc(leasePath, s.serveLeaseRenew)
 	mux.HandleFunc(leaseInternalPath, s.serveLeaseTTL)
+	mux.HandleFunc(membersPath, s.serveMembers)
+	mux.HandleFunc(memberPromotePrefix, s.servePromote)
 	return mux
 }
 

@@ -88,6 +88,10 @@ type Server struct {
 	lead           atomic.Uint64
 	snapIndex      uint64 // owned by the apply goroutine
 	confState      raftpb.ConfState
+	// replayMem is the membership as of the last replayed entry (see replayApplied).
+	replayMem *membership
+	// removedSelf is set once this member applied its own removal.
+	removedSelf atomic.Bool
 	// initialPeers are the members known at start; the transport streams to them.
 	initialPeers []Member
 	// replayedTo is the consistent index found in the database at start: entries up to it are
@@ -191,7 +195,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) bootstrap(rcfg *raft.Config) error {
 	cfg := s.cfg
 	if !cfg.NewCluster {
-		return fmt.Errorf("joining an existing cluster (--initial-cluster-state=existing) is not supported by this build yet; bootstrap all members with --initial-cluster-state=new")
+		return s.joinExisting(rcfg)
 	}
 	self, ok := cfg.InitialCluster[cfg.Name]
 	if !ok {
@@ -283,7 +287,13 @@ func (s *Server) restart(rcfg *raft.Config) error {
 	}
 	s.initialPeers = s.mem.list()
 	cindex, _ := s.be.ReadConsistentIndex()
+	s.replayMem = memoryMembership(membershipState{})
 	if !raft.IsEmptySnap(sn) {
+		var st membershipState
+		if err := json.Unmarshal(sn.Data, &st); err != nil {
+			return fmt.Errorf("membership in snapshot %d: %w", sn.Metadata.Index, err)
+		}
+		s.replayMem = memoryMembership(st)
 		if cindex < sn.Metadata.Index {
 			return fmt.Errorf("database file (index %d) does not match the latest snapshot (index %d)", cindex, sn.Metadata.Index)
 		}
@@ -524,7 +534,7 @@ func (s *Server) snapshot(index uint64) error {
 	if err := s.be.Commit(); err != nil {
 		return err
 	}
-	data, err := json.Marshal(s.mem.list())
+	data, err := json.Marshal(s.mem.state())
 	if err != nil {
 		return fmt.Errorf("encode membership: %w", err)
 	}
@@ -771,6 +781,9 @@ func (s *Server) Stop() {
 	})
 	<-s.done
 }
+
+// RemovedFromCluster reports whether the member stopped because it was removed.
+func (s *Server) RemovedFromCluster() bool { return s.removedSelf.Load() }
 
 // ReadyNotify is closed once the member has joined the cluster and can serve clients.
 func (s *Server) ReadyNotify() <-chan struct{} { return s.ready }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"net/url"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -131,11 +132,8 @@ func (m *maintenanceServer) Snapshot(r *pb.SnapshotRequest, srv pb.Maintenance_S
 }
 
 func (m *maintenanceServer) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.MoveLeaderResponse, error) {
-	if m.s.Leader() != m.s.ID() {
-		return nil, rpctypes.ErrGRPCNotLeader
-	}
-	if r.TargetID != m.s.ID() {
-		return nil, rpctypes.ErrGRPCBadLeaderTransferee
+	if err := m.s.MoveLeader(ctx, r.TargetID); err != nil {
+		return nil, togRPCError(err)
 	}
 	resp := &pb.MoveLeaderResponse{Header: &pb.ResponseHeader{}}
 	m.hdr.fill(resp.Header)
@@ -155,9 +153,75 @@ func (c *clusterServer) MemberList(ctx context.Context, r *pb.MemberListRequest)
 		}
 	}
 	resp := &pb.MemberListResponse{Header: &pb.ResponseHeader{}}
-	for _, mem := range c.s.Members() {
-		resp.Members = append(resp.Members, &pb.Member{ID: mem.ID, Name: mem.Name, PeerURLs: mem.PeerURLs, ClientURLs: mem.ClientURLs, IsLearner: mem.IsLearner})
+	resp.Members = toPBMembers(c.s.Members())
+	c.hdr.fill(resp.Header)
+	return resp, nil
+}
+
+func toPBMembers(ms []etcdserver.Member) []*pb.Member {
+	out := make([]*pb.Member, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, &pb.Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner})
 	}
+	return out
+}
+
+func checkPeerURLs(urls []string) error {
+	if len(urls) == 0 {
+		return rpctypes.ErrGRPCMemberBadURLs
+	}
+	for _, u := range urls {
+		pu, err := url.Parse(u)
+		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			return rpctypes.ErrGRPCMemberBadURLs
+		}
+	}
+	return nil
+}
+
+func (c *clusterServer) MemberAdd(ctx context.Context, r *pb.MemberAddRequest) (*pb.MemberAddResponse, error) {
+	if err := checkPeerURLs(r.PeerURLs); err != nil {
+		return nil, err
+	}
+	m, ms, err := c.s.AddMember(ctx, r.PeerURLs, r.IsLearner)
+	if err != nil {
+		return nil, togRPCError(err)
+	}
+	resp := &pb.MemberAddResponse{Header: &pb.ResponseHeader{}, Members: toPBMembers(ms),
+		Member: &pb.Member{ID: m.ID, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner}}
+	c.hdr.fill(resp.Header)
+	return resp, nil
+}
+
+func (c *clusterServer) MemberRemove(ctx context.Context, r *pb.MemberRemoveRequest) (*pb.MemberRemoveResponse, error) {
+	ms, err := c.s.RemoveMember(ctx, r.ID)
+	if err != nil {
+		return nil, togRPCError(err)
+	}
+	resp := &pb.MemberRemoveResponse{Header: &pb.ResponseHeader{}, Members: toPBMembers(ms)}
+	c.hdr.fill(resp.Header)
+	return resp, nil
+}
+
+func (c *clusterServer) MemberUpdate(ctx context.Context, r *pb.MemberUpdateRequest) (*pb.MemberUpdateResponse, error) {
+	if err := checkPeerURLs(r.PeerURLs); err != nil {
+		return nil, err
+	}
+	ms, err := c.s.UpdateMember(ctx, r.ID, r.PeerURLs)
+	if err != nil {
+		return nil, togRPCError(err)
+	}
+	resp := &pb.MemberUpdateResponse{Header: &pb.ResponseHeader{}, Members: toPBMembers(ms)}
+	c.hdr.fill(resp.Header)
+	return resp, nil
+}
+
+func (c *clusterServer) MemberPromote(ctx context.Context, r *pb.MemberPromoteRequest) (*pb.MemberPromoteResponse, error) {
+	ms, err := c.s.PromoteMember(ctx, r.ID)
+	if err != nil {
+		return nil, togRPCError(err)
+	}
+	resp := &pb.MemberPromoteResponse{Header: &pb.ResponseHeader{}, Members: toPBMembers(ms)}
 	c.hdr.fill(resp.Header)
 	return resp, nil
 }

@@ -1,11 +1,13 @@
 package v3rpc
 
 import (
+	"context"
 	"math"
 	"time"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -40,6 +42,7 @@ func NewServer(s *etcdserver.Server, o Options) *grpc.Server {
 		opts = append(opts, grpc.ChainUnaryInterceptor(o.Metrics.UnaryServerInterceptor()),
 			grpc.ChainStreamInterceptor(o.Metrics.StreamServerInterceptor()))
 	}
+	opts = append(opts, grpc.ChainUnaryInterceptor(learnerUnaryGate(s)), grpc.ChainStreamInterceptor(learnerStreamGate(s)))
 	if o.Traffic != nil {
 		opts = append(opts, grpc.StatsHandler(o.Traffic))
 	}
@@ -58,4 +61,34 @@ func NewServer(s *etcdserver.Server, o Options) *grpc.Server {
 		o.Metrics.InitializeMetrics(gs) // every method shows up at zero, as dashboards expect
 	}
 	return gs
+}
+
+// A learner only replicates: it serves local reads, status and membership, as upstream.
+func learnerAllows(req any) bool {
+	switch r := req.(type) {
+	case *pb.RangeRequest:
+		return r.Serializable
+	case *pb.StatusRequest, *pb.MemberListRequest, *pb.MemberPromoteRequest, *pb.MemberAddRequest,
+		*pb.MemberRemoveRequest, *pb.MemberUpdateRequest:
+		return true
+	}
+	return false
+}
+
+func learnerUnaryGate(s *etcdserver.Server) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if s.IsLearner() && !learnerAllows(req) {
+			return nil, rpctypes.ErrGRPCNotSupportedForLearner
+		}
+		return h(ctx, req)
+	}
+}
+
+func learnerStreamGate(s *etcdserver.Server) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		if s.IsLearner() && info.FullMethod != "/etcdserverpb.Maintenance/Snapshot" {
+			return rpctypes.ErrGRPCNotSupportedForLearner
+		}
+		return h(srv, ss)
+	}
 }

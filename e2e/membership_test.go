@@ -1,0 +1,128 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+func TestMembershipChanges(t *testing.T) {
+	c := NewCluster(t, 3)
+	c.Start()
+	cl := c.Client()
+	ctx := Ctx(t)
+	for i := 0; i < 20; i++ {
+		cl.Put(ctx, fmt.Sprintf("pre/%02d", i), "v")
+	}
+
+	// Add a learner and start it against the existing cluster.
+	m4 := NewMember(t)
+	m4.Name = "m4"
+	m4.InitialCluster = c.Members[0].InitialCluster + ",m4=" + m4.PeerURL
+	m4.Extra = []string{"--initial-cluster-state", "existing"}
+	add, err := cl.MemberAddAsLearner(ctx, []string{m4.PeerURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !add.Member.IsLearner || len(add.Members) != 4 {
+		t.Fatalf("member add: %+v", add)
+	}
+	if _, err := cl.MemberAddAsLearner(ctx, []string{"http://127.0.0.1:1"}); !errors.Is(err, rpctypes.ErrTooManyLearners) {
+		t.Fatalf("second learner: %v", err)
+	}
+	if _, err := cl.MemberAdd(ctx, []string{m4.PeerURL}); !errors.Is(err, rpctypes.ErrPeerURLExist) {
+		t.Fatalf("duplicate peer URL: %v", err)
+	}
+	m4.Start()
+	lc := m4.Client()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r, err := lc.Get(ctx, "pre/", clientv3.WithPrefix(), clientv3.WithSerializable())
+		if err == nil && r.Count == 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("learner did not catch up: %+v %v\n%s", r, err, m4.LogTail(20))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	const notForLearner = "etcdserver: rpc not supported for learner"
+	if _, err := lc.Put(ctx, "from-learner", "x"); err == nil || !strings.Contains(err.Error(), notForLearner) {
+		t.Fatalf("write on a learner: %v", err)
+	}
+	if _, err := lc.Get(ctx, "pre/00"); err == nil || !strings.Contains(err.Error(), notForLearner) {
+		t.Fatalf("linearizable read on a learner: %v", err)
+	}
+
+	// Promote through any member (a follower forwards to the leader).
+	var pr *clientv3.MemberPromoteResponse
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		pr, err = c.Members[1].Client().MemberPromote(ctx, add.Member.ID)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, rpctypes.ErrMemberLearnerNotReady) || time.Now().After(deadline) {
+			t.Fatalf("promote: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, m := range pr.Members {
+		if m.IsLearner {
+			t.Fatalf("still a learner after promotion: %+v", m)
+		}
+	}
+	if _, err := cl.MemberPromote(ctx, add.Member.ID); !errors.Is(err, rpctypes.ErrMemberNotLearner) {
+		t.Fatalf("promote a voter: %v", err)
+	}
+	if _, err := lc.Put(ctx, "from-m4", "voter"); err != nil {
+		t.Fatalf("write on the promoted member: %v", err)
+	}
+
+	// Remove m2: it stops by itself and the others carry on.
+	m2 := c.Members[1]
+	st, err := m2.Client().Status(ctx, m2.ClientURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm, err := cl.MemberRemove(ctx, st.Header.MemberId)
+	if err != nil || len(rm.Members) != 3 {
+		t.Fatalf("member remove: %+v %v", rm, err)
+	}
+	code, err := m2.Wait(15 * time.Second)
+	if err != nil || code != 0 || !strings.Contains(m2.Log(), "permanently removed") {
+		t.Fatalf("removed member: exit %d %v\n%s", code, err, m2.LogTail(5))
+	}
+	if _, err := cl.MemberRemove(ctx, st.Header.MemberId); !errors.Is(err, rpctypes.ErrMemberNotFound) {
+		t.Fatalf("remove twice: %v", err)
+	}
+	if _, err := c.Members[0].Client().Put(ctx, "after-remove", "ok"); err != nil {
+		t.Fatalf("write after removal: %v", err)
+	}
+
+	// Move m3 to a new peer port: update, restart on it, and the cluster still works.
+	m3 := c.Members[2]
+	st3, _ := m3.Client().Status(ctx, m3.ClientURL)
+	newPeer := fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
+	if _, err := c.Members[0].Client().MemberUpdate(ctx, st3.Header.MemberId, []string{newPeer}); err != nil {
+		t.Fatal(err)
+	}
+	m3.Stop()
+	m3.PeerURL = newPeer
+	m3.Start()
+	r, err := m3.Client().Get(ctx, "from-m4")
+	if err != nil || len(r.Kvs) != 1 {
+		t.Fatalf("read through the moved member: %+v %v", r, err)
+	}
+	ml, _ := m3.Client().MemberList(ctx)
+	for _, m := range ml.Members {
+		if m.ID == st3.Header.MemberId && m.PeerURLs[0] != newPeer {
+			t.Fatalf("member list after update: %+v", m)
+		}
+	}
+}

@@ -1,0 +1,327 @@
+package etcdserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"etcdx/server/wal"
+)
+
+// Membership errors with upstream's wording.
+var (
+	ErrMemberNotFound  = errors.New("etcdserver: member not found")
+	ErrMemberExist     = errors.New("etcdserver: member ID already exist")
+	ErrPeerURLExist    = errors.New("etcdserver: Peer URLs already exists")
+	ErrIDRemoved       = errors.New("etcdserver: member ID has been removed")
+	ErrNotLearner      = errors.New("etcdserver: can only promote a learner member")
+	ErrLearnerNotReady = errors.New("etcdserver: can only promote a learner member which is in sync with leader")
+	ErrTooManyLearners = errors.New("etcdserver: too many learner members in cluster")
+	ErrNotForLearner   = errors.New("etcdserver: rpc not supported for learner")
+)
+
+// maxLearners is upstream's default limit.
+const maxLearners = 1
+
+// learnerReadyFraction: a learner may be promoted once it has this much of the leader's log.
+const learnerReadyFraction = 0.9
+
+// membersPath serves the member list to members that join an existing cluster.
+const membersPath = "/members"
+
+// memberPromotePrefix forwards a promotion to the leader, which alone knows learner progress.
+const memberPromotePrefix = "/members/promote/"
+
+// AddMember adds a voting member or a learner and returns the new member and the list after.
+func (s *Server) AddMember(ctx context.Context, peerURLs []string, learner bool) (*Member, []Member, error) {
+	for _, m := range s.mem.list() {
+		for _, u := range m.PeerURLs {
+			for _, nu := range peerURLs {
+				if u == nu {
+					return nil, nil, ErrPeerURLExist
+				}
+			}
+		}
+	}
+	if learner && s.learnerCount() >= maxLearners {
+		return nil, nil, ErrTooManyLearners
+	}
+	now := time.Now()
+	m := Member{ID: memberIDAt(peerURLs, now), PeerURLs: peerURLs, IsLearner: learner}
+	cc := raftpb.ConfChange{Type: raftpb.ConfChangeAddNode, NodeID: m.ID}
+	if learner {
+		cc.Type = raftpb.ConfChangeAddLearnerNode
+	}
+	if err := s.configure(ctx, cc, m); err != nil {
+		return nil, nil, err
+	}
+	return &m, s.mem.list(), nil
+}
+
+// memberIDAt is how upstream names a member added at run time: its URLs and the time.
+func memberIDAt(peerURLs []string, now time.Time) uint64 {
+	return MemberID(peerURLs, strconv.FormatInt(now.Unix(), 10))
+}
+
+func (s *Server) learnerCount() int {
+	n := 0
+	for _, m := range s.mem.list() {
+		if m.IsLearner {
+			n++
+		}
+	}
+	return n
+}
+
+// RemoveMember removes a member.
+func (s *Server) RemoveMember(ctx context.Context, id uint64) ([]Member, error) {
+	m := s.mem.get(id)
+	if m == nil {
+		return nil, ErrMemberNotFound
+	}
+	if err := s.configure(ctx, raftpb.ConfChange{Type: raftpb.ConfChangeRemoveNode, NodeID: id}, *m); err != nil {
+		return nil, err
+	}
+	return s.mem.list(), nil
+}
+
+// UpdateMember changes a member's peer URLs.
+func (s *Server) UpdateMember(ctx context.Context, id uint64, peerURLs []string) ([]Member, error) {
+	m := s.mem.get(id)
+	if m == nil {
+		return nil, ErrMemberNotFound
+	}
+	m.PeerURLs = peerURLs
+	if err := s.configure(ctx, raftpb.ConfChange{Type: raftpb.ConfChangeUpdateNode, NodeID: id}, *m); err != nil {
+		return nil, err
+	}
+	return s.mem.list(), nil
+}
+
+// PromoteMember makes a caught-up learner a voter. Only the leader knows how far a learner is,
+// so followers forward the request.
+func (s *Server) PromoteMember(ctx context.Context, id uint64) ([]Member, error) {
+	if s.Leader() != s.id {
+		return s.forwardPromote(ctx, id)
+	}
+	m := s.mem.get(id)
+	if m == nil {
+		return nil, ErrMemberNotFound
+	}
+	if !m.IsLearner {
+		return nil, ErrNotLearner
+	}
+	st := s.node.Status()
+	lp, ok := st.Progress[s.id]
+	fp, ok2 := st.Progress[id]
+	if !ok || !ok2 || float64(fp.Match) < float64(lp.Match)*learnerReadyFraction {
+		return nil, ErrLearnerNotReady
+	}
+	m.IsLearner = false
+	if err := s.configure(ctx, raftpb.ConfChange{Type: raftpb.ConfChangeAddNode, NodeID: id}, *m); err != nil {
+		return nil, err
+	}
+	return s.mem.list(), nil
+}
+
+// configure proposes a configuration change and waits until it is applied.
+func (s *Server) configure(ctx context.Context, cc raftpb.ConfChange, m Member) error {
+	ctxb, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	cc.Context = ctxb
+	cc.ID = s.reqIDs.next()
+	ch := s.waits.register(cc.ID)
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout())
+	defer cancel()
+	if err := s.node.ProposeConfChange(cctx, cc); err != nil {
+		s.waits.trigger(cc.ID, nil)
+		return s.proposeErr(ctx, err)
+	}
+	select {
+	case x := <-ch:
+		if x == nil {
+			return ErrStopped
+		}
+		return x.(*applyResult).err
+	case <-cctx.Done():
+		s.waits.trigger(cc.ID, nil)
+		return s.proposeErr(ctx, cctx.Err())
+	case <-s.stopping:
+		return ErrStopped
+	}
+}
+
+// validateConfChange is checked by every member when the change applies, so all agree on
+// whether it takes effect.
+func validateConfChange(mem *membership, cc raftpb.ConfChange, m *Member) error {
+	existing := mem.get(cc.NodeID)
+	if mem.isRemoved(cc.NodeID) {
+		return ErrIDRemoved
+	}
+	switch cc.Type {
+	case raftpb.ConfChangeAddNode, raftpb.ConfChangeAddLearnerNode:
+		if existing != nil {
+			if cc.Type == raftpb.ConfChangeAddNode && existing.IsLearner {
+				return nil // promotion
+			}
+			return ErrMemberExist
+		}
+		for _, o := range mem.list() {
+			for _, u := range o.PeerURLs {
+				for _, nu := range m.PeerURLs {
+					if u == nu {
+						return ErrPeerURLExist
+					}
+				}
+			}
+		}
+	case raftpb.ConfChangeRemoveNode, raftpb.ConfChangeUpdateNode:
+		if existing == nil {
+			return ErrMemberNotFound
+		}
+	}
+	return nil
+}
+
+// IsLearner reports whether this member is a learner.
+func (s *Server) IsLearner() bool {
+	m := s.mem.get(s.id)
+	return m != nil && m.IsLearner
+}
+
+func (s *Server) serveMembers(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	w.Header().Set("X-Etcd-Cluster-ID", fmt.Sprintf("%x", s.ClusterID()))
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(s.mem.list())
+}
+
+func (s *Server) servePromote(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	id, err := strconv.ParseUint(strings.TrimPrefix(r.URL.Path, memberPromotePrefix), 16, 64)
+	if err != nil {
+		http.Error(w, "malformed member ID", http.StatusBadRequest)
+		return
+	}
+	if s.Leader() != s.id {
+		http.Error(w, ErrNotLeader.Error(), http.StatusPreconditionFailed)
+		return
+	}
+	ms, err := s.PromoteMember(r.Context(), id)
+	if err != nil {
+		status := http.StatusInternalServerError
+		switch {
+		case errors.Is(err, ErrMemberNotFound):
+			status = http.StatusNotFound
+		case errors.Is(err, ErrNotLearner), errors.Is(err, ErrLearnerNotReady):
+			status = http.StatusConflict
+		}
+		http.Error(w, err.Error(), status)
+		return
+	}
+	json.NewEncoder(w).Encode(ms)
+}
+
+func (s *Server) forwardPromote(ctx context.Context, id uint64) ([]Member, error) {
+	out, err := s.forwardToLeader(ctx, fmt.Sprintf("%s%x", memberPromotePrefix, id), nil)
+	if err != nil {
+		for _, known := range []error{ErrMemberNotFound, ErrNotLearner, ErrLearnerNotReady} {
+			if strings.Contains(err.Error(), known.Error()) {
+				return nil, known
+			}
+		}
+		return nil, err
+	}
+	var ms []Member
+	if err := json.Unmarshal(out, &ms); err != nil {
+		return nil, fmt.Errorf("decode leader's member list: %w", err)
+	}
+	return ms, nil
+}
+
+// fetchCluster asks the peers in the initial cluster for the current members and cluster ID.
+func fetchCluster(client *http.Client, urls []string) ([]Member, uint64, error) {
+	var lastErr error
+	for _, u := range urls {
+		resp, err := client.Get(strings.TrimRight(u, "/") + membersPath)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			lastErr = fmt.Errorf("%s answered %s", u, resp.Status)
+			continue
+		}
+		cid, err := strconv.ParseUint(resp.Header.Get("X-Etcd-Cluster-ID"), 16, 64)
+		if err != nil {
+			lastErr = fmt.Errorf("%s sent no cluster ID", u)
+			continue
+		}
+		var ms []Member
+		if err := json.Unmarshal(body, &ms); err != nil {
+			lastErr = fmt.Errorf("%s: %w", u, err)
+			continue
+		}
+		return ms, cid, nil
+	}
+	return nil, 0, fmt.Errorf("could not retrieve the cluster's members from any peer in --initial-cluster: %v", lastErr)
+}
+
+// joinExisting prepares a member that was added with `member add` to catch up from the leader.
+func (s *Server) joinExisting(rcfg *raft.Config) error {
+	cfg := s.cfg
+	var others []string
+	for name, urls := range cfg.InitialCluster {
+		if name != cfg.Name {
+			others = append(others, urls...)
+		}
+	}
+	members, cid, err := fetchCluster(&http.Client{Timeout: 5 * time.Second}, others)
+	if err != nil {
+		return err
+	}
+	var self *Member
+	for i := range members {
+		if SameURLs(members[i].PeerURLs, cfg.PeerURLs) {
+			self = &members[i]
+		}
+	}
+	if self == nil {
+		return fmt.Errorf("this member (peer URLs %v) is not in the cluster; add it first with 'etcdctl member add %s --peer-urls=%s'",
+			cfg.PeerURLs, cfg.Name, strings.Join(cfg.PeerURLs, ","))
+	}
+	s.id = self.ID
+	w, err := wal.Create(cfg.walDir(), EncodeWALMetadata(s.id, cid))
+	if err != nil {
+		return err
+	}
+	s.wal = w
+	if s.mem, err = loadMembership(s.be, cid); err != nil {
+		return err
+	}
+	s.initialPeers = members
+	rcfg.ID = s.id
+	// The configuration arrives with the leader's log, from the first entry.
+	s.node = raft.RestartNode(rcfg)
+	s.log.Info("joining existing cluster", "member-id", fmt.Sprintf("%x", s.id), "cluster-id", fmt.Sprintf("%x", cid), "members", len(members))
+	return nil
+}
