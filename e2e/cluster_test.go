@@ -128,3 +128,56 @@ func TestPeerHandshakeRefusesAnotherCluster(t *testing.T) {
 		t.Fatal("a member with a foreign peer formed a quorum")
 	}
 }
+
+func TestLaggingMemberCatchesUpFromSnapshot(t *testing.T) {
+	c := NewCluster(t, 3, "--snapshot-count", "100")
+	c.Start()
+	cl := c.Client()
+	lagger := c.Members[2]
+	lagger.Kill()
+	c.Leader(10 * time.Second) // the survivors agree on a leader before the writes start
+	// Far more entries than the leader keeps in its log (100 behind its last snapshot).
+	live, err := clientv3.New(clientv3.Config{Endpoints: []string{c.Members[0].ClientURL, c.Members[1].ClientURL}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	acked := writeAcked(t, live, "lag", 8, 1600, nil)
+	if len(acked) != 1600 {
+		t.Fatalf("only %d of 1600 writes acknowledged with two of three members up", len(acked))
+	}
+	lagger.Start()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r, err := lagger.Client().Get(Ctx(t), "lag/", clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithSerializable())
+		if err == nil && r.Count == 1600 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lagging member did not catch up: %+v %v\n%s", r, err, lagger.LogTail(20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !strings.Contains(lagger.Log(), "applied database snapshot from leader") {
+		t.Fatal("the member caught up without a snapshot; the test did not exercise snapshot shipping")
+	}
+	checkAcked(t, lagger.Client(), "lag", acked)
+	// It keeps replicating normally afterwards, and survives its own restart.
+	if _, err := cl.Put(Ctx(t), "after-snapshot", "1"); err != nil {
+		t.Fatal(err)
+	}
+	lagger.Kill()
+	lagger.Start()
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		r, err := lagger.Client().Get(Ctx(t), "after-snapshot", clientv3.WithSerializable())
+		if err == nil && len(r.Kvs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after restart: %v\n%s", err, lagger.LogTail(20))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	checkAcked(t, lagger.Client(), "lag", acked)
+}

@@ -35,7 +35,8 @@ func writeAcked(t *testing.T, c *clientv3.Client, prefix string, workers, n int,
 				_, err := c.Put(ctx, k, v)
 				cancel()
 				if err != nil {
-					return // the member died under us: what was acknowledged so far counts
+					t.Logf("writer %d stopped after %d writes: %v", w, i, err)
+					return // e.g. the member died under us: what was acknowledged so far counts
 				}
 				mu.Lock()
 				acked[k] = v

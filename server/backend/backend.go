@@ -404,3 +404,71 @@ func (b *Backend) ReadConsistentIndex() (index, term uint64) {
 	})
 	return index, term
 }
+
+// ReadSnapshot opens a read transaction on the committed state now and returns a reader that
+// streams it, with its size. The caller must Close the reader. Starting the transaction here,
+// not in the reader, pins exactly the state at the call.
+func (b *Backend) ReadSnapshot() (io.ReadCloser, int64, error) {
+	if err := b.Commit(); err != nil {
+		return nil, 0, err
+	}
+	b.dbMu.RLock()
+	tx, err := b.db.Begin(false)
+	if err != nil {
+		b.dbMu.RUnlock()
+		return nil, 0, fmt.Errorf("backend: begin snapshot transaction: %w", err)
+	}
+	size := tx.Size()
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := tx.WriteTo(pw)
+		tx.Rollback()
+		b.dbMu.RUnlock()
+		pw.CloseWithError(err)
+	}()
+	return pr, size, nil
+}
+
+// ReplaceWith swaps the database for the file at path (a snapshot received from the leader).
+// Pending writes are discarded: the new file supersedes them.
+func (b *Backend) ReplaceWith(path string) error {
+	b.batchMu.Lock()
+	defer b.batchMu.Unlock()
+	if err := b.tx.Rollback(); err != nil {
+		return fmt.Errorf("backend: discard pending writes: %w", err)
+	}
+	b.pending = 0
+	for _, fn := range b.onCommit {
+		fn()
+	}
+	b.dbMu.Lock()
+	defer b.dbMu.Unlock()
+	dbPath := b.db.Path()
+	if err := b.db.Close(); err != nil {
+		return fmt.Errorf("backend: close before replace: %w", err)
+	}
+	if err := os.Rename(path, dbPath); err != nil {
+		return fmt.Errorf("backend: move %s into place: %w", path, err)
+	}
+	db, err := openDB(dbPath, b.cfg.OpenTimeout)
+	if err != nil {
+		return err
+	}
+	b.db = db
+	if err := db.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("backend: prepare replaced file: %w", err)
+	}
+	tx, err := db.Begin(true)
+	if err != nil {
+		return fmt.Errorf("backend: begin after replace: %w", err)
+	}
+	b.tx = tx
+	return nil
+}

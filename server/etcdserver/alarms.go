@@ -101,3 +101,12 @@ func (a *alarmStore) apply(b *backend.BatchTx, r *pb.AlarmRequest, self uint64) 
 	}
 	return resp, nil
 }
+
+// replace takes over another alarm set (after a snapshot reload).
+func (a *alarmStore) replace(o *alarmStore) {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.alarms = o.alarms
+}

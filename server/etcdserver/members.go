@@ -161,3 +161,12 @@ func (m *membership) clusterID() uint64 {
 	defer m.mu.RUnlock()
 	return m.cid
 }
+
+// replace takes over another membership's contents (after a snapshot reload).
+func (m *membership) replace(o *membership) {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.members, m.removed = o.members, o.removed
+}

@@ -87,6 +87,8 @@ type Server struct {
 	term           atomic.Uint64
 	lead           atomic.Uint64
 	snapIndex      uint64 // owned by the apply goroutine
+	appliedTerm    uint64 // term of the last applied entry; owned by the apply goroutine
+	msgSnapC       chan raftpb.Message
 	confState      raftpb.ConfState
 	// replayMem is the membership as of the last replayed entry (see replayApplied).
 	replayMem *membership
@@ -123,7 +125,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	s := &Server{cfg: cfg, log: lg, waits: newWaitRegistry(), applyc: make(chan applyBatch, 128),
-		readc: make(chan raft.ReadState, 16), readWake: make(chan struct{}, 1), readNotifier: newNotifier(),
+		readc: make(chan raft.ReadState, 16), msgSnapC: make(chan raftpb.Message, 16), readWake: make(chan struct{}, 1), readNotifier: newNotifier(),
 		stopping: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{})}
 	var err error
 	var commitObserve func(time.Duration)
@@ -295,6 +297,29 @@ func (s *Server) restart(rcfg *raft.Config) error {
 		}
 		s.replayMem = memoryMembership(st)
 		if cindex < sn.Metadata.Index {
+			// Crashed between recording a snapshot from the leader and swapping its database in.
+			if _, err := os.Stat(s.snapDBPath(sn.Metadata.Index)); err == nil {
+				if err := s.be.ReplaceWith(s.snapDBPath(sn.Metadata.Index)); err != nil {
+					return err
+				}
+				if err := s.les.Reload(); err != nil {
+					return err
+				}
+				if err := s.kv.Reload(); err != nil {
+					return err
+				}
+				if s.alarms, err = loadAlarms(s.be); err != nil {
+					return err
+				}
+				if s.mem, err = loadMembership(s.be, meta.ClusterID); err != nil {
+					return err
+				}
+				s.initialPeers = s.mem.list()
+				cindex, _ = s.be.ReadConsistentIndex()
+				s.log.Info("finished installing the snapshot received before the last stop", "index", sn.Metadata.Index)
+			}
+		}
+		if cindex < sn.Metadata.Index {
 			return fmt.Errorf("database file (index %d) does not match the latest snapshot (index %d)", cindex, sn.Metadata.Index)
 		}
 		if err := s.storage.ApplySnapshot(sn); err != nil {
@@ -310,6 +335,7 @@ func (s *Server) restart(rcfg *raft.Config) error {
 		return fmt.Errorf("append WAL entries: %w", err)
 	}
 	s.replayedTo = cindex
+	_, s.appliedTerm = s.be.ReadConsistentIndex()
 	s.appliedIndex.Store(sn.Metadata.Index)
 	s.applyW.advance(sn.Metadata.Index)
 	rcfg.ID = s.id
@@ -430,7 +456,7 @@ func (s *Server) raftLoop() {
 				return
 			}
 			// Followers must persist before answering; sending after the WAL write covers both roles.
-			s.tr.Send(rd.Messages)
+			s.tr.Send(s.divertSnapshots(rd.Messages))
 			b := applyBatch{ents: rd.CommittedEntries, snap: rd.Snapshot, applied: make(chan struct{})}
 			hasConf := false
 			for _, e := range rd.CommittedEntries {
@@ -499,16 +525,39 @@ func (s *Server) applyLoop() {
 		case b := <-s.applyc:
 			s.applyBatch(b)
 			close(b.applied)
+		case m := <-s.msgSnapC:
+			s.sendSnapshot(m)
 		case <-s.stopping:
 			return
 		}
 	}
 }
 
+// divertSnapshots hands snapshot messages to the apply goroutine, which attaches the database,
+// and returns the rest for the transport.
+func (s *Server) divertSnapshots(msgs []raftpb.Message) []raftpb.Message {
+	out := msgs[:0]
+	for _, m := range msgs {
+		if m.Type != raftpb.MsgSnap {
+			out = append(out, m)
+			continue
+		}
+		select {
+		case s.msgSnapC <- m:
+		default:
+			s.node.ReportSnapshot(m.To, raft.SnapshotFailure)
+		}
+	}
+	return out
+}
+
 func (s *Server) applyBatch(b applyBatch) {
 	if !raft.IsEmptySnap(b.snap) && b.snap.Metadata.Index > s.appliedIndex.Load() {
-		// Receiving a whole-state snapshot from a leader arrives with the peer transport.
-		s.log.Error("cannot apply a raft snapshot from a peer in this build", "index", b.snap.Metadata.Index)
+		if err := s.installSnapshot(b.snap); err != nil {
+			s.fatal("install snapshot from leader", err)
+			return
+		}
+		s.applyW.advance(s.appliedIndex.Load())
 	}
 	for _, e := range b.ents {
 		if e.Index <= s.appliedIndex.Load() {
@@ -516,6 +565,7 @@ func (s *Server) applyBatch(b applyBatch) {
 		}
 		s.applyEntry(e)
 		s.appliedIndex.Store(e.Index)
+		s.appliedTerm = e.Term
 	}
 	applied := s.appliedIndex.Load()
 	s.m.proposalsApplied.Set(float64(applied))

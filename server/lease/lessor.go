@@ -62,20 +62,39 @@ type Lessor struct {
 // New loads the leases stored in the backend. minTTL is the smallest TTL a grant gets.
 func New(be *backend.Backend, minTTL int64) (*Lessor, error) {
 	l := &Lessor{be: be, minTTL: minTTL, leases: map[int64]*Lease{}}
-	err := be.View(func(tx *bolt.Tx) error {
+	if err := l.Reload(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Reload replaces every lease with those stored in the backend (after a snapshot from the
+// leader); key attachments are rebuilt by the MVCC store's reload.
+func (l *Lessor) Reload() error {
+	leases := map[int64]*Lease{}
+	err := l.be.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(backend.Lease).ForEach(func(k, v []byte) error {
 			id, ttl, err := decodeLease(v)
 			if err != nil {
 				return fmt.Errorf("lease %x: %w", k, err)
 			}
-			l.leases[id] = &Lease{ID: id, TTL: ttl, expiry: forever, keys: map[string]struct{}{}}
+			leases[id] = &Lease{ID: id, TTL: ttl, expiry: forever, keys: map[string]struct{}{}}
 			return nil
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("lease: load: %w", err)
+		return fmt.Errorf("lease: load: %w", err)
 	}
-	return l, nil
+	l.mu.Lock()
+	l.leases = leases
+	if l.primary {
+		now := time.Now()
+		for _, ls := range leases {
+			ls.expiry = now.Add(time.Duration(ls.TTL) * time.Second)
+		}
+	}
+	l.mu.Unlock()
+	return nil
 }
 
 // encodeLease writes upstream's leasepb.Lease: ID (1), TTL (2), RemainingTTL (3).

@@ -596,3 +596,23 @@ func (t *TxnRead) Range(key, end []byte, ro RangeOptions) (*RangeResult, error) 
 
 // End closes the view.
 func (t *TxnRead) End() { t.s.mu.RUnlock() }
+
+// Reload rebuilds the store from the backend after its file was replaced (a snapshot from the
+// leader). Every watcher falls back to catching up from the new history.
+func (s *Store) Reload() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.idx = newTreeIndex()
+	clear(s.buf)
+	s.currentRev, s.compactRev = 1, -1
+	if err := s.restore(); err != nil {
+		return err
+	}
+	s.watch.mu.Lock()
+	for w := range s.watch.watchers {
+		w.synced = false
+	}
+	s.watch.mu.Unlock()
+	s.watch.kick()
+	return nil
+}

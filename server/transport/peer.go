@@ -80,12 +80,7 @@ func (p *peer) stream() (refusal string, err error) {
 	if err != nil {
 		return "", err
 	}
-	req.Header.Set(HeaderClusterID, fmt.Sprintf("%x", p.t.clusterID()))
-	req.Header.Set(HeaderFrom, fmt.Sprintf("%x", p.t.cfg.ID))
-	req.Header.Set(HeaderTo, fmt.Sprintf("%x", p.id))
-	req.Header.Set(HeaderServerVersion, p.t.cfg.ServerVersion)
-	req.Header.Set(HeaderMinCluster, p.t.cfg.MinClusterVersion)
-	req.Header.Set("Content-Type", "application/octet-stream")
+	p.setHandshake(req)
 
 	type result struct {
 		refusal string
@@ -149,4 +144,14 @@ func (p *peer) stream() (refusal string, err error) {
 			return "", nil
 		}
 	}
+}
+
+// setHandshake adds the versioned handshake headers every stream to this peer carries.
+func (p *peer) setHandshake(req *http.Request) {
+	req.Header.Set(HeaderClusterID, fmt.Sprintf("%x", p.t.clusterID()))
+	req.Header.Set(HeaderFrom, fmt.Sprintf("%x", p.t.cfg.ID))
+	req.Header.Set(HeaderTo, fmt.Sprintf("%x", p.id))
+	req.Header.Set(HeaderServerVersion, p.t.cfg.ServerVersion)
+	req.Header.Set(HeaderMinCluster, p.t.cfg.MinClusterVersion)
+	req.Header.Set("Content-Type", "application/octet-stream")
 }

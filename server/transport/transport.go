@@ -45,6 +45,8 @@ type Raft interface {
 	IsIDRemoved(id uint64) bool
 	ReportUnreachable(id uint64)
 	ReportSnapshot(id uint64, status raft.SnapshotStatus)
+	// ReceiveSnapshotDB stores the database that accompanies a snapshot message.
+	ReceiveSnapshotDB(index uint64, r io.Reader) error
 }
 
 // Config identifies this member in handshakes.
@@ -141,8 +143,7 @@ func (t *Transport) Send(msgs []raftpb.Message) {
 			continue
 		}
 		if m.Type == raftpb.MsgSnap {
-			// Shipping the whole database to a lagging member arrives with snapshot streaming.
-			t.log.Warn("cannot send a raft snapshot to a peer in this build", "peer-id", fmt.Sprintf("%x", m.To), "index", m.Snapshot.Metadata.Index)
+			// Snapshots need their database attached: the member sends them with SendSnapshot.
 			t.cfg.Raft.ReportSnapshot(m.To, raft.SnapshotFailure)
 			continue
 		}
@@ -175,6 +176,7 @@ func (t *Transport) Stop() {
 func (t *Transport) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(StreamPath, t.serveStream)
+	mux.HandleFunc(SnapshotPath, t.serveSnapshot)
 	return mux
 }
 

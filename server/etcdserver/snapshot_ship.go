@@ -1,0 +1,110 @@
+package etcdserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// snapDBPath is where a database received from the leader waits until its snapshot applies.
+func (s *Server) snapDBPath(index uint64) string {
+	return filepath.Join(s.cfg.snapDir(), fmt.Sprintf("%016x.snap.db", index))
+}
+
+// ReceiveSnapshotDB stores the database that came with a snapshot message (transport.Raft).
+func (s *Server) ReceiveSnapshotDB(index uint64, r io.Reader) error {
+	path := s.snapDBPath(index)
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	n, err := io.Copy(f, r)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("receive snapshot database: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	s.log.Info("received database snapshot from leader", "index", index, "size", n)
+	return nil
+}
+
+// sendSnapshot builds the snapshot a lagging follower needs from the current state (the apply
+// goroutine calls it between batches, so the database is exactly the applied state) and streams
+// it in the background.
+func (s *Server) sendSnapshot(m raftpb.Message) {
+	data, err := json.Marshal(s.mem.state())
+	if err != nil {
+		s.log.Error("encode membership for snapshot", "error", err)
+		s.node.ReportSnapshot(m.To, raft.SnapshotFailure)
+		return
+	}
+	rc, size, err := s.be.ReadSnapshot()
+	if err != nil {
+		s.log.Error("open database for snapshot", "error", err)
+		s.node.ReportSnapshot(m.To, raft.SnapshotFailure)
+		return
+	}
+	m.Snapshot = &raftpb.Snapshot{Data: data, Metadata: raftpb.SnapshotMetadata{
+		Index: s.appliedIndex.Load(), Term: s.appliedTerm, ConfState: s.confState}}
+	s.log.Info("sending database snapshot", "to", fmt.Sprintf("%x", m.To), "index", m.Snapshot.Metadata.Index, "size", size)
+	go s.tr.SendSnapshot(m, rc)
+}
+
+// installSnapshot swaps in the database received with a snapshot and reloads everything that
+// lives in it.
+func (s *Server) installSnapshot(sn raftpb.Snapshot) error {
+	path := s.snapDBPath(sn.Metadata.Index)
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("database for snapshot %d: %w", sn.Metadata.Index, err)
+	}
+	if err := s.be.ReplaceWith(path); err != nil {
+		return err
+	}
+	if err := s.reloadState(); err != nil {
+		return err
+	}
+	s.appliedIndex.Store(sn.Metadata.Index)
+	s.appliedTerm = sn.Metadata.Term
+	s.snapIndex = sn.Metadata.Index
+	s.confState = sn.Metadata.ConfState
+	s.log.Info("applied database snapshot from leader", "index", sn.Metadata.Index, "revision", s.kv.Rev())
+	return nil
+}
+
+// reloadState rereads leases, keys, members and alarms from the backend.
+func (s *Server) reloadState() error {
+	if err := s.les.Reload(); err != nil {
+		return err
+	}
+	if err := s.kv.Reload(); err != nil {
+		return err
+	}
+	mem, err := loadMembership(s.be, s.mem.clusterID())
+	if err != nil {
+		return err
+	}
+	s.mem.replace(mem)
+	for _, m := range s.mem.list() {
+		s.tr.AddPeer(m.ID, m.PeerURLs)
+	}
+	alarms, err := loadAlarms(s.be)
+	if err != nil {
+		return err
+	}
+	s.alarms.replace(alarms)
+	return nil
+}
