@@ -31,16 +31,9 @@ lint:
 	@set -e; for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
 	@echo "lint ok"
 
-# One local member; stop it with Ctrl-C. Its data lives in .run/ and survives restarts.
+# A local 3-member cluster (one process each, logs in .run/logs); stop it with Ctrl-C.
 run: build
-	@mkdir -p $(RUN_DIR)
-	@echo "client endpoint: http://127.0.0.1:2379   peer: http://127.0.0.1:2380   metrics: http://127.0.0.1:2381/metrics"
-	@echo "try: curl -s http://127.0.0.1:2379/version"
-	$(BIN)/etcd --name local1 --data-dir $(RUN_DIR)/local1.etcd \
-		--listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
-		--listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
-		--initial-cluster local1=http://127.0.0.1:2380 --listen-metrics-urls http://127.0.0.1:2381 \
-		2> >(tee $(RUN_DIR)/local1.log >&2)
+	BIN=$(BIN) RUN_DIR=$(RUN_DIR) ./scripts/run-local-cluster.sh
 
 # Our server and upstream etcd side by side in one run; writes docs/performance.md.
 bench: build

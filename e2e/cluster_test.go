@@ -181,3 +181,66 @@ func TestLaggingMemberCatchesUpFromSnapshot(t *testing.T) {
 	}
 	checkAcked(t, lagger.Client(), "lag", acked)
 }
+
+func TestFiveMemberClusterToleratesTwoFailures(t *testing.T) {
+	c := NewCluster(t, 5)
+	c.Start()
+	lead := c.Leader(10 * time.Second)
+	// Kill the leader and one follower: three of five remain, still a quorum.
+	killed := []*Member{lead}
+	for _, m := range c.Members {
+		if m != lead {
+			killed = append(killed, m)
+			break
+		}
+	}
+	for _, m := range killed {
+		m.Kill()
+	}
+	var alive []string
+	for _, m := range c.Members {
+		if m != killed[0] && m != killed[1] {
+			alive = append(alive, m.ClientURL)
+		}
+	}
+	cl, err := clientv3.New(clientv3.Config{Endpoints: alive, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	c.Leader(10 * time.Second)
+	acked := writeAcked(t, cl, "five", 4, 400, nil)
+	if len(acked) != 400 {
+		t.Fatalf("%d of 400 writes with 3 of 5 members up", len(acked))
+	}
+	// A third failure leaves no quorum: writes must fail, not be acknowledged.
+	for _, m := range c.Members {
+		if m != killed[0] && m != killed[1] {
+			m.Kill()
+			break
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if _, err := cl.Put(ctx, "no-quorum", "x"); err == nil {
+		t.Fatal("a write was acknowledged without a quorum")
+	}
+	// Everyone back: all acknowledged writes are on every member.
+	for _, m := range c.Members {
+		select {
+		case <-m.exited:
+			if err := m.StartNoWait(); err != nil {
+				t.Fatal(err)
+			}
+		default:
+		}
+	}
+	for _, m := range c.Members {
+		if err := m.WaitHealthy(30 * time.Second); err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
+		}
+	}
+	for _, m := range c.Members {
+		checkAcked(t, m.Client(), "five", acked)
+	}
+}
