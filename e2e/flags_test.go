@@ -51,6 +51,10 @@ func TestBadFlagsExitTwoNamingTheFlag(t *testing.T) {
 		{nil, []string{"--config-file", filepath.Join(dir, "missing.yaml")}, "--config-file"},
 		{nil, []string{"positional"}, "'positional' is not a valid flag"},
 		{nil, []string{"--listen-client-urls", "http://127.0.0.1:1"}, "--advertise-client-urls is required when --listen-client-urls is set explicitly"},
+		{nil, []string{"--listen-client-urls", "https://127.0.0.1:1", "--advertise-client-urls", "https://127.0.0.1:1"}, "--cert-file and --key-file are not set"},
+		{nil, []string{"--cert-file", "/nonexistent.crt"}, "--cert-file and --key-file must be given together"},
+		{nil, []string{"--peer-client-cert-auth", "--peer-cert-file", "a", "--peer-key-file", "b"}, "--peer-client-cert-auth requires --peer-trusted-ca-file"},
+		{nil, []string{"--cert-file", "/nonexistent.crt", "--key-file", "/nonexistent.key"}, "--cert-file/--key-file"},
 	}
 	for _, c := range cases {
 		args := append([]string{"--data-dir", filepath.Join(dir, "d")}, c.args...)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -81,6 +82,8 @@ type Member struct {
 	Bin        string
 	// InitialCluster overrides the single-member default (set by NewCluster).
 	InitialCluster string
+	// TLS is how the test talks to an https member.
+	TLS *tls.Config
 
 	cmd    *exec.Cmd
 	log    *os.File
@@ -153,6 +156,25 @@ func (c *Cluster) Start() {
 	}
 }
 
+// UseTLS switches every member to https client and peer URLs with certificate authentication
+// on both, using certs.
+func (c *Cluster) UseTLS(certs Certs) {
+	var ic []string
+	for _, m := range c.Members {
+		m.ClientURL = strings.Replace(m.ClientURL, "http://", "https://", 1)
+		m.PeerURL = strings.Replace(m.PeerURL, "http://", "https://", 1)
+		m.Extra = append(m.Extra, "--cert-file", certs.ServerCert, "--key-file", certs.ServerKey,
+			"--trusted-ca-file", certs.CA, "--client-cert-auth",
+			"--peer-cert-file", certs.ServerCert, "--peer-key-file", certs.ServerKey,
+			"--peer-trusted-ca-file", certs.CA, "--peer-client-cert-auth")
+		m.TLS = certs.ClientTLS(c.t, true)
+		ic = append(ic, m.Name+"="+m.PeerURL)
+	}
+	for _, m := range c.Members {
+		m.InitialCluster = strings.Join(ic, ",")
+	}
+}
+
 // Endpoints are every member's client URL.
 func (c *Cluster) Endpoints() []string {
 	var eps []string
@@ -165,7 +187,7 @@ func (c *Cluster) Endpoints() []string {
 // Client talks to every member.
 func (c *Cluster) Client() *clientv3.Client {
 	c.t.Helper()
-	cl, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cl, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop(), TLS: c.Members[0].TLS})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -262,7 +284,11 @@ func (m *Member) WaitHealthy(timeout time.Duration) error {
 			return fmt.Errorf("process exited: %v", m.err)
 		default:
 		}
-		resp, err := healthClient.Get(m.ClientURL + "/health")
+		hc := healthClient
+		if m.TLS != nil {
+			hc = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: m.TLS}}
+		}
+		resp, err := hc.Get(m.ClientURL + "/health")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
@@ -344,7 +370,7 @@ func (m *Member) Log() string {
 // Client returns a clientv3 client for the member, closed at test end.
 func (m *Member) Client() *clientv3.Client {
 	m.t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(), TLS: m.TLS})
 	if err != nil {
 		m.t.Fatal(err)
 	}

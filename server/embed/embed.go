@@ -5,6 +5,7 @@ package embed
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,10 +21,12 @@ import (
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/soheilhy/cmux"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"etcdx/server/etcdserver"
 	"etcdx/server/httpapi"
+	"etcdx/server/tlsutil"
 	"etcdx/server/v3rpc"
 )
 
@@ -51,6 +54,10 @@ type Config struct {
 	AutoCompactionRetention string
 
 	WatchProgressNotifyInterval time.Duration
+
+	// ClientTLSInfo secures https client (and metrics) URLs; PeerTLSInfo secures peer traffic.
+	ClientTLSInfo tlsutil.Info
+	PeerTLSInfo   tlsutil.Info
 
 	LogLevel string
 	// Logger overrides LogLevel when set.
@@ -116,6 +123,22 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	if err := c.ClientTLSInfo.Validate(""); err != nil {
+		return err
+	}
+	if err := c.PeerTLSInfo.Validate("peer-"); err != nil {
+		return err
+	}
+	for _, u := range append(append([]string(nil), c.ListenClientUrls...), c.ListenMetricsUrls...) {
+		if strings.HasPrefix(u, "https://") && c.ClientTLSInfo.Empty() {
+			return fmt.Errorf("--listen-client-urls: %s is https but --cert-file and --key-file are not set", u)
+		}
+	}
+	for _, u := range c.ListenPeerUrls {
+		if strings.HasPrefix(u, "https://") && c.PeerTLSInfo.Empty() {
+			return fmt.Errorf("--listen-peer-urls: %s is https but --peer-cert-file and --peer-key-file are not set", u)
+		}
+	}
 	if c.InitialClusterState != "new" && c.InitialClusterState != "existing" {
 		return fmt.Errorf("--initial-cluster-state: unexpected value %q (want new or existing)", c.InitialClusterState)
 	}
@@ -177,11 +200,9 @@ func parseURL(s string) (*url.URL, error) {
 		return nil, fmt.Errorf("invalid URL %q: %w", s, err)
 	}
 	switch u.Scheme {
-	case "http":
-	case "https", "unixs":
-		return nil, fmt.Errorf("URL %q: TLS listeners are not supported by this build yet", s)
+	case "http", "https":
 	default:
-		return nil, fmt.Errorf("URL %q: scheme must be http", s)
+		return nil, fmt.Errorf("URL %q: scheme must be http or https", s)
 	}
 	if u.Host == "" {
 		return nil, fmt.Errorf("URL %q has no host:port", s)
@@ -221,6 +242,8 @@ type Etcd struct {
 	clients []net.Listener
 	peers   []net.Listener
 	metrics []net.Listener
+	// secure records, per listener, whether its URL is https.
+	secure map[net.Listener]bool
 
 	grpcServers []*grpc.Server
 	httpServers []*http.Server
@@ -241,7 +264,7 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 			return nil, err
 		}
 	}
-	started := &Etcd{cfg: cfg, log: lg, errc: make(chan error, 16)}
+	started := &Etcd{cfg: cfg, log: lg, errc: make(chan error, 16), secure: map[net.Listener]bool{}}
 	e = started
 	defer func() {
 		if err != nil {
@@ -249,14 +272,20 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 		}
 	}()
 	// Listen before opening data so a port clash fails fast without touching the data dir.
-	if e.peers, err = listenAll(cfg.ListenPeerUrls); err != nil {
+	if e.peers, err = e.listenAll(cfg.ListenPeerUrls); err != nil {
 		return nil, fmt.Errorf("listen on peer URLs: %w", err)
 	}
-	if e.clients, err = listenAll(cfg.ListenClientUrls); err != nil {
+	if e.clients, err = e.listenAll(cfg.ListenClientUrls); err != nil {
 		return nil, fmt.Errorf("listen on client URLs: %w", err)
 	}
-	if e.metrics, err = listenAll(cfg.ListenMetricsUrls); err != nil {
+	if e.metrics, err = e.listenAll(cfg.ListenMetricsUrls); err != nil {
 		return nil, fmt.Errorf("listen on metrics URLs: %w", err)
+	}
+	var peerClientTLS *tls.Config
+	if !cfg.PeerTLSInfo.Empty() || cfg.PeerTLSInfo.TrustedCAFile != "" {
+		if peerClientTLS, err = cfg.PeerTLSInfo.ClientConfig(); err != nil {
+			return nil, fmt.Errorf("peer TLS: %w", err)
+		}
 	}
 	ic, _ := ParseInitialCluster(cfg.InitialCluster)
 	quota := cfg.QuotaBackendBytes
@@ -269,7 +298,7 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 		SnapshotCount: cfg.SnapshotCount, TickMs: cfg.TickMs, ElectionTicks: int(cfg.ElectionMs / cfg.TickMs),
 		QuotaBackendBytes: quota, MaxRequestBytes: cfg.MaxRequestBytes, MaxTxnOps: cfg.MaxTxnOps,
 		AutoCompactionMode: cfg.AutoCompactionMode, AutoCompactionRetention: cfg.AutoCompactionRetention,
-		Logger: lg,
+		Logger: lg, PeerTLS: peerClientTLS,
 	})
 	if err != nil {
 		return nil, err
@@ -285,7 +314,7 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 	return e, nil
 }
 
-func listenAll(urls []string) ([]net.Listener, error) {
+func (e *Etcd) listenAll(urls []string) ([]net.Listener, error) {
 	var ls []net.Listener
 	for _, s := range urls {
 		u, err := parseURL(s)
@@ -296,9 +325,22 @@ func listenAll(urls []string) ([]net.Listener, error) {
 		if err != nil {
 			return ls, err
 		}
+		e.secure[l] = u.Scheme == "https"
 		ls = append(ls, l)
 	}
 	return ls, nil
+}
+
+// grpcOrHTTP routes gRPC calls to the gRPC server and everything else to the HTTP handler: how
+// a TLS listener serves both, since the protocol can only be told apart after decryption.
+func grpcOrHTTP(gs *grpc.Server, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
+			gs.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func (e *Etcd) serve() error {
@@ -311,8 +353,19 @@ func (e *Etcd) serve() error {
 	for _, l := range e.clients {
 		gs := v3rpc.NewServer(s, v3rpc.Options{WatchProgressNotifyInterval: e.cfg.WatchProgressNotifyInterval,
 			Metrics: rpcMetrics, Traffic: traffic})
+		creds := insecure.NewCredentials()
+		if e.secure[l] {
+			// The gateway's loopback connection to this same listener: it presents our own
+			// certificate (for --client-cert-auth) and need not verify the host name.
+			ctls, err := e.cfg.ClientTLSInfo.ClientConfig()
+			if err != nil {
+				return err
+			}
+			ctls.InsecureSkipVerify = true
+			creds = credentials.NewTLS(ctls)
+		}
 		conn, err := grpc.NewClient("passthrough:///"+l.Addr().String(),
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithTransportCredentials(creds),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<31-1)))
 		if err != nil {
 			return fmt.Errorf("gateway connection: %w", err)
@@ -321,6 +374,24 @@ func (e *Etcd) serve() error {
 		h, err := httpapi.Handler(s, conn, clusterVersion)
 		if err != nil {
 			return err
+		}
+		if e.secure[l] {
+			tcfg, err := e.cfg.ClientTLSInfo.ServerConfig("h2", "http/1.1")
+			if err != nil {
+				return err
+			}
+			hs := &http.Server{Handler: grpcOrHTTP(gs, h), TLSConfig: tcfg, ReadHeaderTimeout: 10 * time.Second}
+			e.grpcServers = append(e.grpcServers, gs)
+			e.httpServers = append(e.httpServers, hs)
+			go func() {
+				select {
+				case <-s.ReadyNotify():
+				case <-s.Stopping():
+					return
+				}
+				e.report(hs.ServeTLS(l, "", ""))
+			}()
+			continue
 		}
 		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 		m := cmux.New(l)
@@ -349,17 +420,34 @@ func (e *Etcd) serve() error {
 		mux.Handle("/leases/", peerHandler)
 		mux.Handle("/members", peerHandler)
 		mux.Handle("/members/", peerHandler)
-		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		e.httpServers = append(e.httpServers, hs)
-		go func() { e.report(hs.Serve(l)) }()
+		if err := e.serveHTTP(l, mux, e.cfg.PeerTLSInfo, "http/1.1"); err != nil {
+			return err
+		}
 	}
 	for _, l := range e.metrics {
 		mux := http.NewServeMux()
 		httpapi.AddMetrics(mux, s)
-		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		e.httpServers = append(e.httpServers, hs)
-		go func() { e.report(hs.Serve(l)) }()
+		if err := e.serveHTTP(l, mux, e.cfg.ClientTLSInfo, "h2", "http/1.1"); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// serveHTTP serves h on l, over TLS when the listener's URL is https.
+func (e *Etcd) serveHTTP(l net.Listener, h http.Handler, info tlsutil.Info, protos ...string) error {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	e.httpServers = append(e.httpServers, hs)
+	if !e.secure[l] {
+		go func() { e.report(hs.Serve(l)) }()
+		return nil
+	}
+	tcfg, err := info.ServerConfig(protos...)
+	if err != nil {
+		return err
+	}
+	hs.TLSConfig = tcfg
+	go func() { e.report(hs.ServeTLS(l, "", "")) }()
 	return nil
 }
 

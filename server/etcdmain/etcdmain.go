@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"etcdx/server/embed"
+	"etcdx/server/tlsutil"
 	"etcdx/server/version"
 )
 
@@ -65,6 +66,14 @@ func newFlagSet(out io.Writer) (*pflag.FlagSet, *flagValues) {
 	fs.DurationVar(&c.WatchProgressNotifyInterval, "experimental-watch-progress-notify-interval", c.WatchProgressNotifyInterval, "Duration of periodic watch progress notifications.")
 	fs.MarkDeprecated("experimental-watch-progress-notify-interval", "use --watch-progress-notify-interval instead")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "Configures log level. Only supports debug, info, warn, error, panic, or fatal.")
+	fs.StringVar(&c.ClientTLSInfo.CertFile, "cert-file", "", "Path to the client server TLS cert file.")
+	fs.StringVar(&c.ClientTLSInfo.KeyFile, "key-file", "", "Path to the client server TLS key file.")
+	fs.BoolVar(&c.ClientTLSInfo.ClientCertAuth, "client-cert-auth", false, "Enable client cert authentication.")
+	fs.StringVar(&c.ClientTLSInfo.TrustedCAFile, "trusted-ca-file", "", "Path to the client server TLS trusted CA cert file.")
+	fs.StringVar(&c.PeerTLSInfo.CertFile, "peer-cert-file", "", "Path to the peer server TLS cert file.")
+	fs.StringVar(&c.PeerTLSInfo.KeyFile, "peer-key-file", "", "Path to the peer server TLS key file.")
+	fs.BoolVar(&c.PeerTLSInfo.ClientCertAuth, "peer-client-cert-auth", false, "Enable peer client cert authentication.")
+	fs.StringVar(&c.PeerTLSInfo.TrustedCAFile, "peer-trusted-ca-file", "", "Path to the peer server TLS trusted CA file.")
 	return fs, fv
 }
 
@@ -169,6 +178,20 @@ type fileConfig struct {
 	AutoCompactionRetention     string  `json:"auto-compaction-retention"`
 	LogLevel                    string  `json:"log-level"`
 	WatchProgressNotifyInterval string  `json:"watch-progress-notify-interval"`
+	ClientTransportSecurity     fileTLS `json:"client-transport-security"`
+	PeerTransportSecurity       fileTLS `json:"peer-transport-security"`
+}
+
+// fileTLS is a transport-security section of the config file.
+type fileTLS struct {
+	CertFile       string `json:"cert-file"`
+	KeyFile        string `json:"key-file"`
+	ClientCertAuth bool   `json:"client-cert-auth"`
+	TrustedCAFile  string `json:"trusted-ca-file"`
+}
+
+func (f fileTLS) info() tlsutil.Info {
+	return tlsutil.Info{CertFile: f.CertFile, KeyFile: f.KeyFile, ClientCertAuth: f.ClientCertAuth, TrustedCAFile: f.TrustedCAFile}
 }
 
 func loadConfigFile(path string, stderr io.Writer) (*embed.Config, error) {
@@ -235,6 +258,8 @@ func loadConfigFile(path string, stderr io.Writer) (*embed.Config, error) {
 	if fc.MaxTxnOps != nil {
 		c.MaxTxnOps = *fc.MaxTxnOps
 	}
+	c.ClientTLSInfo = fc.ClientTransportSecurity.info()
+	c.PeerTLSInfo = fc.PeerTransportSecurity.info()
 	if fc.WatchProgressNotifyInterval != "" {
 		d, err := time.ParseDuration(fc.WatchProgressNotifyInterval)
 		if err != nil {
@@ -251,7 +276,7 @@ var fileKeys = func() map[string]bool {
 		"initial-advertise-peer-urls", "listen-metrics-urls", "initial-cluster", "initial-cluster-state",
 		"initial-cluster-token", "snapshot-count", "heartbeat-interval", "election-timeout", "quota-backend-bytes",
 		"max-request-bytes", "max-txn-ops", "auto-compaction-mode", "auto-compaction-retention", "log-level",
-		"watch-progress-notify-interval"} {
+		"watch-progress-notify-interval", "client-transport-security", "peer-transport-security"} {
 		m[k] = true
 	}
 	return m

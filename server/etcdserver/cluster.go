@@ -295,7 +295,7 @@ func (s *Server) joinExisting(rcfg *raft.Config) error {
 			others = append(others, urls...)
 		}
 	}
-	members, cid, err := fetchCluster(&http.Client{Timeout: 5 * time.Second}, others)
+	members, cid, err := fetchCluster(cfg.peerHTTPClient(5*time.Second), others)
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,10 @@
 package etcdserver
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"time"
 
@@ -36,6 +38,8 @@ type Config struct {
 
 	Logger   *slog.Logger
 	Registry *prometheus.Registry
+	// PeerTLS, when set, is how this member dials its peers (https peer URLs).
+	PeerTLS *tls.Config
 }
 
 // Defaults as upstream etcd 3.6.
@@ -107,4 +111,9 @@ func (c *Config) validate() error {
 		c.Registry = prometheus.NewRegistry()
 	}
 	return nil
+}
+
+// peerHTTPClient dials peers, over TLS when peer TLS is configured.
+func (c *Config) peerHTTPClient(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: c.PeerTLS}}
 }

@@ -181,8 +181,8 @@ func New(cfg Config) (*Server, error) {
 		return fail(err)
 	}
 	s.tr = transport.New(transport.Config{ID: s.id, ClusterID: s.mem.clusterID(), ServerVersion: version.Version,
-		MinClusterVersion: version.MinClusterVersion(), Raft: s, Logger: lg.With("component", "transport")})
-	s.peerClient = &http.Client{Timeout: 10 * time.Second}
+		MinClusterVersion: version.MinClusterVersion(), Raft: s, Logger: lg.With("component", "transport"), TLS: cfg.PeerTLS})
+	s.peerClient = cfg.peerHTTPClient(10 * time.Second)
 	for _, m := range s.initialPeers {
 		s.tr.AddPeer(m.ID, m.PeerURLs)
 	}

@@ -10,6 +10,7 @@ package transport
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -58,6 +59,8 @@ type Config struct {
 	Logger            *slog.Logger
 	// DialTimeout bounds connecting to a peer.
 	DialTimeout time.Duration
+	// TLS, when set, is used to dial https peers.
+	TLS *tls.Config
 }
 
 // Transport sends to and receives from peers.
@@ -80,7 +83,7 @@ func New(cfg Config) *Transport {
 	dialer := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}
 	return &Transport{cfg: cfg, log: cfg.Logger, peers: map[uint64]*peer{}, stopc: make(chan struct{}),
 		client: &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 4,
-			ResponseHeaderTimeout: 0, DisableCompression: true}}}
+			ResponseHeaderTimeout: 0, DisableCompression: true, TLSClientConfig: cfg.TLS}}}
 }
 
 // SetClusterID updates the cluster ID used in handshakes (known only after bootstrap).
