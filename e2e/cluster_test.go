@@ -244,3 +244,54 @@ func TestFiveMemberClusterToleratesTwoFailures(t *testing.T) {
 		checkAcked(t, m.Client(), "five", acked)
 	}
 }
+
+func TestLeaseTTLSurvivesLeaderChange(t *testing.T) {
+	c := NewCluster(t, 3, "--lease-checkpoint-interval", "1s")
+	c.Start()
+	ctx := Ctx(t)
+	lead := c.Leader(10 * time.Second)
+	lc := lead.Client()
+	neglected, err := lc.Grant(ctx, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed, _ := lc.Grant(ctx, 30)
+	time.Sleep(5 * time.Second) // several checkpoint rounds
+	if _, err := lc.KeepAliveOnce(ctx, renewed.ID); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // the renewal's checkpoint reset is applied everywhere
+
+	var target *Member
+	for _, m := range c.Members {
+		if m != lead {
+			target = m
+			break
+		}
+	}
+	st, _ := target.Client().Status(ctx, target.ClientURL)
+	if _, err := lc.MoveLeader(ctx, st.Header.MemberId); err != nil {
+		t.Fatal(err)
+	}
+	if c.Leader(5*time.Second) != target {
+		t.Fatal("leadership did not move")
+	}
+	tc := target.Client()
+	n, err := tc.TimeToLive(ctx, neglected.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ~6.5s have passed: the new leader continues from the checkpoint (plus one election
+	// timeout of grace), instead of granting the full 30s again.
+	if n.TTL > 27 {
+		t.Fatalf("neglected lease TTL after leader change = %d, want it to keep running down (<= 27)", n.TTL)
+	}
+	r, err := tc.TimeToLive(ctx, renewed.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.TTL < 27 {
+		t.Fatalf("renewed lease TTL after leader change = %d, want about its full 30s", r.TTL)
+	}
+	t.Logf("after the leader change: neglected lease %ds, renewed lease %ds", n.TTL, r.TTL)
+}

@@ -54,6 +54,7 @@ type Config struct {
 	AutoCompactionRetention string
 
 	WatchProgressNotifyInterval time.Duration
+	LeaseCheckpointInterval     time.Duration
 
 	// ClientTLSInfo secures https client (and metrics) URLs; PeerTLSInfo secures peer traffic.
 	ClientTLSInfo tlsutil.Info
@@ -90,6 +91,7 @@ func NewConfig() *Config {
 		MaxTxnOps:                   etcdserver.DefaultMaxTxnOps,
 		AutoCompactionMode:          "periodic",
 		WatchProgressNotifyInterval: 10 * time.Minute,
+		LeaseCheckpointInterval:     etcdserver.DefaultLeaseCheckpointInterval,
 		LogLevel:                    "info",
 	}
 }
@@ -150,6 +152,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ElectionMs > 50000 {
 		return fmt.Errorf("--election-timeout[%vms] is too long, and should be set less than 50000ms", c.ElectionMs)
+	}
+	if c.LeaseCheckpointInterval < 0 {
+		return fmt.Errorf("--lease-checkpoint-interval must not be negative")
 	}
 	if c.QuotaBackendBytes < 0 {
 		return fmt.Errorf("--quota-backend-bytes must not be negative")
@@ -298,7 +303,7 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 		SnapshotCount: cfg.SnapshotCount, TickMs: cfg.TickMs, ElectionTicks: int(cfg.ElectionMs / cfg.TickMs),
 		QuotaBackendBytes: quota, MaxRequestBytes: cfg.MaxRequestBytes, MaxTxnOps: cfg.MaxTxnOps,
 		AutoCompactionMode: cfg.AutoCompactionMode, AutoCompactionRetention: cfg.AutoCompactionRetention,
-		Logger: lg, PeerTLS: peerClientTLS,
+		Logger: lg, PeerTLS: peerClientTLS, LeaseCheckpointInterval: cfg.LeaseCheckpointInterval,
 	})
 	if err != nil {
 		return nil, err

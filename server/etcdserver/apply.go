@@ -241,6 +241,11 @@ func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest) *ap
 		}
 		s.m.leaseRevoked.Inc()
 		return &applyResult{resp: &pb.LeaseRevokeResponse{Header: &pb.ResponseHeader{Revision: s.kv.Rev()}}}
+	case r.LeaseCheckpoint != nil:
+		for _, cp := range r.LeaseCheckpoint.Checkpoints {
+			s.les.Checkpoint(cp.ID, cp.Remaining_TTL)
+		}
+		return &applyResult{resp: &pb.LeaseCheckpointResponse{Header: &pb.ResponseHeader{Revision: s.kv.Rev()}}}
 	case r.Alarm != nil:
 		resp, err := s.alarms.apply(b, r.Alarm, s.id)
 		if err == nil && r.Alarm.Action == pb.AlarmRequest_ACTIVATE {

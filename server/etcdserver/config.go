@@ -36,6 +36,9 @@ type Config struct {
 	AutoCompactionMode      string // "periodic" or "revision"
 	AutoCompactionRetention string
 
+	// LeaseCheckpointInterval is how often the leader records remaining lease TTLs.
+	LeaseCheckpointInterval time.Duration
+
 	Logger   *slog.Logger
 	Registry *prometheus.Registry
 	// PeerTLS, when set, is how this member dials its peers (https peer URLs).
@@ -44,12 +47,13 @@ type Config struct {
 
 // Defaults as upstream etcd 3.6.
 const (
-	DefaultSnapshotCount          = 10000
-	DefaultSnapshotCatchUpEntries = 5000
-	DefaultQuotaBackendBytes      = 2 << 30
-	MaxQuotaBackendBytes          = 8 << 30
-	DefaultMaxRequestBytes        = 1.5 * 1024 * 1024
-	DefaultMaxTxnOps              = 128
+	DefaultSnapshotCount           = 10000
+	DefaultSnapshotCatchUpEntries  = 5000
+	DefaultQuotaBackendBytes       = 2 << 30
+	MaxQuotaBackendBytes           = 8 << 30
+	DefaultMaxRequestBytes         = 1.5 * 1024 * 1024
+	DefaultMaxTxnOps               = 128
+	DefaultLeaseCheckpointInterval = 5 * time.Minute
 	// grpcOverheadBytes is added to the request limit for the gRPC receive limit, as upstream.
 	GRPCOverheadBytes = 512 * 1024
 )
@@ -103,6 +107,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxTxnOps == 0 {
 		c.MaxTxnOps = DefaultMaxTxnOps
+	}
+	if c.LeaseCheckpointInterval == 0 {
+		c.LeaseCheckpointInterval = DefaultLeaseCheckpointInterval
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

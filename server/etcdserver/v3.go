@@ -258,9 +258,14 @@ func (s *Server) LeaseRenew(ctx context.Context, id int64) (int64, error) {
 }
 
 func (s *Server) renewLocal(id int64) (int64, error) {
-	ttl, err := s.les.Renew(id)
+	ttl, checkpointed, err := s.les.Renew(id)
 	if err == nil {
 		s.m.leaseRenewed.Inc()
+	}
+	if checkpointed {
+		// Clear the checkpoint everywhere, or a new leader would start this renewed lease from
+		// its old, shorter remaining TTL.
+		go s.checkpointLeases(map[int64]int64{id: 0})
 	}
 	if errors.Is(err, lease.ErrNotPrimary) {
 		return -1, ErrNotLeader

@@ -36,10 +36,12 @@ type Lease struct {
 	TTL    int64
 	expiry time.Time
 	keys   map[string]struct{}
+	// remaining is the TTL left at the last checkpoint (0: none); a new leader starts from it.
+	remaining int64
 }
 
-// Remaining is the time left before expiry (negative: expired; very large: not judged here).
-func (l *Lease) remaining(now time.Time) time.Duration { return l.expiry.Sub(now) }
+// timeLeft is the time before expiry (negative: expired; very large: not judged here).
+func (l *Lease) timeLeft(now time.Time) time.Duration { return l.expiry.Sub(now) }
 
 // Info is a copy of a lease for callers.
 type Info struct {
@@ -205,19 +207,49 @@ func (l *Lessor) Forget(id int64, b *backend.BatchTx) error {
 	return b.Delete(backend.Lease, leaseKey(id))
 }
 
-// Renew restarts a lease's TTL (leader only) and returns the TTL.
-func (l *Lessor) Renew(id int64) (int64, error) {
+// Renew restarts a lease's TTL (leader only) and returns the TTL. checkpointed reports that the
+// lease had a checkpointed remaining TTL, which the caller must clear through raft so a later
+// leader does not cut the renewed lease short.
+func (l *Lessor) Renew(id int64) (ttl int64, checkpointed bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.primary {
-		return -1, ErrNotPrimary
+		return -1, false, ErrNotPrimary
 	}
 	ls, ok := l.leases[id]
 	if !ok {
-		return -1, ErrNotFound
+		return -1, false, ErrNotFound
 	}
 	ls.expiry = time.Now().Add(time.Duration(ls.TTL) * time.Second)
-	return ls.TTL, nil
+	return ls.TTL, ls.remaining > 0, nil
+}
+
+// Checkpoint records remaining TTLs (applied from raft on every member); 0 clears one.
+func (l *Lessor) Checkpoint(id, remaining int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ls, ok := l.leases[id]; ok {
+		ls.remaining = remaining
+	}
+}
+
+// Remaining returns, for the leader's checkpoint round, the remaining TTL of every lease that
+// has run down since it was granted or renewed.
+func (l *Lessor) Remaining() map[int64]int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if !l.primary {
+		return nil
+	}
+	now := time.Now()
+	out := map[int64]int64{}
+	for id, ls := range l.leases {
+		rem := int64(math.Ceil(ls.timeLeft(now).Seconds()))
+		if rem > 0 && rem < ls.TTL {
+			out[id] = rem
+		}
+	}
+	return out
 }
 
 // Lookup returns a lease's state.
@@ -234,7 +266,7 @@ func (l *Lessor) Lookup(id int64) (*Info, error) {
 func (l *Lessor) info(ls *Lease, now time.Time) *Info {
 	in := &Info{ID: ls.ID, TTL: ls.TTL, RemainingTTL: -1, Keys: sortedKeys(ls)}
 	if l.primary {
-		rem := ls.remaining(now)
+		rem := ls.timeLeft(now)
 		in.RemainingTTL = int64(math.Ceil(rem.Seconds()))
 		if in.RemainingTTL < 0 {
 			in.RemainingTTL = 0
@@ -281,15 +313,20 @@ func (l *Lessor) Detach(id int64, key []byte) {
 	}
 }
 
-// Promote makes this member judge expiry: every lease gets its full TTL plus extend, so an
-// election never expires leases whose holders kept them alive on the old leader.
+// Promote makes this member judge expiry: every lease gets its checkpointed remaining TTL (or
+// its full TTL if it has none) plus extend, so an election neither expires leases whose holders
+// kept them alive on the old leader nor gives neglected leases a fresh TTL.
 func (l *Lessor) Promote(extend time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.primary = true
 	now := time.Now()
 	for _, ls := range l.leases {
-		ls.expiry = now.Add(time.Duration(ls.TTL)*time.Second + extend)
+		ttl := ls.TTL
+		if ls.remaining > 0 && ls.remaining < ttl {
+			ttl = ls.remaining // carry on from the last checkpoint, not from a fresh TTL
+		}
+		ls.expiry = now.Add(time.Duration(ttl)*time.Second + extend)
 	}
 }
 
@@ -313,7 +350,7 @@ func (l *Lessor) Expired(max int) []int64 {
 	now := time.Now()
 	var ids []int64
 	for id, ls := range l.leases {
-		if ls.remaining(now) <= 0 {
+		if ls.timeLeft(now) <= 0 {
 			ids = append(ids, id)
 			if len(ids) >= max {
 				break
