@@ -28,33 +28,40 @@ import (
 
 type server struct {
 	label, bin string
+	name       string
 	dir        string
 	client     string
+	peer       string
+	cluster    string // --initial-cluster; empty: a cluster of this member alone
+	state      string // --initial-cluster-state
 	cmd        *exec.Cmd
 }
 
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func (s *server) start() error {
-	dir, err := os.MkdirTemp("", "bench-"+s.label+"-")
-	if err != nil {
-		return err
+	if s.dir == "" {
+		dir, err := os.MkdirTemp("", "bench-"+strings.ReplaceAll(s.label, " ", "-")+"-")
+		if err != nil {
+			return err
+		}
+		s.dir = dir
+		s.client = fmt.Sprintf("http://127.0.0.1:%d", freePort())
+		s.peer = fmt.Sprintf("http://127.0.0.1:%d", freePort())
 	}
-	s.dir = dir
-	s.client = fmt.Sprintf("http://127.0.0.1:%d", freePort())
-	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort())
-	s.cmd = exec.Command(s.bin, "--name", "b1", "--data-dir", filepath.Join(dir, "data"),
+	if s.name == "" {
+		s.name = "b1"
+	}
+	cluster, state := s.cluster, s.state
+	if cluster == "" {
+		cluster = s.name + "=" + s.peer
+	}
+	if state == "" {
+		state = "new"
+	}
+	s.cmd = exec.Command(s.bin, "--name", s.name, "--data-dir", filepath.Join(s.dir, "data"),
 		"--listen-client-urls", s.client, "--advertise-client-urls", s.client,
-		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "b1="+peer,
-		"--log-level", "error")
-	logf, err := os.Create(filepath.Join(dir, "server.log"))
+		"--listen-peer-urls", s.peer, "--initial-advertise-peer-urls", s.peer, "--initial-cluster", cluster,
+		"--initial-cluster-state", state, "--log-level", "error")
+	logf, err := os.OpenFile(filepath.Join(s.dir, "server.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
@@ -62,7 +69,11 @@ func (s *server) start() error {
 	if err := s.cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", s.bin, err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	return nil
+}
+
+func (s *server) waitHealthy(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if r, err := (&http.Client{Timeout: 2 * time.Second}).Get(s.client + "/health"); err == nil {
 			r.Body.Close()
@@ -72,7 +83,7 @@ func (s *server) start() error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("%s did not become healthy (log in %s)", s.label, dir)
+	return fmt.Errorf("%s %s did not become healthy (log in %s)", s.label, s.name, s.dir)
 }
 
 // peakRSS is the process's high-water resident set size in bytes.
@@ -91,7 +102,8 @@ func (s *server) peakRSS() int64 {
 	return 0
 }
 
-func (s *server) stop() {
+// terminate sends SIGTERM and waits for the process to exit.
+func (s *server) terminate() {
 	if s.cmd != nil && s.cmd.Process != nil {
 		s.cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
@@ -100,8 +112,13 @@ func (s *server) stop() {
 		case <-done:
 		case <-time.After(10 * time.Second):
 			s.cmd.Process.Kill()
+			<-done
 		}
 	}
+}
+
+func (s *server) stop() {
+	s.terminate()
 	os.RemoveAll(s.dir)
 }
 
@@ -116,10 +133,10 @@ func (r result) rate() float64 { return float64(r.ops) / r.elapsed.Seconds() }
 
 // run executes total operations spread over clients goroutines sharing conns connections, and
 // stops early at the time limit.
-func run(endpoint string, conns, clients, total int, limit time.Duration, op func(c *clientv3.Client, i int) error) (result, error) {
+func run(endpoints []string, conns, clients, total int, limit time.Duration, op func(ctx context.Context, c *clientv3.Client, i int) error) (result, error) {
 	cs := make([]*clientv3.Client, conns)
 	for i := range cs {
-		c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 		if err != nil {
 			return result{}, err
 		}
@@ -149,7 +166,10 @@ func run(endpoint string, conns, clients, total int, limit time.Duration, op fun
 					break
 				}
 				t0 := time.Now()
-				if err := op(c, i); err != nil {
+				octx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err := op(octx, c, i)
+				cancel()
+				if err != nil {
 					lerr++
 					continue
 				}
@@ -173,7 +193,7 @@ func run(endpoint string, conns, clients, total int, limit time.Duration, op fun
 type workload struct {
 	name  string
 	total int
-	op    func(c *clientv3.Client, i int) error
+	op    func(ctx context.Context, c *clientv3.Client, i int) error
 }
 
 func main() {
@@ -184,6 +204,8 @@ func main() {
 	conns := flag.Int("conns", 8, "gRPC connections shared by the clients")
 	scale := flag.Int("scale", 1, "multiplies the operation counts")
 	limit := flag.Duration("limit", 60*time.Second, "time limit per workload")
+	catchupBytes := flag.Int64("catchup-bytes", 1<<30, "data a new member must catch up with")
+	skipCluster := flag.Bool("skip-cluster", false, "only the single-member workloads")
 	flag.Parse()
 	upstreamVersion := e2e.UpstreamVersion
 	if *upstream == "" {
@@ -195,25 +217,24 @@ func main() {
 		*upstream = filepath.Join(dir, "etcd")
 	}
 	val := strings.Repeat("v", 256)
-	ctx := context.Background()
 	workloads := []workload{
-		{"put (256 B values, unique keys)", 20000 * *scale, func(c *clientv3.Client, i int) error {
+		{"put (256 B values, unique keys)", 20000 * *scale, func(ctx context.Context, c *clientv3.Client, i int) error {
 			_, err := c.Put(ctx, fmt.Sprintf("bench/%08d", i), val)
 			return err
 		}},
-		{"range, linearizable (1 key)", 40000 * *scale, func(c *clientv3.Client, i int) error {
+		{"range, linearizable (1 key)", 40000 * *scale, func(ctx context.Context, c *clientv3.Client, i int) error {
 			_, err := c.Get(ctx, fmt.Sprintf("bench/%08d", i%(20000**scale)))
 			return err
 		}},
-		{"range, serializable (1 key)", 40000 * *scale, func(c *clientv3.Client, i int) error {
+		{"range, serializable (1 key)", 40000 * *scale, func(ctx context.Context, c *clientv3.Client, i int) error {
 			_, err := c.Get(ctx, fmt.Sprintf("bench/%08d", i%(20000**scale)), clientv3.WithSerializable())
 			return err
 		}},
-		{"range, 100 keys per request", 5000 * *scale, func(c *clientv3.Client, i int) error {
+		{"range, 100 keys per request", 5000 * *scale, func(ctx context.Context, c *clientv3.Client, i int) error {
 			_, err := c.Get(ctx, fmt.Sprintf("bench/%08d", (i*100)%(20000**scale-100)), clientv3.WithRange(fmt.Sprintf("bench/%08d", (i*100)%(20000**scale-100)+100)))
 			return err
 		}},
-		{"txn (compare version, put)", 10000 * *scale, func(c *clientv3.Client, i int) error {
+		{"txn (compare version, put)", 10000 * *scale, func(ctx context.Context, c *clientv3.Client, i int) error {
 			k := fmt.Sprintf("txn/%08d", i)
 			_, err := c.Txn(ctx).If(clientv3.Compare(clientv3.Version(k), "=", 0)).Then(clientv3.OpPut(k, val)).Commit()
 			return err
@@ -223,13 +244,17 @@ func main() {
 	results := map[string][]result{}
 	rss := map[string]int64{}
 	for _, s := range servers {
-		if err := s.start(); err != nil {
+		err := s.start()
+		if err == nil {
+			err = s.waitHealthy(20 * time.Second)
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			s.stop()
 			os.Exit(1)
 		}
 		for _, w := range workloads {
-			r, err := run(s.client, *conns, *clients, w.total, *limit, w.op)
+			r, err := run([]string{s.client}, *conns, *clients, w.total, *limit, w.op)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "bench:", err)
 				s.stop()
@@ -258,9 +283,30 @@ func main() {
 	fmt.Fprintf(&b, "\nPeak resident memory (VmHWM) after all workloads: ours %.1f MiB, upstream %.1f MiB.\n",
 		float64(rss["ours"])/(1<<20), float64(rss[up])/(1<<20))
 	fmt.Fprintf(&b, "\nThe figures are from a shared 2-core machine and move by tens of percent between runs; compare the two columns of one run, not runs with each other.\n")
+	if !*skipCluster {
+		var rows []clusterResult
+		for _, s := range servers {
+			r, err := benchCluster(s.label, s.bin, *clients, *conns, *scale, *limit, *catchupBytes)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "bench:", err)
+				os.Exit(1)
+			}
+			rows = append(rows, r)
+		}
+		writeClusterReport(&b, rows, *catchupBytes)
+	}
 	if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 	fmt.Println("wrote", *out)
+}
+
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
