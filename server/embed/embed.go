@@ -388,14 +388,7 @@ func (e *Etcd) serve() error {
 			hs := &http.Server{Handler: grpcOrHTTP(gs, h), TLSConfig: tcfg, ReadHeaderTimeout: 10 * time.Second}
 			e.grpcServers = append(e.grpcServers, gs)
 			e.httpServers = append(e.httpServers, hs)
-			go func() {
-				select {
-				case <-s.ReadyNotify():
-				case <-s.Stopping():
-					return
-				}
-				e.report(hs.ServeTLS(l, "", ""))
-			}()
+			e.whenReady(func() { e.report(hs.ServeTLS(l, "", "")) })
 			continue
 		}
 		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
@@ -404,17 +397,11 @@ func (e *Etcd) serve() error {
 		httpL := m.Match(cmux.Any())
 		e.grpcServers = append(e.grpcServers, gs)
 		e.httpServers = append(e.httpServers, hs)
-		// Connections wait in the backlog until the member has published itself, as upstream.
-		go func() {
-			select {
-			case <-s.ReadyNotify():
-			case <-s.Stopping():
-				return
-			}
+		e.whenReady(func() {
 			go func() { e.report(gs.Serve(grpcL)) }()
 			go func() { e.report(hs.Serve(httpL)) }()
 			e.report(m.Serve())
-		}()
+		})
 	}
 	peerHandler := s.PeerHandler()
 	for _, l := range e.peers {
@@ -437,6 +424,19 @@ func (e *Etcd) serve() error {
 		}
 	}
 	return nil
+}
+
+// whenReady runs serve in the background once the member has published itself: client
+// connections wait in the backlog until then, as upstream.
+func (e *Etcd) whenReady(serve func()) {
+	go func() {
+		select {
+		case <-e.Server.ReadyNotify():
+		case <-e.Server.Stopping():
+			return
+		}
+		serve()
+	}()
 }
 
 // serveHTTP serves h on l, over TLS when the listener's URL is https.

@@ -106,40 +106,37 @@ func (p *peer) stream() (refusal string, err error) {
 		done <- result{err: io.EOF}
 	}()
 	bw := bufio.NewWriterSize(pw, 64<<10)
-	fail := func(e error) {
-		pw.CloseWithError(e)
+	// abort ends the request after a write failed and reports why the peer ended it, if it did.
+	abort := func(err error) (string, error) {
+		pw.CloseWithError(err)
+		r := <-done
+		return r.refusal, err
 	}
 	for {
 		select {
 		case m := <-p.msgc:
 			if err := writeFrame(bw, &m); err != nil {
-				fail(err)
-				r := <-done
-				return r.refusal, err
+				return abort(err)
 			}
 			// Batch whatever else is queued before flushing.
 			for more := true; more; {
 				select {
 				case m := <-p.msgc:
 					if err := writeFrame(bw, &m); err != nil {
-						fail(err)
-						r := <-done
-						return r.refusal, err
+						return abort(err)
 					}
 				default:
 					more = false
 				}
 			}
 			if err := bw.Flush(); err != nil {
-				fail(err)
-				r := <-done
-				return r.refusal, err
+				return abort(err)
 			}
 		case r := <-done:
-			fail(io.ErrClosedPipe)
+			pw.CloseWithError(io.ErrClosedPipe)
 			return r.refusal, r.err
 		case <-p.stopc:
-			fail(io.ErrClosedPipe)
+			pw.CloseWithError(io.ErrClosedPipe)
 			<-done
 			return "", nil
 		}
