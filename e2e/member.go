@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -58,15 +60,35 @@ var (
 	builtDir  string
 )
 
-// FreePort returns a loopback port that was free a moment ago.
+// Test ports come from below the kernel's ephemeral range (32768 and up here), so outgoing
+// connections, which take ephemeral ports, cannot grab one between allocation and use.
+const (
+	portLow  = 20000
+	portHigh = 32000
+)
+
+var nextPort atomic.Int64
+
+// FreePort returns a loopback port below the ephemeral range that is free now and has not been
+// handed out before in this test run.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	nextPort.CompareAndSwap(0, int64(portLow+rand.IntN(2000)))
+	for i := 0; i < portHigh-portLow; i++ {
+		p := int(nextPort.Add(1))
+		if p >= portHigh {
+			nextPort.Store(portLow)
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return p
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port below the ephemeral range")
+	return 0
 }
 
 // Member is one etcd process.
