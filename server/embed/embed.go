@@ -252,7 +252,8 @@ type Etcd struct {
 
 	grpcServers []*grpc.Server
 	httpServers []*http.Server
-	selfConn    *grpc.ClientConn
+	// selfConns are the gateway's connections to this member's own listeners.
+	selfConns []*grpc.ClientConn
 
 	errc      chan error
 	closeOnce sync.Once
@@ -375,7 +376,7 @@ func (e *Etcd) serve() error {
 		if err != nil {
 			return fmt.Errorf("gateway connection: %w", err)
 		}
-		e.selfConn = conn
+		e.selfConns = append(e.selfConns, conn)
 		h, err := httpapi.Handler(s, conn, clusterVersion)
 		if err != nil {
 			return err
@@ -508,8 +509,8 @@ func (e *Etcd) Close() {
 			go func(hs *http.Server) { defer wg.Done(); hs.Shutdown(ctx) }(hs)
 		}
 		wg.Wait()
-		if e.selfConn != nil {
-			e.selfConn.Close()
+		for _, c := range e.selfConns {
+			c.Close()
 		}
 		e.closeListeners()
 		if e.Server != nil {

@@ -209,12 +209,8 @@ var ErrWatchIDInUse = errors.New("mvcc: duplicate watch ID provided on the Watch
 // Watch adds a watcher for [key, end) from startRev (0: the next change). id 0 picks one; a
 // caller-chosen id must be unused.
 func (ws *WatchStream) Watch(id int64, key, end []byte, startRev int64, filters ...EventFilter) (int64, error) {
-	s := ws.g.s
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	g := ws.g
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	s, g := ws.g.s, ws.g
+	defer ws.lockStoreAndGroups()()
 	if id == 0 {
 		for {
 			if _, taken := ws.watchers[ws.nextID]; !taken {
@@ -264,11 +260,7 @@ func (ws *WatchStream) Cancel(id int64) error {
 // synced (an unsynced watcher will soon send real events, which carry progress anyway).
 func (ws *WatchStream) RequestProgress(id int64) {
 	s := ws.g.s
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	g := ws.g
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	defer ws.lockStoreAndGroups()()
 	w, ok := ws.watchers[id]
 	if !ok || !w.synced {
 		return
@@ -283,11 +275,7 @@ func (ws *WatchStream) RequestProgress(id int64) {
 // and reports whether it did.
 func (ws *WatchStream) RequestProgressAll() bool {
 	s := ws.g.s
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	g := ws.g
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	defer ws.lockStoreAndGroups()()
 	for _, w := range ws.watchers {
 		if !w.synced {
 			return false
@@ -309,5 +297,16 @@ func (ws *WatchStream) Close() {
 	for id, w := range ws.watchers {
 		delete(g.watchers, w)
 		delete(ws.watchers, id)
+	}
+}
+
+// lockStoreAndGroups takes the store's read lock (no writes while watchers change state) and then
+// the groups' lock, in the order the write path uses; the returned func releases both.
+func (ws *WatchStream) lockStoreAndGroups() func() {
+	ws.g.s.mu.RLock()
+	ws.g.mu.Lock()
+	return func() {
+		ws.g.mu.Unlock()
+		ws.g.s.mu.RUnlock()
 	}
 }
