@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,9 +19,42 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 	c.Start()
 	cl := c.Client()
 
+	// A watcher and a kept-alive lease ride through the restarts on long-lived streams.
+	wctx, wcancel := context.WithCancel(context.Background())
+	defer wcancel()
+	seen := map[string]bool{}
+	var seenMu sync.Mutex
+	var watchErr atomic.Value
+	wch := cl.Watch(wctx, "roll/", clientv3.WithPrefix())
+	go func() {
+		for wr := range wch {
+			if err := wr.Err(); err != nil {
+				watchErr.Store(err.Error())
+				continue
+			}
+			seenMu.Lock()
+			for _, ev := range wr.Events {
+				seen[string(ev.Kv.Key)] = true
+			}
+			seenMu.Unlock()
+		}
+	}()
+	lg, err := cl.Grant(Ctx(t), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ka, err := cl.KeepAlive(wctx, lg.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for range ka {
+		}
+	}()
+
 	stop := make(chan struct{})
-	done := make(chan map[string]string)
-	go func() { done <- writeAcked(t, cl, "roll", 8, 1000000, stop) }()
+	done := make(chan rollingWrites)
+	go func() { done <- writeThrough(cl, "roll", 8, stop) }()
 
 	// Linearizable readers: the revision they observe never goes backwards.
 	var reads, readErrs atomic.Int64
@@ -65,8 +99,15 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 	}
 	time.Sleep(700 * time.Millisecond)
 	close(stop)
-	acked := <-done
+	w := <-done
+	acked := w.acked
 	wg.Wait()
+	if len(w.failed) > 0 || readErrs.Load() > 0 {
+		t.Errorf("a rolling restart must fail no client request: %d writes and %d reads failed", len(w.failed), readErrs.Load())
+		for _, f := range w.failed {
+			t.Logf("failed write: %s", f)
+		}
+	}
 	if backwards.Load() > 0 {
 		t.Fatalf("%d linearizable reads saw an older revision than an earlier read", backwards.Load())
 	}
@@ -86,6 +127,30 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		checkAcked(t, m.Client(), "roll", acked)
+	}
+	// The watch resumed across every restart without a gap: it saw each acknowledged write.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		seenMu.Lock()
+		missing := 0
+		for k := range acked {
+			if !seen[k] {
+				missing++
+			}
+		}
+		seenMu.Unlock()
+		if missing == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the watcher missed %d of %d acknowledged writes (last watch error: %v)", missing, len(acked), watchErr.Load())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The lease's keep-alive stream moved between members: it is still alive, well past its TTL.
+	ttl, err := cl.TimeToLive(Ctx(t), lg.ID)
+	if err != nil || ttl.TTL <= 0 {
+		t.Fatalf("kept-alive lease expired during the rolling restart: ttl %v, %v", ttl, err)
 	}
 	t.Logf("rolling restart: %d acknowledged writes kept on every member; %d reads (%d failed)", len(acked), reads.Load(), readErrs.Load())
 }
@@ -121,4 +186,46 @@ func TestMoveLeader(t *testing.T) {
 	if !strings.Contains(target.Log(), "leadership transferred") {
 		t.Fatalf("the stopping leader did not hand over\n%s", target.LogTail(10))
 	}
+}
+
+// rollingWrites is what writeThrough saw: acknowledged writes and every failure, in order.
+type rollingWrites struct {
+	acked  map[string]string
+	failed []string
+}
+
+// writeThrough writes unique keys from several workers until stop, carrying on past errors so a
+// failure in one phase of a test does not hide the next.
+func writeThrough(c *clientv3.Client, prefix string, workers int, stop <-chan struct{}) rollingWrites {
+	var mu sync.Mutex
+	res := rollingWrites{acked: map[string]string{}}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k, v := fmt.Sprintf("%s/%d/%06d", prefix, w, i), fmt.Sprintf("v%d", i)
+				t0 := time.Now()
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_, err := c.Put(ctx, k, v)
+				cancel()
+				mu.Lock()
+				if err != nil {
+					res.failed = append(res.failed, fmt.Sprintf("%s at +%v after %v: %v", k, t0.Sub(start).Round(time.Millisecond), time.Since(t0).Round(time.Millisecond), err))
+				} else {
+					res.acked[k] = v
+				}
+				mu.Unlock()
+			}
+		}(w)
+	}
+	wg.Wait()
+	return res
 }

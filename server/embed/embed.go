@@ -489,6 +489,7 @@ func (e *Etcd) Close() {
 		if e.Server != nil {
 			// A leader hands over first, so the cluster has a leader while this member drains.
 			e.Server.TransferLeadershipAway(ctx)
+			e.Server.BeginDrain()
 		}
 		var wg sync.WaitGroup
 		for _, gs := range e.grpcServers {

@@ -28,6 +28,10 @@ func (s *Server) Process(ctx context.Context, m raftpb.Message) error {
 	if s.mem.isRemoved(m.From) {
 		return fmt.Errorf("message from removed member %x", m.From)
 	}
+	if m.Type == raftpb.MsgProp && onlyNormalEntries(m.Entries) {
+		s.processRemoteProposal(m)
+		return nil
+	}
 	return s.node.Step(ctx, m)
 }
 
@@ -163,4 +167,13 @@ func (s *Server) forwardToLeader(ctx context.Context, path string, body []byte) 
 		return out, nil
 	}
 	return nil, fmt.Errorf("cannot reach leader %x: %w", lead, lastErr)
+}
+
+func onlyNormalEntries(ents []raftpb.Entry) bool {
+	for _, e := range ents {
+		if e.Type != raftpb.EntryNormal {
+			return false
+		}
+	}
+	return true
 }

@@ -100,8 +100,16 @@ type Server struct {
 	// already applied and only their conf changes are replayed into raft.
 	replayedTo uint64
 
-	stopping chan struct{}
-	done     chan struct{}
+	// leaders wakes proposals that raft dropped while leadership was moving.
+	leaders *leaderWatch
+	// remoteProposals counts proposals forwarded by peers that are still being handed to raft.
+	remoteProposals sync.WaitGroup
+
+	// draining closes when the member stops taking client work; long-lived streams end on it.
+	draining  chan struct{}
+	drainOnce sync.Once
+	stopping  chan struct{}
+	done      chan struct{}
 	// ready closes once this member has published itself through raft (upstream's ReadyNotify).
 	ready    chan struct{}
 	wg       sync.WaitGroup
@@ -125,8 +133,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	s := &Server{cfg: cfg, log: lg, waits: newWaitRegistry(), applyc: make(chan applyBatch, 128),
-		readc: make(chan raft.ReadState, 16), msgSnapC: make(chan raftpb.Message, 16), readWake: make(chan struct{}, 1), readNotifier: newNotifier(),
-		stopping: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{})}
+		readc: make(chan raft.ReadState, 16), msgSnapC: make(chan raftpb.Message, 16), readWake: make(chan struct{}, 1), readNotifier: newNotifier(), leaders: newLeaderWatch(),
+		draining: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{})}
 	var err error
 	var commitObserve func(time.Duration)
 	s.be, err = backend.Open(backend.Config{Path: cfg.BackendPath(), Logger: lg,
@@ -499,6 +507,7 @@ func (s *Server) onSoftState(ss *raft.SoftState) {
 		s.m.isLeader.Set(0)
 	}
 	if old != ss.Lead {
+		s.leaders.notify()
 		if ss.Lead != raft.None {
 			s.m.leaderChanges.Inc()
 		}
@@ -626,23 +635,15 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (*apply
 	if len(data) > int(s.cfg.MaxRequestBytes) {
 		return nil, ErrRequestTooLarge
 	}
-	if s.lead.Load() == raft.None {
-		// Proposals without a leader would only wait for the timeout.
-		select {
-		case <-time.After(s.cfg.electionTimeout()):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		if s.lead.Load() == raft.None {
-			return nil, ErrNoLeader
-		}
+	if err := s.waitLeader(ctx); err != nil {
+		return nil, err
 	}
 	ch := s.waits.register(id)
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout())
 	defer cancel()
 	s.m.proposalsPending.Inc()
 	defer s.m.proposalsPending.Dec()
-	if err := s.node.Propose(cctx, data); err != nil {
+	if err := s.proposeRetrying(cctx, data); err != nil {
 		s.waits.trigger(id, nil)
 		s.m.proposalsFailed.Inc()
 		return nil, s.proposeErr(ctx, err)
@@ -840,9 +841,17 @@ func (s *Server) publish() {
 	}
 }
 
+// BeginDrain tells long-lived client streams (watch, lease keep-alive) to end with a retriable
+// error, so a graceful gRPC stop only waits for short requests and clients move to other members.
+func (s *Server) BeginDrain() { s.drainOnce.Do(func() { close(s.draining) }) }
+
+// Draining is closed once BeginDrain was called.
+func (s *Server) Draining() <-chan struct{} { return s.draining }
+
 // Stop stops the member: no new requests, loops end, files are closed.
 func (s *Server) Stop() {
 	s.stopOnce.Do(func() {
+		s.waitRemoteProposals(s.cfg.electionTimeout())
 		close(s.stopping)
 		s.node.Stop()
 		s.wg.Wait()

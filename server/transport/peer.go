@@ -136,6 +136,22 @@ func (p *peer) stream() (refusal string, err error) {
 			pw.CloseWithError(io.ErrClosedPipe)
 			return r.refusal, r.err
 		case <-p.stopc:
+			// Ship what raft already handed us (e.g. proposals forwarded to the new leader just
+			// before this member stops); a failure here changes nothing, the member is going. A peer
+			// that does not read is cut off after a short bound by closing the pipe under the writer.
+			cut := time.AfterFunc(500*time.Millisecond, func() { pw.CloseWithError(io.ErrClosedPipe) })
+			defer cut.Stop()
+			for more := true; more; {
+				select {
+				case m := <-p.msgc:
+					if writeFrame(bw, &m) != nil {
+						more = false
+					}
+				default:
+					more = false
+				}
+			}
+			bw.Flush()
 			pw.CloseWithError(io.ErrClosedPipe)
 			<-done
 			return "", nil

@@ -57,10 +57,35 @@ func (l *leaseServer) LeaseLeases(ctx context.Context, r *pb.LeaseLeasesRequest)
 	return resp, nil
 }
 
-// LeaseKeepAlive renews leases for as long as the client streams requests.
+// LeaseKeepAlive renews leases for as long as the client streams requests, and ends with a
+// retriable error when the member starts draining so the client reconnects elsewhere.
 func (l *leaseServer) LeaseKeepAlive(stream pb.Lease_LeaseKeepAliveServer) error {
+	type recv struct {
+		req *pb.LeaseKeepAliveRequest
+		err error
+	}
+	reqc := make(chan recv, 1)
+	go func() {
+		for {
+			req, err := stream.Recv()
+			select {
+			case reqc <- recv{req, err}:
+			case <-stream.Context().Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	for {
-		req, err := stream.Recv()
+		var r recv
+		select {
+		case r = <-reqc:
+		case <-l.s.Draining():
+			return togRPCError(etcdserver.ErrStopped)
+		}
+		req, err := r.req, r.err
 		if err == io.EOF {
 			return nil
 		}

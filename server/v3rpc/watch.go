@@ -69,6 +69,8 @@ func (w *watchServer) Watch(gs pb.Watch_WatchServer) error {
 		sw.stop(gs.Context().Err())
 	case <-w.s.Stopping():
 		sw.stop(etcdserver.ErrStopped)
+	case <-w.s.Draining():
+		sw.stop(etcdserver.ErrStopped)
 	}
 	if sw.err == io.EOF {
 		return nil

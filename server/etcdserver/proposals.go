@@ -1,0 +1,108 @@
+package etcdserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// leaderWatch lets proposals wait for the next leader change instead of polling.
+type leaderWatch struct {
+	mu sync.Mutex
+	c  chan struct{}
+}
+
+func newLeaderWatch() *leaderWatch { return &leaderWatch{c: make(chan struct{})} }
+
+// changed returns a channel closed at the next leader change.
+func (w *leaderWatch) changed() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.c
+}
+
+func (w *leaderWatch) notify() {
+	w.mu.Lock()
+	close(w.c)
+	w.c = make(chan struct{})
+	w.mu.Unlock()
+}
+
+// proposeRetrying hands data to raft. Raft drops a proposal, without appending it anywhere, while
+// this member knows no leader or leads and is handing leadership over; such a proposal is tried
+// again once the leader changes (or after a short pause if a transfer was abandoned), so a
+// leadership handover does not fail client requests.
+func (s *Server) proposeRetrying(ctx context.Context, data []byte) error {
+	for {
+		wake := s.leaders.changed()
+		err := s.node.Propose(ctx, data)
+		if !errors.Is(err, raft.ErrProposalDropped) {
+			return err
+		}
+		select {
+		case <-wake:
+		case <-time.After(s.cfg.heartbeat()):
+		case <-ctx.Done():
+			return err
+		case <-s.stopping:
+			return ErrStopped
+		}
+	}
+}
+
+// processRemoteProposal proposes entries a follower forwarded to us. Stepping them into raft
+// directly would lose them silently during a leadership transfer (raft gives no answer for a
+// forwarded message); proposing them here gets raft's answer, so they can be retried, and once this
+// member is a follower again raft forwards them on to the new leader.
+func (s *Server) processRemoteProposal(m raftpb.Message) {
+	s.remoteProposals.Add(1)
+	go func() {
+		defer s.remoteProposals.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
+		defer cancel()
+		for _, e := range m.Entries {
+			if err := s.proposeRetrying(ctx, e.Data); err != nil {
+				s.log.Warn("dropped a proposal forwarded by a peer", "from", fmt.Sprintf("%x", m.From), "error", err)
+				return
+			}
+		}
+	}()
+}
+
+// waitRemoteProposals gives forwarded proposals still looking for a leader a bounded time to find
+// one before the member stops.
+func (s *Server) waitRemoteProposals(limit time.Duration) {
+	done := make(chan struct{})
+	go func() { s.remoteProposals.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(limit):
+	}
+}
+
+// waitLeader returns once a leader is known, or ErrNoLeader after an election timeout without one:
+// a proposal without a leader would only wait out the request timeout.
+func (s *Server) waitLeader(ctx context.Context) error {
+	deadline := time.NewTimer(s.cfg.electionTimeout())
+	defer deadline.Stop()
+	for {
+		wake := s.leaders.changed()
+		if s.lead.Load() != raft.None {
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-deadline.C:
+			return ErrNoLeader
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.stopping:
+			return ErrStopped
+		}
+	}
+}
