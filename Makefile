@@ -2,6 +2,8 @@
 SHELL := /bin/bash
 GO ?= go
 VERSION ?= 3.6.0
+# The previous level's server, built from this tree (upstream's tests call it etcd-last-release).
+LAST_RELEASE_VERSION ?= 3.5.0
 GIT_SHA := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X etcdx/server/version.Version=$(VERSION) -X etcdx/server/version.GitSHA=$(GIT_SHA)
 MODULES := server etcdctl etcdutl discovery upgradelab e2e
@@ -14,7 +16,8 @@ build:
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/etcd ./server
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/etcdutl ./etcdutl
-	@echo "built $(BIN)/etcd ($(VERSION), $(GIT_SHA))"
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X etcdx/server/version.Version=$(LAST_RELEASE_VERSION) -X etcdx/server/version.GitSHA=$(GIT_SHA)" -o $(BIN)/etcd-last-release ./server
+	@echo "built $(BIN)/etcd ($(VERSION)) and $(BIN)/etcd-last-release ($(LAST_RELEASE_VERSION)) at $(GIT_SHA)"
 
 # Unit tests run with the race detector; end-to-end tests drive the real binaries built above.
 test: lint build unit e2e

@@ -39,8 +39,12 @@ func Binary(t testing.TB, name string) string {
 			buildErr = err
 			return
 		}
-		for name, pkg := range map[string]string{"etcd": "etcdx/server", "etcdutl": "etcdx/etcdutl"} {
-			out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput()
+		for name, pkg := range map[string]string{"etcd": "etcdx/server", "etcdutl": "etcdx/etcdutl", "etcd-last-release": "etcdx/server"} {
+			args := []string{"build", "-o", filepath.Join(dir, name)}
+			if name == "etcd-last-release" {
+				args = append(args, "-ldflags", "-X etcdx/server/version.Version="+LastReleaseVersion)
+			}
+			out, err := exec.Command("go", append(args, pkg)...).CombinedOutput()
 			if err != nil {
 				buildErr = fmt.Errorf("go build %s: %v\n%s", name, err, out)
 				return

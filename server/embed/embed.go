@@ -351,7 +351,6 @@ func grpcOrHTTP(gs *grpc.Server, h http.Handler) http.Handler {
 
 func (e *Etcd) serve() error {
 	s := e.Server
-	clusterVersion := func() string { return "" } // negotiated cluster versions arrive with the lifecycle work
 	reg := s.Config().Registry
 	rpcMetrics := grpcprom.NewServerMetrics()
 	reg.MustRegister(rpcMetrics)
@@ -377,7 +376,7 @@ func (e *Etcd) serve() error {
 			return fmt.Errorf("gateway connection: %w", err)
 		}
 		e.selfConns = append(e.selfConns, conn)
-		h, err := httpapi.Handler(s, conn, clusterVersion)
+		h, err := httpapi.Handler(s, conn)
 		if err != nil {
 			return err
 		}
@@ -407,7 +406,8 @@ func (e *Etcd) serve() error {
 	peerHandler := s.PeerHandler()
 	for _, l := range e.peers {
 		mux := http.NewServeMux()
-		mux.Handle("/version", httpapi.VersionHandler(clusterVersion))
+		mux.Handle("/version", httpapi.VersionHandler(s))
+		mux.Handle("/downgrade/", peerHandler)
 		mux.Handle("/raft/", peerHandler)
 		mux.Handle("/leases", peerHandler)
 		mux.Handle("/leases/", peerHandler)

@@ -302,6 +302,10 @@ func Main(args []string, environ []string, stderr io.Writer) int {
 		}
 		return 1
 	}
+	if err := version.CheckBuild(); err != nil {
+		fmt.Fprintf(stderr, "etcd: %v\n", err)
+		return 1
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "etcd: %v\n", err)

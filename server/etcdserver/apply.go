@@ -8,7 +8,6 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/membershippb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -259,15 +258,21 @@ func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest) *ap
 			return &applyResult{err: fmt.Errorf("member %x not found", a.Member_ID)}
 		}
 		m.Name, m.ClientURLs = a.MemberAttributes.Name, a.MemberAttributes.ClientUrls
-		return &applyResult{err: s.mem.save(b, m)}
+		if v := attrsVersion(a.MemberAttributes); v != "" {
+			m.ServerVersion = v
+		}
+		if err := s.mem.save(b, m); err != nil {
+			return &applyResult{err: err}
+		}
+		s.wakeVersions()
+		return &applyResult{}
+	case r.ClusterVersionSet != nil:
+		return s.applyClusterVersion(b, r.ClusterVersionSet.Ver)
+	case r.DowngradeInfoSet != nil:
+		return s.applyDowngradeInfo(b, r.DowngradeInfoSet)
 	default:
 		return &applyResult{err: fmt.Errorf("unsupported raft request")}
 	}
-}
-
-func memberAttrs(id uint64, name string, urls []string) *membershippb.ClusterMemberAttrSetRequest {
-	return &membershippb.ClusterMemberAttrSetRequest{Member_ID: id,
-		MemberAttributes: &membershippb.Attributes{Name: name, ClientUrls: urls}}
 }
 
 // kvView is what requests read through: a write transaction or a read-only view.

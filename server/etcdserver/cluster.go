@@ -14,6 +14,7 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"etcdx/server/version"
 	"etcdx/server/wal"
 )
 
@@ -51,6 +52,10 @@ func (s *Server) AddMember(ctx context.Context, peerURLs []string, learner bool)
 				}
 			}
 		}
+	}
+	if dg := s.DowngradeInfo(); dg.Enabled {
+		// The new member's version is unknown until it starts: the downgrade could not finish.
+		return nil, nil, &PreconditionError{fmt.Sprintf("etcdserver: cannot add a member while a downgrade to %s is in progress; finish or cancel the downgrade first", dg.Target())}
 	}
 	if learner && s.learnerCount() >= maxLearners {
 		return nil, nil, ErrTooManyLearners
@@ -206,6 +211,13 @@ func (s *Server) serveMembers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("X-Etcd-Cluster-ID", fmt.Sprintf("%x", s.ClusterID()))
+	cluster, dg, _ := s.vers.get()
+	if !cluster.IsZero() {
+		w.Header().Set(headerClusterVersion, cluster.Full())
+	}
+	if dg.Enabled {
+		w.Header().Set(headerDowngradeTarget, dg.TargetVersion)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(s.mem.list())
 }
@@ -257,7 +269,21 @@ func (s *Server) forwardPromote(ctx context.Context, id uint64) ([]Member, error
 }
 
 // fetchCluster asks the peers in the initial cluster for the current members and cluster ID.
-func fetchCluster(client *http.Client, urls []string) ([]Member, uint64, error) {
+// What a joining member learns from a peer besides the member list.
+const (
+	headerClusterVersion  = "X-Etcd-Cluster-Version"
+	headerDowngradeTarget = "X-Etcd-Downgrade-Target"
+)
+
+// remoteCluster is what a peer says about the cluster a member is about to join.
+type remoteCluster struct {
+	members   []Member
+	id        uint64
+	version   version.Level
+	downgrade version.DowngradeInfo
+}
+
+func fetchCluster(client *http.Client, urls []string) (*remoteCluster, error) {
 	var lastErr error
 	for _, u := range urls {
 		resp, err := client.Get(strings.TrimRight(u, "/") + membersPath)
@@ -276,14 +302,23 @@ func fetchCluster(client *http.Client, urls []string) ([]Member, uint64, error) 
 			lastErr = fmt.Errorf("%s sent no cluster ID", u)
 			continue
 		}
-		var ms []Member
-		if err := json.Unmarshal(body, &ms); err != nil {
+		rc := &remoteCluster{id: cid}
+		if err := json.Unmarshal(body, &rc.members); err != nil {
 			lastErr = fmt.Errorf("%s: %w", u, err)
 			continue
 		}
-		return ms, cid, nil
+		if v := resp.Header.Get(headerClusterVersion); v != "" {
+			if rc.version, err = version.ParseLevel(v); err != nil {
+				lastErr = fmt.Errorf("%s sent an unreadable cluster version: %w", u, err)
+				continue
+			}
+		}
+		if t := resp.Header.Get(headerDowngradeTarget); t != "" {
+			rc.downgrade = version.DowngradeInfo{TargetVersion: t, Enabled: true}
+		}
+		return rc, nil
 	}
-	return nil, 0, fmt.Errorf("could not retrieve the cluster's members from any peer in --initial-cluster: %v", lastErr)
+	return nil, fmt.Errorf("could not retrieve the cluster's members from any peer in --initial-cluster: %v", lastErr)
 }
 
 // joinExisting prepares a member that was added with `member add` to catch up from the leader.
@@ -295,9 +330,13 @@ func (s *Server) joinExisting(rcfg *raft.Config) error {
 			others = append(others, urls...)
 		}
 	}
-	members, cid, err := fetchCluster(cfg.peerHTTPClient(5*time.Second), others)
+	rc, err := fetchCluster(cfg.peerHTTPClient(5*time.Second), others)
 	if err != nil {
 		return err
+	}
+	members, cid := rc.members, rc.id
+	if err := version.CheckRun(version.Local(), rc.version, rc.downgrade); err != nil {
+		return fmt.Errorf("cannot join the cluster: %w", err)
 	}
 	var self *Member
 	for i := range members {

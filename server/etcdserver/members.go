@@ -19,6 +19,9 @@ type Member struct {
 	IsLearner  bool     `json:"isLearner,omitempty"`
 	Name       string   `json:"name,omitempty"`
 	ClientURLs []string `json:"clientURLs,omitempty"`
+	// ServerVersion is the version the member last published; upstream keeps no such field and
+	// ignores it when reading our files.
+	ServerVersion string `json:"serverVersion,omitempty"`
 }
 
 // MemberKey is the members bucket key: the ID in hex, as upstream.

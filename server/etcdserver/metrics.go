@@ -70,3 +70,11 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	m.serverVersion.WithLabelValues(version.Version).Set(1)
 	return m
 }
+
+// setClusterVersion moves etcd_cluster_version's 1 to the new label ("3.6", as upstream).
+func (m *metrics) setClusterVersion(l version.Level) {
+	m.clusterVersion.Reset()
+	if !l.IsZero() {
+		m.clusterVersion.WithLabelValues(l.String()).Set(1)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 
 	"etcdx/server/lease"
+	"etcdx/server/version"
 )
 
 // Lease calls that only the leader can answer travel to it over the peer port, as upstream.
@@ -35,6 +36,24 @@ func (s *Server) Process(ctx context.Context, m raftpb.Message) error {
 	return s.node.Step(ctx, m)
 }
 
+// CheckPeerVersion refuses peers whose binary may not run in this cluster (transport.Raft).
+func (s *Server) CheckPeerVersion(serverVersion, minClusterVersion string) error {
+	cluster, dg, _ := s.vers.get()
+	if err := version.CheckPeer(version.Local(), cluster, dg, serverVersion); err != nil {
+		return err
+	}
+	if minClusterVersion != "" {
+		min, err := version.ParseLevel(minClusterVersion)
+		if err != nil {
+			return fmt.Errorf("peer announced an unreadable minimum cluster version %q", minClusterVersion)
+		}
+		if version.Local().Less(min) {
+			return fmt.Errorf("peer version %s needs a cluster version of at least %s, but this member runs %s", serverVersion, min, version.Version)
+		}
+	}
+	return nil
+}
+
 // IsIDRemoved reports whether id was removed from the cluster (transport.Raft).
 func (s *Server) IsIDRemoved(id uint64) bool { return s.mem.isRemoved(id) }
 
@@ -52,6 +71,7 @@ func (s *Server) PeerHandler() http.Handler {
 	mux.HandleFunc(leaseInternalPath, s.serveLeaseTTL)
 	mux.HandleFunc(membersPath, s.serveMembers)
 	mux.HandleFunc(memberPromotePrefix, s.servePromote)
+	mux.HandleFunc(downgradeEnabledPath, s.serveDowngradeEnabled)
 	return mux
 }
 

@@ -100,6 +100,10 @@ type Server struct {
 	// already applied and only their conf changes are replayed into raft.
 	replayedTo uint64
 
+	// vers holds the cluster version, downgrade info and storage version; versionWake nudges
+	// the loop that decides them.
+	vers        *versionState
+	versionWake chan struct{}
 	// leaders wakes proposals that raft dropped while leadership was moving.
 	leaders *leaderWatch
 	// remoteProposals counts proposals forwarded by peers that are still being handed to raft.
@@ -133,7 +137,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	s := &Server{cfg: cfg, log: lg, waits: newWaitRegistry(), applyc: make(chan applyBatch, 128),
-		readc: make(chan raft.ReadState, 16), msgSnapC: make(chan raftpb.Message, 16), readWake: make(chan struct{}, 1), readNotifier: newNotifier(), leaders: newLeaderWatch(),
+		readc: make(chan raft.ReadState, 16), msgSnapC: make(chan raftpb.Message, 16), readWake: make(chan struct{}, 1), readNotifier: newNotifier(), leaders: newLeaderWatch(), versionWake: make(chan struct{}, 1),
 		draining: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{})}
 	var err error
 	var commitObserve func(time.Duration)
@@ -156,6 +160,14 @@ func New(cfg Config) (*Server, error) {
 		s.be.Close()
 		return nil, err
 	}
+	if s.vers, err = loadVersionState(s.be); err != nil {
+		return fail(err)
+	}
+	if wal.Exist(cfg.walDir()) {
+		if err := checkStorageAndCluster(s.vers, cfg.DataDir); err != nil {
+			return fail(err)
+		}
+	}
 	minTTL := int64((3*cfg.ElectionTicks)/2) * int64(cfg.TickMs) / 1000
 	if rem := (int64((3*cfg.ElectionTicks)/2) * int64(cfg.TickMs)) % 1000; rem != 0 {
 		minTTL++
@@ -167,6 +179,9 @@ func New(cfg Config) (*Server, error) {
 		return fail(err)
 	}
 	if s.alarms, err = loadAlarms(s.be); err != nil {
+		return fail(err)
+	}
+	if err := s.alignStorage(); err != nil {
 		return fail(err)
 	}
 	s.storage = raft.NewMemoryStorage()
@@ -198,6 +213,7 @@ func New(cfg Config) (*Server, error) {
 	s.m = newMetrics(cfg.Registry, s)
 	commitObserve = func(d time.Duration) { s.m.backendCommit.Observe(d.Seconds()) }
 	s.m.serverID.WithLabelValues(fmt.Sprintf("%x", s.id)).Set(1)
+	s.m.setClusterVersion(s.ClusterVersion())
 	s.m.quotaBytes.Set(float64(cfg.QuotaBackendBytes))
 	return s, nil
 }
@@ -372,7 +388,8 @@ func SameURLs(a, b []string) bool {
 
 // Start runs the member's loops.
 func (s *Server) Start() {
-	s.wg.Add(4)
+	s.wg.Add(5)
+	go s.versionLoop()
 	go s.raftLoop()
 	go s.applyLoop()
 	go s.readLoop()

@@ -106,5 +106,11 @@ func (s *Server) reloadState() error {
 		return err
 	}
 	s.alarms.replace(alarms)
+	vs, err := loadVersionState(s.be)
+	if err != nil {
+		return err
+	}
+	s.vers.replace(vs)
+	s.m.setClusterVersion(s.ClusterVersion())
 	return nil
 }

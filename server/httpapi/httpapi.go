@@ -31,17 +31,27 @@ type Versions struct {
 	Storage string `json:"storage,omitempty"`
 }
 
-// VersionHandler answers /version. clusterVersion returns "" until the cluster has decided.
-func VersionHandler(clusterVersion func() string) http.Handler {
+// VersionSource reports the replicated cluster version and the local storage version; zero
+// levels mean "not decided" and "not reported" (a 3.5 binary has no storage version).
+type VersionSource interface {
+	ClusterVersion() version.Level
+	StorageVersion() version.Level
+}
+
+// VersionHandler answers /version.
+func VersionHandler(vs VersionSource) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		v := Versions{Server: version.Version, Cluster: clusterVersion()}
-		if v.Cluster == "" {
-			v.Cluster = NotDecided
+		v := Versions{Server: version.Version, Cluster: NotDecided}
+		if cv := vs.ClusterVersion(); !cv.IsZero() {
+			v.Cluster = cv.Full()
+		}
+		if st := vs.StorageVersion(); !st.IsZero() {
+			v.Storage = st.Full()
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(v)
@@ -171,10 +181,10 @@ func probeHandler(s *etcdserver.Server, kind string, names ...string) http.Handl
 
 // Handler is the client listener's HTTP side. conn is a client connection to this member's own
 // gRPC server, used by the JSON gateway.
-func Handler(s *etcdserver.Server, conn *grpc.ClientConn, clusterVersion func() string) (http.Handler, error) {
+func Handler(s *etcdserver.Server, conn *grpc.ClientConn) (http.Handler, error) {
 	mux := http.NewServeMux()
 	AddMetrics(mux, s)
-	mux.Handle("/version", VersionHandler(clusterVersion))
+	mux.Handle("/version", VersionHandler(s))
 	gwmux := runtime.NewServeMux(runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{
 		Marshaler: &runtime.JSONPb{
 			MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: false},

@@ -48,6 +48,8 @@ type Raft interface {
 	ReportSnapshot(id uint64, status raft.SnapshotStatus)
 	// ReceiveSnapshotDB stores the database that accompanies a snapshot message.
 	ReceiveSnapshotDB(index uint64, r io.Reader) error
+	// CheckPeerVersion refuses a peer whose announced versions cannot run in this cluster.
+	CheckPeerVersion(serverVersion, minClusterVersion string) error
 }
 
 // Config identifies this member in handshakes.
@@ -211,6 +213,9 @@ func (t *Transport) checkHandshake(h http.Header) *refusal {
 	}
 	if t.cfg.Raft.IsIDRemoved(from) {
 		return &refusal{http.StatusGone, fmt.Sprintf("member %x was removed from the cluster", from)}
+	}
+	if err := t.cfg.Raft.CheckPeerVersion(h.Get(HeaderServerVersion), h.Get(HeaderMinCluster)); err != nil {
+		return &refusal{http.StatusPreconditionFailed, "incompatible version: " + err.Error()}
 	}
 	return nil
 }

@@ -45,6 +45,11 @@ var errorTable = []struct {
 	{lease.ErrTTLTooLarge, rpctypes.ErrGRPCLeaseTTLTooLarge},
 	{lease.ErrNotPrimary, rpctypes.ErrGRPCNotLeader},
 	{backend.ErrLocked, rpctypes.ErrGRPCStopped},
+	{etcdserver.ErrInvalidDowngradeTarget, rpctypes.ErrGRPCInvalidDowngradeTargetVersion},
+	{etcdserver.ErrWrongDowngradeFormat, rpctypes.ErrGRPCWrongDowngradeVersionFormat},
+	{etcdserver.ErrDowngradeInProcess, rpctypes.ErrGRPCDowngradeInProcess},
+	{etcdserver.ErrNoInflightDowngrade, rpctypes.ErrGRPCNoInflightDowngrade},
+	{etcdserver.ErrClusterVersionUnknown, rpctypes.ErrGRPCClusterVersionUnavailable},
 	{context.Canceled, rpctypes.ErrGRPCCanceled},
 	{context.DeadlineExceeded, rpctypes.ErrGRPCDeadlineExceeded},
 }
@@ -61,6 +66,10 @@ func togRPCError(err error) error {
 		if errors.Is(err, e.err) {
 			return e.grpc
 		}
+	}
+	var pe *etcdserver.PreconditionError
+	if errors.As(err, &pe) {
+		return status.Error(codes.FailedPrecondition, pe.Msg)
 	}
 	return status.Error(codes.Unknown, err.Error())
 }

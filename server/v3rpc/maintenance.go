@@ -43,6 +43,14 @@ func (m *maintenanceServer) Status(ctx context.Context, r *pb.StatusRequest) (*p
 		RaftTerm:         s.Term(),
 		RaftAppliedIndex: s.AppliedIndex(),
 		DbSizeQuota:      s.Config().QuotaBackendBytes,
+		IsLearner:        s.IsLearner(),
+	}
+	if st := s.StorageVersion(); !st.IsZero() {
+		resp.StorageVersion = st.Full()
+	}
+	if version.Downgrade.Built() {
+		dg := s.DowngradeInfo()
+		resp.DowngradeInfo = &pb.DowngradeInfo{Enabled: dg.Enabled, TargetVersion: dg.TargetVersion}
 	}
 	for _, a := range s.Alarms() {
 		resp.Errors = append(resp.Errors, fmt.Sprintf("memberID:%d alarm:%s ", a.MemberID, a.Alarm.String()))
@@ -50,6 +58,17 @@ func (m *maintenanceServer) Status(ctx context.Context, r *pb.StatusRequest) (*p
 	if resp.Leader == 0 {
 		resp.Errors = append(resp.Errors, "etcdserver: no leader")
 	}
+	m.hdr.fill(resp.Header)
+	return resp, nil
+}
+
+// Downgrade validates, enables or cancels a downgrade of the cluster by one minor version.
+func (m *maintenanceServer) Downgrade(ctx context.Context, r *pb.DowngradeRequest) (*pb.DowngradeResponse, error) {
+	resp, err := m.s.Downgrade(ctx, r)
+	if err != nil {
+		return nil, togRPCError(err)
+	}
+	resp.Header = &pb.ResponseHeader{}
 	m.hdr.fill(resp.Header)
 	return resp, nil
 }

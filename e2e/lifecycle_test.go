@@ -1,0 +1,250 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// swapBinary restarts m (SIGTERM, clean exit) on another binary.
+func swapBinary(t *testing.T, m *Member, bin string) {
+	t.Helper()
+	if err := m.Stop(); err != nil {
+		t.Fatalf("stop %s: %v\n%s", m.Name, err, m.LogTail(10))
+	}
+	m.Bin = bin
+	m.Start()
+}
+
+func lastReleaseCluster(t *testing.T, n int) *Cluster {
+	c := NewCluster(t, n)
+	for _, m := range c.Members {
+		m.Bin = ServerAt(t, LastReleaseVersion)
+	}
+	c.Start()
+	return c
+}
+
+// metric returns the value line of a Prometheus sample, e.g. `etcd_cluster_version{cluster_version="3.6"}`.
+func metricLine(t *testing.T, m *Member, sample string) string {
+	t.Helper()
+	resp, err := http.Get(m.MetricsURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, sample+" ") {
+			return l
+		}
+	}
+	return ""
+}
+
+func TestRollingUpgradeFromLastRelease(t *testing.T) {
+	c := lastReleaseCluster(t, 3)
+	c.WaitVersions("3.5.0", "", 10*time.Second) // a 3.5 binary reports no storage version
+	cl := c.Client()
+	stop := make(chan struct{})
+	done := make(chan rollingWrites)
+	go func() { done <- writeThrough(cl, "upgrade", 4, stop) }()
+
+	for i, m := range c.Members {
+		time.Sleep(500 * time.Millisecond)
+		swapBinary(t, m, ServerAt(t, CurrentVersion))
+		v, err := m.Versions()
+		if err != nil || v.Server != "3.6.0" {
+			t.Fatalf("%s after the swap: %+v, %v", m.Name, v, err)
+		}
+		if i < len(c.Members)-1 {
+			// Mixed cluster: the cluster version waits for the last member, storage stays 3.5.
+			time.Sleep(1500 * time.Millisecond)
+			for _, o := range c.Members {
+				if v, err := o.Versions(); err != nil || v.Cluster != "3.5.0" || (v.Storage != "" && v.Storage != "3.5.0") {
+					t.Fatalf("with %d of 3 members upgraded, %s reports %+v, %v", i+1, o.Name, v, err)
+				}
+			}
+		}
+	}
+	c.WaitVersions("3.6.0", "3.6.0", 15*time.Second)
+	close(stop)
+	w := <-done
+	if len(w.failed) > 0 {
+		t.Errorf("%d writes failed during the upgrade: %v", len(w.failed), w.failed)
+	}
+	if len(w.acked) < 100 {
+		t.Fatalf("too little load: %d writes", len(w.acked))
+	}
+	checkAcked(t, cl, "upgrade", w.acked)
+
+	updated := false
+	for _, m := range c.Members {
+		updated = updated || m.LogHas("updated the cluster version from 3.5 to 3.6")
+		if !m.LogHas(`"msg":"migrated storage version","from":"3.5","to":"3.6"`) {
+			t.Errorf("%s did not log its storage migration\n%s", m.Name, m.LogTail(20))
+		}
+		st, err := m.Client().Status(Ctx(t), m.ClientURL)
+		if err != nil || st.StorageVersion != "3.6.0" || st.Version != "3.6.0" {
+			t.Errorf("%s status: %+v, %v", m.Name, st, err)
+		}
+		if l := metricLine(t, m, `etcd_cluster_version{cluster_version="3.6"}`); !strings.HasSuffix(l, " 1") {
+			t.Errorf("%s: etcd_cluster_version metric %q", m.Name, l)
+		}
+	}
+	if !updated {
+		t.Error(`no member logged "updated the cluster version from 3.5 to 3.6"`)
+	}
+	// The first upgraded member ran ahead of the cluster and said so; old members saw a newer peer.
+	if !c.Members[0].LogHas("the cluster version 3.5 is lower than the local etcd version 3.6.0") {
+		t.Errorf("m1 did not warn that it runs ahead of the cluster\n%s", c.Members[0].LogTail(30))
+	}
+	if !c.Members[2].LogHas("the local etcd version 3.5.0 is not up-to-date") {
+		t.Errorf("m3 (still 3.5 while others ran 3.6) did not warn\n%s", c.Members[2].LogTail(30))
+	}
+	t.Logf("upgrade: %d acknowledged writes kept", len(w.acked))
+}
+
+func TestDowngradeAndUpgradeBack(t *testing.T) {
+	c := NewCluster(t, 3)
+	c.Start()
+	c.WaitVersions("3.6.0", "3.6.0", 10*time.Second)
+	cl := c.Client()
+
+	for target, want := range map[string]string{
+		"3.4":    "invalid downgrade target version",
+		"3.6":    "invalid downgrade target version",
+		"3.7":    "invalid downgrade target version",
+		"banana": "wrong downgrade target version format",
+	} {
+		if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeValidate, target); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("validate %s: %v, want %q", target, err, want)
+		}
+	}
+	if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeCancel, ""); err == nil || !strings.Contains(err.Error(), "no inflight downgrade job") {
+		t.Errorf("cancel without a downgrade: %v", err)
+	}
+	resp, err := cl.Downgrade(Ctx(t), clientv3.DowngradeValidate, "3.5")
+	if err != nil || resp.Version != "3.6.0" {
+		t.Fatalf("validate 3.5: %+v, %v", resp, err)
+	}
+
+	stop := make(chan struct{})
+	done := make(chan rollingWrites)
+	go func() { done <- writeThrough(cl, "downgrade", 4, stop) }()
+
+	if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeEnable, "3.5"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeEnable, "3.5"); err == nil || !strings.Contains(err.Error(), "downgrade job in progress") {
+		t.Errorf("second enable: %v", err)
+	}
+	c.WaitVersions("3.5.0", "3.5.0", 15*time.Second)
+	for _, m := range c.Members {
+		st, err := m.Client().Status(Ctx(t), m.ClientURL)
+		if err != nil || st.DowngradeInfo == nil || !st.DowngradeInfo.Enabled || st.DowngradeInfo.TargetVersion != "3.5.0" || st.StorageVersion != "3.5.0" {
+			t.Fatalf("%s status during the downgrade: %+v, %v", m.Name, st, err)
+		}
+		waitLog(t, m, "the member is ready to be downgraded")
+	}
+	if _, err := cl.MemberAdd(Ctx(t), []string{"http://127.0.0.1:1"}); err == nil || !strings.Contains(err.Error(), "downgrade") {
+		t.Errorf("member add during a downgrade: %v", err)
+	}
+	for _, m := range c.Members {
+		time.Sleep(300 * time.Millisecond)
+		swapBinary(t, m, ServerAt(t, LastReleaseVersion))
+	}
+	waitAnyLog(t, c, "the cluster has been downgraded")
+	c.WaitVersions("3.5.0", "", 15*time.Second)
+
+	// And back up.
+	for _, m := range c.Members {
+		time.Sleep(300 * time.Millisecond)
+		swapBinary(t, m, ServerAt(t, CurrentVersion))
+	}
+	c.WaitVersions("3.6.0", "3.6.0", 15*time.Second)
+	for _, m := range c.Members {
+		st, err := m.Client().Status(Ctx(t), m.ClientURL)
+		if err != nil || st.DowngradeInfo == nil || st.DowngradeInfo.Enabled {
+			t.Fatalf("%s status after upgrading back: %+v, %v", m.Name, st, err)
+		}
+	}
+	close(stop)
+	w := <-done
+	if len(w.failed) > 0 {
+		t.Errorf("%d writes failed during downgrade and upgrade: %v", len(w.failed), w.failed)
+	}
+	checkAcked(t, cl, "downgrade", w.acked)
+	t.Logf("downgrade and upgrade back: %d acknowledged writes kept", len(w.acked))
+}
+
+func TestDowngradeCancel(t *testing.T) {
+	c := NewCluster(t, 3)
+	c.Start()
+	c.WaitVersions("3.6.0", "3.6.0", 10*time.Second)
+	cl := c.Client()
+
+	// Cancel before any binary is swapped: cluster and storage go back to 3.6.
+	if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeEnable, "3.5"); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitVersions("3.5.0", "3.5.0", 15*time.Second)
+	if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeCancel, ""); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitVersions("3.6.0", "3.6.0", 15*time.Second)
+
+	// Cancel after one member runs 3.5: the cluster stays at 3.5 until that member is upgraded.
+	if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeEnable, "3.5"); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitVersions("3.5.0", "3.5.0", 15*time.Second)
+	m := c.Members[1]
+	swapBinary(t, m, ServerAt(t, LastReleaseVersion))
+	if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeCancel, ""); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	for _, o := range c.Members {
+		v, err := o.Versions()
+		if err != nil || v.Cluster != "3.5.0" {
+			t.Fatalf("%s after cancel with a 3.5 member: %+v, %v", o.Name, v, err)
+		}
+	}
+	swapBinary(t, m, ServerAt(t, CurrentVersion))
+	c.WaitVersions("3.6.0", "3.6.0", 15*time.Second)
+}
+
+func waitLog(t *testing.T, m *Member, s string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !m.LogHas(s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never logged %q\n%s", m.Name, s, m.LogTail(20))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func waitAnyLog(t *testing.T, c *Cluster, s string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		for _, m := range c.Members {
+			if m.LogHas(s) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no member logged %q", s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+var _ = context.Background

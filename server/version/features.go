@@ -1,0 +1,39 @@
+package version
+
+// Feature is a behaviour that exists from some level on. It is on in a cluster only when the
+// cluster version has reached that level, even on members whose binary has it.
+type Feature int
+
+const (
+	// StorageVersion: the backend records its schema level in meta/storageVersion and members
+	// migrate their storage with the cluster version.
+	StorageVersion Feature = iota
+	// Downgrade: Maintenance.Downgrade can validate and enable a downgrade to the level below.
+	Downgrade
+	// LeaseCheckpointPersist: lease checkpoints also write the remaining TTL to the lease bucket,
+	// so it survives restarts of every member, not only leader changes.
+	LeaseCheckpointPersist
+)
+
+var features = map[Feature]struct {
+	name  string
+	level Level
+}{
+	StorageVersion:         {"storage-version", V3_6},
+	Downgrade:              {"downgrade", V3_6},
+	LeaseCheckpointPersist: {"lease-checkpoint-persist", V3_6},
+}
+
+func (f Feature) String() string { return features[f].name }
+
+// Level is the level that introduced f.
+func (f Feature) Level() Level { return features[f].level }
+
+// Built reports whether this binary implements f.
+func (f Feature) Built() bool { return !Local().Less(f.Level()) }
+
+// On reports whether f is on in a cluster at cluster version cluster. Nothing newer than the
+// oldest level is on before the cluster version is decided.
+func (f Feature) On(cluster Level) bool {
+	return f.Built() && !cluster.IsZero() && !cluster.Less(f.Level())
+}
