@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// startRefused starts m and expects it to exit 1 with every one of msgs in its log.
+func startRefused(t *testing.T, m *Member, msgs ...string) {
+	t.Helper()
+	if err := m.StartNoWait(); err != nil {
+		t.Fatal(err)
+	}
+	code, err := m.Wait(15 * time.Second)
+	if err != nil || code != 1 {
+		m.Kill()
+		t.Fatalf("%s (%s): exit %d, %v; want a refusal with exit 1\n%s", m.Name, m.Bin, code, err, m.LogTail(20))
+	}
+	for _, s := range msgs {
+		if !m.LogHas(s) {
+			t.Fatalf("%s refused without saying %q\n%s", m.Name, s, m.LogTail(20))
+		}
+	}
+}
+
+func TestOlderBinaryRefusesNewerData(t *testing.T) {
+	m := NewMember(t)
+	m.Start()
+	c := &Cluster{t: t, Members: []*Member{m}}
+	c.WaitVersions("3.6.0", "3.6.0", 10*time.Second)
+	if _, err := m.Client().Put(Ctx(t), "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	m.Bin = ServerAt(t, LastReleaseVersion)
+	startRefused(t, m, "has storage version 3.6, newer than this etcd 3.5.0", "etcdutl migrate --data-dir "+m.DataDir+" --target-version 3.5")
+	// Nothing was touched: the right binary still serves the data.
+	m.Bin = ServerAt(t, CurrentVersion)
+	m.Start()
+	if r, err := m.Client().Get(Ctx(t), "k"); err != nil || len(r.Kvs) != 1 {
+		t.Fatalf("data after the refused start: %v, %v", r, err)
+	}
+}
+
+func TestOlderBinaryRefusedWhenJoining(t *testing.T) {
+	m := NewMember(t)
+	m.Start()
+	c := &Cluster{t: t, Members: []*Member{m}}
+	c.WaitVersions("3.6.0", "3.6.0", 10*time.Second)
+	n := NewMember(t)
+	n.Name = "m2"
+	n.Bin = ServerAt(t, LastReleaseVersion)
+	if _, err := m.Client().MemberAdd(Ctx(t), []string{n.PeerURL}); err != nil {
+		t.Fatal(err)
+	}
+	n.InitialCluster = m.Name + "=" + m.PeerURL + "," + n.Name + "=" + n.PeerURL
+	n.Extra = []string{"--initial-cluster-state", "existing"}
+	startRefused(t, n, "cannot join the cluster: etcd 3.5 is older than the cluster version 3.6", "enable a downgrade to 3.5")
+}
+
+func TestSkipVersionUpgradeRefused(t *testing.T) {
+	c := lastReleaseCluster(t, 1)
+	c.WaitVersions("3.5.0", "", 10*time.Second)
+	m := c.Members[0]
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	m.Bin = ServerAt(t, "3.7.0")
+	startRefused(t, m, "etcd 3.7 is more than one minor version newer than the cluster version 3.5", "every member to 3.6 first")
+	// One minor at a time works, and the 3.5 data is still good for it.
+	m.Bin = ServerAt(t, CurrentVersion)
+	m.Start()
+	c.WaitVersions("3.6.0", "3.6.0", 10*time.Second)
+}
+
+func TestPeersMoreThanOneMinorApartRefuseEachOther(t *testing.T) {
+	c := NewCluster(t, 2)
+	c.Members[0].Bin = ServerAt(t, LastReleaseVersion)
+	c.Members[1].Bin = ServerAt(t, "3.7.0")
+	for _, m := range c.Members {
+		if err := m.StartNoWait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a, b := c.Members[0].Log(), c.Members[1].Log()
+		if strings.Contains(a, "rejected stream from remote peer") && strings.Contains(a, "peer version 3.7.0 is more than one minor version away from the local version 3.5.0") &&
+			strings.Contains(b, "peer refused our stream") && strings.Contains(b, "3.7.0") && strings.Contains(b, "3.5.0") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no version refusal logged on both sides\n--- m1 ---\n%s\n--- m2 ---\n%s", c.Members[0].LogTail(20), c.Members[1].LogTail(20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := c.Members[0].WaitHealthy(2 * time.Second); err == nil {
+		t.Fatal("members more than one minor apart formed a quorum")
+	}
+}
