@@ -34,7 +34,7 @@ func TestEtcdutlSnapshotErrors(t *testing.T) {
 	if code, out := etcdutl(t, "snapshot", "status", filepath.Join(dir, "nope.db")); code != 1 || !strings.Contains(out, "nope.db") {
 		t.Fatalf("missing file: %d %s", code, out)
 	}
-	if code, out := etcdutl(t, "snapshot", "status"); code != 2 || !strings.Contains(out, "exactly one snapshot file") {
+	if code, out := etcdutl(t, "snapshot", "status"); code != 2 || !strings.Contains(out, "exactly 1 file argument") {
 		t.Fatalf("no argument: %d %s", code, out)
 	}
 	if code, out := etcdutl(t, "snapshot", "status", snap, "-w", "xml"); code != 2 || !strings.Contains(out, "--write-out") {

@@ -3,18 +3,14 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
-	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
 
-	"etcdx/server/embed"
-	"etcdx/server/snapshot"
 	"etcdx/server/version"
 )
 
@@ -33,9 +29,15 @@ func main() {
 const usage = `Usage: etcdutl <command> [flags]
 
 Commands:
-  snapshot restore <file>   restore a snapshot into a new data directory
-  snapshot status <file>    show a snapshot's hash, revision, key count, size and storage version
-  version                   print the version
+  backup --data-dir D --backup-dir B             consistent copy of a stopped member's data
+  defrag --data-dir D                            defragment a stopped member's database
+  hashkv <file> [--rev N]                        hash of the key-value store, as HashKV answers
+  migrate --data-dir D --target-version X.Y      move a stopped member's storage to another version
+  snapshot restore <file> --data-dir D ...       restore a snapshot into a new data directory
+  snapshot status <file>                         hash, revision, total keys, size, storage version
+  version                                        print the version
+
+Commands that print a result take -w/--write-out simple|json|table.
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -71,6 +73,14 @@ func dispatch(args []string, stdout io.Writer) error {
 			return status(args[2:], stdout)
 		}
 		return usageError{fmt.Errorf("unknown snapshot subcommand %q", args[1])}
+	case "migrate":
+		return migrate(args[1:], stdout)
+	case "backup":
+		return backup(args[1:], stdout)
+	case "defrag":
+		return defrag(args[1:], stdout)
+	case "hashkv":
+		return hashkv(args[1:], stdout)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -79,78 +89,43 @@ func dispatch(args []string, stdout io.Writer) error {
 }
 
 func oneFile(fs *pflag.FlagSet, args []string, what string) (string, error) {
-	if err := fs.Parse(args); err != nil {
-		return "", usageError{err}
-	}
-	if fs.NArg() != 1 {
-		return "", usageError{fmt.Errorf("%s requires exactly one snapshot file argument", what)}
+	if err := parseNoArgs(fs, args, 1); err != nil {
+		return "", err
 	}
 	return fs.Arg(0), nil
 }
 
-func restore(args []string, stdout io.Writer) error {
-	fs := pflag.NewFlagSet("snapshot restore", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	dataDir := fs.String("data-dir", "", "Path to the output data directory (default <name>.etcd)")
-	name := fs.String("name", embed.DefaultName, "Human-readable name for this member")
-	initialCluster := fs.String("initial-cluster", "", "Initial cluster configuration for restore bootstrap (default <name>=<initial-advertise-peer-urls>)")
-	token := fs.String("initial-cluster-token", embed.DefaultInitialClusterToken, "Initial cluster token for the etcd cluster during restore bootstrap")
-	peerURLs := fs.StringSlice("initial-advertise-peer-urls", []string{embed.DefaultListenPeerURLs}, "List of this member's peer URLs to advertise to the rest of the cluster")
-	skipHash := fs.Bool("skip-hash-check", false, "Ignore snapshot integrity hash value (required if copied from data directory)")
-	file, err := oneFile(fs, args, "snapshot restore")
-	if err != nil {
-		return err
+// parseNoArgs parses flags and insists on exactly n positional arguments.
+func parseNoArgs(fs *pflag.FlagSet, args []string, n int) error {
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
 	}
-	dir := *dataDir
-	if dir == "" {
-		dir = *name + ".etcd"
-	}
-	ic := *initialCluster
-	if ic == "" {
-		var parts []string
-		for _, u := range *peerURLs {
-			parts = append(parts, *name+"="+u)
+	if fs.NArg() != n {
+		if n == 0 {
+			return usageError{fmt.Errorf("%s takes no arguments, got %q", fs.Name(), fs.Args())}
 		}
-		ic = strings.Join(parts, ",")
+		return usageError{fmt.Errorf("%s requires exactly %d file argument", fs.Name(), n)}
 	}
-	cluster, err := embed.ParseInitialCluster(ic)
-	if err != nil {
-		return usageError{fmt.Errorf("--initial-cluster: %w", err)}
-	}
-	if err := snapshot.Restore(snapshot.RestoreConfig{SnapshotPath: file, DataDir: dir, Name: *name, PeerURLs: *peerURLs,
-		InitialCluster: cluster, InitialClusterToken: *token, SkipHashCheck: *skipHash}); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "restored snapshot %s into %s (member %s)\n", file, dir, *name)
 	return nil
 }
 
-func status(args []string, stdout io.Writer) error {
-	fs := pflag.NewFlagSet("snapshot status", pflag.ContinueOnError)
+// newFlags returns a flag set that reports errors instead of printing them.
+func newFlags(name string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	format := fs.StringP("write-out", "w", "simple", "set the output format (simple, json, table)")
-	file, err := oneFile(fs, args, "snapshot status")
-	if err != nil {
-		return err
+	return fs
+}
+
+// outputFormat registers -w/--write-out and returns a checker for its value.
+func outputFormat(fs *pflag.FlagSet) func() (string, error) {
+	f := fs.StringP("write-out", "w", "simple", "set the output format (simple, json, table)")
+	return func() (string, error) {
+		switch *f {
+		case "simple", "json", "table":
+			return *f, nil
+		}
+		return "", usageError{fmt.Errorf("--write-out: unknown format %q (want simple, json or table)", *f)}
 	}
-	if *format != "simple" && *format != "json" && *format != "table" {
-		return usageError{fmt.Errorf("--write-out: unknown format %q (want simple, json or table)", *format)}
-	}
-	st, err := snapshot.GetStatus(file)
-	if err != nil {
-		return err
-	}
-	size := humanize.Bytes(uint64(st.TotalSize))
-	switch *format {
-	case "json":
-		return json.NewEncoder(stdout).Encode(st)
-	case "table":
-		printTable(stdout, []string{"HASH", "REVISION", "TOTAL KEYS", "TOTAL SIZE", "VERSION"},
-			[][]string{{fmt.Sprintf("%x", st.Hash), fmt.Sprint(st.Revision), fmt.Sprint(st.TotalKey), size, st.Version}})
-	default:
-		fmt.Fprintf(stdout, "%x, %d, %d, %s, %s\n", st.Hash, st.Revision, st.TotalKey, size, st.Version)
-	}
-	return nil
 }
 
 // printTable draws the bordered, centred table upstream's tools print.

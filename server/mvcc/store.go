@@ -107,6 +107,12 @@ func (s *Store) restore() error {
 			if err := kv.Unmarshal(v); err != nil {
 				return fmt.Errorf("mvcc: value at revision %d_%d: %w", rev.Main, rev.Sub, err)
 			}
+			if len(kv.Key) == 0 {
+				// A revision marker with no key (snapshot restore --bump-revision): it only moves
+				// the current revision; the scheduled compaction written with it removes it.
+				s.currentRev = max(s.currentRev, rev.Main)
+				return nil
+			}
 			if tomb {
 				if ki := s.idx.lookup(kv.Key); ki != nil && ki.isLive() {
 					_ = ki.tombstone(rev)

@@ -21,6 +21,7 @@ import (
 	"etcdx/server/backend"
 	"etcdx/server/etcdserver"
 	"etcdx/server/mvcc"
+	"etcdx/server/schema"
 	"etcdx/server/wal"
 )
 
@@ -73,12 +74,14 @@ func GetStatus(path string) (*Status, error) {
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
 	err = db.View(func(tx *bolt.Tx) error {
 		st.TotalSize = tx.Size()
-		if m := tx.Bucket(backend.Meta); m != nil {
-			st.Version = string(m.Get(backend.MetaStorageVersion))
+		sv, err := schema.Read(tx)
+		if err != nil {
+			return err
 		}
+		st.Version = sv.Full()
 		// TotalKey counts keys alive at the latest revision, as upstream 3.6 reports it.
 		live := map[string]bool{}
-		err := tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+		err = tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 			h.Write(name)
 			isKey := bytes.Equal(name, backend.Key)
 			return b.ForEach(func(k, v []byte) error {
@@ -92,7 +95,9 @@ func GetStatus(path string) (*Status, error) {
 					if err := kv.Unmarshal(v); err != nil {
 						return fmt.Errorf("revision %d_%d: %w", r.Main, r.Sub, err)
 					}
-					if tomb {
+					if len(kv.Key) == 0 {
+						// a revision marker left by --bump-revision
+					} else if tomb {
 						delete(live, string(kv.Key))
 					} else {
 						live[string(kv.Key)] = true
@@ -137,11 +142,23 @@ type RestoreConfig struct {
 	InitialCluster      map[string][]string
 	InitialClusterToken string
 	SkipHashCheck       bool
+	// BumpRevision raises the restored store's revision by this much, so watchers and caches
+	// that saw revisions after the snapshot never see a revision go backwards.
+	BumpRevision int64
+	// MarkCompacted schedules a compaction at the bumped revision, so clients asking for
+	// revisions the restored data does not hold get "compacted" instead of stale answers.
+	MarkCompacted bool
 }
 
 // Restore writes a data directory from which the member starts as part of a new cluster whose
 // keyspace is the snapshot's. The data directory must not exist yet (or be empty).
 func Restore(cfg RestoreConfig) error {
+	if cfg.BumpRevision < 0 {
+		return fmt.Errorf("--bump-revision must not be negative")
+	}
+	if cfg.BumpRevision > 0 && !cfg.MarkCompacted {
+		return fmt.Errorf("--mark-compacted is required when --bump-revision is set")
+	}
 	if des, err := os.ReadDir(cfg.DataDir); err == nil && len(des) > 0 {
 		return fmt.Errorf("data-dir %q not empty or could not be read", cfg.DataDir)
 	}
@@ -199,6 +216,9 @@ func Restore(cfg RestoreConfig) error {
 	}
 	b := be.Batch()
 	err = rewriteMembership(b, members, uint64(len(members)))
+	if err == nil && cfg.BumpRevision > 0 {
+		err = bumpRevision(b, cfg.BumpRevision)
+	}
 	if uerr := b.Unlock(); err == nil {
 		err = uerr
 	}
@@ -285,4 +305,22 @@ func rewriteMembership(b *backend.BatchTx, members []etcdserver.Member, appliedI
 		return err
 	}
 	return b.Put(backend.Meta, backend.MetaTerm, backend.PutUint64(1))
+}
+
+// bumpRevision writes an empty marker at latest+amount in the key bucket and schedules a
+// compaction there, as upstream's restore does (the file layout is the same).
+func bumpRevision(b *backend.BatchTx, amount int64) error {
+	latest := int64(1)
+	if k, _ := b.Tx().Bucket(backend.Key).Cursor().Last(); k != nil {
+		r, _, err := mvcc.BytesToRev(k)
+		if err != nil {
+			return fmt.Errorf("read latest revision: %w", err)
+		}
+		latest = r.Main
+	}
+	bumped := mvcc.Revision{Main: latest + amount}
+	if err := b.Put(backend.Key, mvcc.RevToBytes(bumped, false), []byte{}); err != nil {
+		return err
+	}
+	return b.Put(backend.Meta, backend.MetaScheduledCompact, mvcc.RevToBytes(mvcc.Revision{Main: bumped.Main}, false))
 }

@@ -131,92 +131,137 @@ func Open(dir string, snap raftpb.SnapshotMetadata) (*WAL, error) {
 func (w *WAL) ReadAll() (metadata []byte, state raftpb.HardState, ents []raftpb.Entry, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	snap := w.pendingSnap
+	r, err := scan(w.dir, w.segments, w.pendingSnap, false)
+	if err != nil {
+		return nil, state, nil, err
+	}
+	if r.lastIdx > 0 {
+		w.lastIdx = r.lastIdx
+	}
+	if r.torn {
+		if err := w.lockFile.Truncate(r.goodEnd); err != nil {
+			return nil, state, nil, fmt.Errorf("wal: cut torn tail of %s: %w", w.segments[len(w.segments)-1].name, err)
+		}
+		if err := w.lockFile.Sync(); err != nil {
+			return nil, state, nil, fmt.Errorf("wal: sync %s: %w", w.segments[len(w.segments)-1].name, err)
+		}
+	}
+	if _, err := w.lockFile.Seek(r.goodEnd, 0); err != nil {
+		return nil, state, nil, fmt.Errorf("wal: seek: %w", err)
+	}
+	w.f = w.lockFile
+	w.size = r.goodEnd
+	w.metadata = r.metadata
+	w.state = r.state
+	return r.metadata, r.state, r.ents, nil
+}
+
+// ReadEntries returns every entry the WAL in dir still holds, without locking or changing any file
+// (a torn final write is ignored, not cut). For offline tools.
+func ReadEntries(dir string) ([]raftpb.Entry, error) {
+	segs, err := listSegments(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(segs) == 0 {
+		return nil, fmt.Errorf("wal: no segment files in %s", dir)
+	}
+	r, err := scan(dir, segs, raftpb.SnapshotMetadata{}, true)
+	if err != nil {
+		return nil, err
+	}
+	return r.ents, nil
+}
+
+// scanResult is what reading the segments found.
+type scanResult struct {
+	metadata []byte
+	state    raftpb.HardState
+	ents     []raftpb.Entry
+	lastIdx  uint64
+	goodEnd  int64 // end of the last complete record in the last segment
+	torn     bool  // the last segment ends in an interrupted write
+}
+
+// scan decodes the segments, keeping entries after snap. Offline readers pass partial: the
+// entries then start wherever the oldest remaining segment starts.
+func scan(dir string, segs []segment, snap raftpb.SnapshotMetadata, partial bool) (*scanResult, error) {
+	r := &scanResult{}
 	foundSnap := snap.Index == 0
-	lastSeg := len(w.segments) - 1
-	var goodEnd int64
-	for i, s := range w.segments {
-		path := filepath.Join(w.dir, s.name)
+	lastSeg := len(segs) - 1
+	for i, s := range segs {
+		path := filepath.Join(dir, s.name)
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return nil, state, nil, fmt.Errorf("wal: read %s: %w", s.name, err)
+			return nil, fmt.Errorf("wal: read %s: %w", s.name, err)
 		}
 		off := 0
 		for off < len(data) {
 			t, payload, n, rerr := decodeRecord(data[off:])
 			if rerr != nil {
 				if i == lastSeg && isTail(data[off:]) {
-					break // interrupted final write: cut below
+					break // interrupted final write
 				}
-				return nil, state, nil, fmt.Errorf("%w: %s at offset %d: %v", ErrCorrupt, path, off, rerr)
+				return nil, fmt.Errorf("%w: %s at offset %d: %v", ErrCorrupt, path, off, rerr)
 			}
 			off += n
 			switch t {
 			case recMetadata:
-				if metadata != nil && string(metadata) != string(payload) {
-					return nil, state, nil, fmt.Errorf("%w: %s: metadata differs from earlier segments", ErrCorrupt, path)
+				if r.metadata != nil && string(r.metadata) != string(payload) {
+					return nil, fmt.Errorf("%w: %s: metadata differs from earlier segments", ErrCorrupt, path)
 				}
-				metadata = append([]byte(nil), payload...)
+				r.metadata = append([]byte(nil), payload...)
 			case recEntry:
 				var e raftpb.Entry
 				if err := e.Unmarshal(payload); err != nil {
-					return nil, state, nil, fmt.Errorf("%w: %s at offset %d: entry: %v", ErrCorrupt, path, off, err)
+					return nil, fmt.Errorf("%w: %s at offset %d: entry: %v", ErrCorrupt, path, off, err)
 				}
 				if e.Index > snap.Index {
-					// A later entry at the same index replaces the earlier one and everything after it.
 					first := snap.Index + 1
-					if e.Index-first > uint64(len(ents)) {
-						return nil, state, nil, fmt.Errorf("%w: %s: missing entries before index %d", ErrCorrupt, path, e.Index)
+					if len(r.ents) == 0 && partial {
+						first = e.Index // offline read of a WAL whose older segments were released
+					} else if len(r.ents) > 0 {
+						first = r.ents[0].Index
 					}
-					ents = append(ents[:e.Index-first], e)
+					// A later entry at the same index replaces the earlier one and everything after it.
+					if e.Index < first || e.Index-first > uint64(len(r.ents)) {
+						return nil, fmt.Errorf("%w: %s: missing entries before index %d", ErrCorrupt, path, e.Index)
+					}
+					r.ents = append(r.ents[:e.Index-first], e)
 				}
-				w.lastIdx = e.Index
+				r.lastIdx = e.Index
 			case recState:
-				if err := state.Unmarshal(payload); err != nil {
-					return nil, state, nil, fmt.Errorf("%w: %s: hard state: %v", ErrCorrupt, path, err)
+				if err := r.state.Unmarshal(payload); err != nil {
+					return nil, fmt.Errorf("%w: %s: hard state: %v", ErrCorrupt, path, err)
 				}
 			case recSnapshot:
 				var m raftpb.SnapshotMetadata
 				if err := m.Unmarshal(payload); err != nil {
-					return nil, state, nil, fmt.Errorf("%w: %s: snapshot marker: %v", ErrCorrupt, path, err)
+					return nil, fmt.Errorf("%w: %s: snapshot marker: %v", ErrCorrupt, path, err)
 				}
 				if m.Index == snap.Index {
 					if m.Term != snap.Term {
-						return nil, state, nil, fmt.Errorf("%w: snapshot marker at index %d has term %d, snapshot file says %d",
+						return nil, fmt.Errorf("%w: snapshot marker at index %d has term %d, snapshot file says %d",
 							ErrCorrupt, m.Index, m.Term, snap.Term)
 					}
 					foundSnap = true
 				}
 			default:
-				return nil, state, nil, fmt.Errorf("%w: %s at offset %d: unknown record type %d", ErrCorrupt, path, off, t)
+				return nil, fmt.Errorf("%w: %s at offset %d: unknown record type %d", ErrCorrupt, path, off, t)
 			}
 		}
 		if i == lastSeg {
-			goodEnd = int64(off)
-			if int64(len(data)) > goodEnd {
-				if err := w.lockFile.Truncate(goodEnd); err != nil {
-					return nil, state, nil, fmt.Errorf("wal: cut torn tail of %s: %w", path, err)
-				}
-				if err := w.lockFile.Sync(); err != nil {
-					return nil, state, nil, fmt.Errorf("wal: sync %s: %w", path, err)
-				}
-			}
+			r.goodEnd = int64(off)
+			r.torn = int64(len(data)) > r.goodEnd
 		}
 	}
 	if !foundSnap {
-		return nil, state, nil, fmt.Errorf("%w: index %d term %d", ErrSnapshotNotFound, snap.Index, snap.Term)
+		return nil, fmt.Errorf("%w: index %d term %d", ErrSnapshotNotFound, snap.Index, snap.Term)
 	}
-	if len(ents) > 0 {
-		w.lastIdx = ents[len(ents)-1].Index
+	if len(r.ents) > 0 {
+		r.lastIdx = r.ents[len(r.ents)-1].Index
 	}
-	if _, err := w.lockFile.Seek(goodEnd, 0); err != nil {
-		return nil, state, nil, fmt.Errorf("wal: seek: %w", err)
-	}
-	w.f = w.lockFile
-	w.size = goodEnd
-	w.metadata = metadata
-	w.state = state
-	return metadata, state, ents, nil
+	return r, nil
 }
 
 // Save appends the hard state and entries, fsyncing when raft requires durability: new entries or

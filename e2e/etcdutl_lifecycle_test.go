@@ -1,0 +1,263 @@
+package e2e
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+func dbPath(m *Member) string { return filepath.Join(m.DataDir, "member", "snap", "db") }
+
+func fileSum(t *testing.T, path string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
+
+func putN(t *testing.T, c *clientv3.Client, prefix string, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		if _, err := c.Put(Ctx(t), fmt.Sprintf("%s/%04d", prefix, i), strings.Repeat("v", 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func countPrefix(t *testing.T, m *Member, prefix string) int64 {
+	t.Helper()
+	r, err := m.Client().Get(Ctx(t), prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Count
+}
+
+func TestEtcdutlMigrateDownAndUp(t *testing.T) {
+	m := NewMember(t)
+	m.Start()
+	c := &Cluster{t: t, Members: []*Member{m}}
+	c.WaitVersions("3.6.0", "3.6.0", 10*time.Second)
+	putN(t, m.Client(), "mig", 50)
+
+	// While the member runs, its data is off limits.
+	if code, out := etcdutl(t, "migrate", "--data-dir", m.DataDir, "--target-version", "3.5"); code != 1 || !strings.Contains(out, "in use by a running etcd") {
+		t.Fatalf("migrate under a running member: %d %s", code, out)
+	}
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"migrate", "--data-dir", m.DataDir}, 2, "--target-version"},
+		{[]string{"migrate", "--data-dir", m.DataDir, "--target-version", "three"}, 2, "--target-version"},
+		{[]string{"migrate", "--data-dir", m.DataDir, "--target-version", "3.9"}, 1, "not a version this etcdutl knows"},
+		{[]string{"migrate", "--data-dir", t.TempDir(), "--target-version", "3.5"}, 1, "not an etcd data directory"},
+		{[]string{"migrate", "--data-dir", m.DataDir, "--target-version", "3.5", "--bogus"}, 2, "bogus"},
+	} {
+		if code, out := etcdutl(t, bad.args...); code != bad.code || !strings.Contains(out, bad.msg) {
+			t.Errorf("etcdutl %v: %d %s; want %d and %q", bad.args, code, out, bad.code, bad.msg)
+		}
+	}
+
+	// A copy whose database has not applied the WAL's cluster version change (as after a crash)
+	// is refused unless --force.
+	crashed := filepath.Join(t.TempDir(), "crashed")
+	if code, out := etcdutl(t, "backup", "--data-dir", m.DataDir, "--backup-dir", crashed); code != 0 {
+		t.Fatalf("backup: %d %s", code, out)
+	}
+	setConsistentIndex(t, filepath.Join(crashed, "member", "snap", "db"), 1)
+	code, out := etcdutl(t, "migrate", "--data-dir", crashed, "--target-version", "3.5")
+	if code != 1 || !strings.Contains(out, "sets the cluster version to 3.6") || !strings.Contains(out, "--force") {
+		t.Fatalf("migrate with unapplied newer entries: %d %s", code, out)
+	}
+	if code, out := etcdutl(t, "migrate", "--data-dir", crashed, "--target-version", "3.5", "--force"); code != 0 || !strings.Contains(out, "forced past") {
+		t.Fatalf("migrate --force: %d %s", code, out)
+	}
+
+	// Down to 3.5: the 3.5 binary serves the same data.
+	code, out = etcdutl(t, "migrate", "--data-dir", m.DataDir, "--target-version", "3.5")
+	if code != 0 || !strings.Contains(out, "from 3.6 to 3.5") || !strings.Contains(out, "delete meta/storageVersion") || !strings.Contains(out, "cluster version recorded in the data from 3.6 to 3.5") {
+		t.Fatalf("migrate down: %d %s", code, out)
+	}
+	if code, out := etcdutl(t, "migrate", "--data-dir", m.DataDir, "--target-version", "3.5"); code != 0 || !strings.Contains(out, "already 3.5") {
+		t.Fatalf("migrate again: %d %s", code, out)
+	}
+	m.Bin = ServerAt(t, LastReleaseVersion)
+	m.Start()
+	c.WaitVersions("3.5.0", "", 10*time.Second)
+	if n := countPrefix(t, m, "mig"); n != 50 {
+		t.Fatalf("3.5 binary after migrate down sees %d keys, want 50", n)
+	}
+	putN(t, m.Client(), "mig35", 10)
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// And up again: the 3.6 binary starts on it and the cluster version follows.
+	if code, out := etcdutl(t, "migrate", "--data-dir", m.DataDir, "--target-version", "3.6"); code != 0 || !strings.Contains(out, "from 3.5 to 3.6") {
+		t.Fatalf("migrate up: %d %s", code, out)
+	}
+	m.Bin = ServerAt(t, CurrentVersion)
+	m.Start()
+	c.WaitVersions("3.6.0", "3.6.0", 10*time.Second)
+	if countPrefix(t, m, "mig") != 50 || countPrefix(t, m, "mig35") != 10 {
+		t.Fatal("keys missing after migrating up")
+	}
+}
+
+// setConsistentIndex rewrites meta/consistent_index in a stopped member's file.
+func setConsistentIndex(t *testing.T, path string, idx uint64) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bbolt.Tx) error {
+		v := make([]byte, 8)
+		for i := 0; i < 8; i++ {
+			v[7-i] = byte(idx >> (8 * i))
+		}
+		return tx.Bucket([]byte("meta")).Put([]byte("consistent_index"), v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEtcdutlHashkvDefragBackup(t *testing.T) {
+	m := NewMember(t)
+	m.Start()
+	cl := m.Client()
+	putN(t, cl, "frag", 400)
+	mid, err := cl.HashKV(Ctx(t), m.ClientURL, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Delete(Ctx(t), "frag/", clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+	putN(t, cl, "keep", 20)
+	st, _ := cl.Status(Ctx(t), m.ClientURL)
+	if _, err := cl.Compact(Ctx(t), st.Header.Revision-1, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	live, err := cl.HashKV(Ctx(t), m.ClientURL, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out := etcdutl(t, "defrag", "--data-dir", m.DataDir); code != 1 || !strings.Contains(out, "in use by a running etcd") {
+		t.Fatalf("defrag under a running member: %d %s", code, out)
+	}
+	if code, out := etcdutl(t, "hashkv", dbPath(m)); code != 1 || !strings.Contains(out, "in use by a running etcd") {
+		t.Fatalf("hashkv under a running member: %d %s", code, out)
+	}
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// hashkv matches the live member's answer and leaves the file as it was.
+	before := fileSum(t, dbPath(m))
+	code, out := etcdutl(t, "hashkv", dbPath(m), "-w", "json")
+	want := fmt.Sprintf(`{"hash":%d,"hashRevision":%d,"compactRevision":%d}`, live.Hash, live.Header.Revision, live.CompactRevision)
+	if code != 0 || strings.TrimSpace(out) != want {
+		t.Fatalf("hashkv: %d %s; live member answered %s", code, out, want)
+	}
+	if code, out := etcdutl(t, "hashkv", dbPath(m), "--rev", fmt.Sprint(mid.Header.Revision)); code != 1 || !strings.Contains(out, "compacted") {
+		t.Fatalf("hashkv at a compacted revision: %d %s", code, out)
+	}
+	if code, out := etcdutl(t, "hashkv", dbPath(m), "-w", "table"); code != 0 || !strings.Contains(out, "HASH REVISION") || !strings.Contains(out, fmt.Sprint(live.Hash)) {
+		t.Fatalf("hashkv table: %d %s", code, out)
+	}
+	if fileSum(t, dbPath(m)) != before {
+		t.Fatal("hashkv changed its input")
+	}
+	junk := filepath.Join(t.TempDir(), "junk")
+	os.WriteFile(junk, []byte(strings.Repeat("not a db ", 1000)), 0o600)
+	if code, out := etcdutl(t, "hashkv", junk); code != 1 || !strings.Contains(out, "junk") {
+		t.Fatalf("hashkv of junk: %d %s", code, out)
+	}
+
+	// defrag shrinks the fragmented file.
+	fi, _ := os.Stat(dbPath(m))
+	if code, out := etcdutl(t, "defrag", "--data-dir", m.DataDir); code != 0 || !strings.Contains(out, "Finished defragmenting etcd data") {
+		t.Fatalf("defrag: %d %s", code, out)
+	}
+	fi2, _ := os.Stat(dbPath(m))
+	if fi2.Size() >= fi.Size() {
+		t.Fatalf("defrag did not shrink the file: %d -> %d bytes", fi.Size(), fi2.Size())
+	}
+
+	// backup, then roll back to it after more writes.
+	bk := filepath.Join(t.TempDir(), "backup")
+	if code, out := etcdutl(t, "backup", "--data-dir", m.DataDir, "--backup-dir", bk); code != 0 || !strings.Contains(out, "WAL segments") {
+		t.Fatalf("backup: %d %s", code, out)
+	}
+	if code, out := etcdutl(t, "backup", "--data-dir", m.DataDir, "--backup-dir", bk); code != 1 || !strings.Contains(out, "not empty") {
+		t.Fatalf("backup over an existing backup: %d %s", code, out)
+	}
+	m.Start()
+	putN(t, m.Client(), "after", 5)
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(m.DataDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(bk, m.DataDir); err != nil {
+		t.Fatal(err)
+	}
+	m.Start()
+	if countPrefix(t, m, "keep") != 20 || countPrefix(t, m, "after") != 0 {
+		t.Fatal("rolled-back member does not hold exactly the backed-up keys")
+	}
+}
+
+func TestEtcdutlRestoreBumpRevision(t *testing.T) {
+	m := NewMember(t)
+	m.Start()
+	putN(t, m.Client(), "bump", 10)
+	snap := saveSnapshot(t, m.Client())
+	st, _ := m.Client().Status(Ctx(t), m.ClientURL)
+	old := st.Header.Revision
+
+	code, out := etcdutl(t, "snapshot", "status", snap, "-w", "table")
+	if code != 0 || !strings.Contains(out, "VERSION") || !strings.Contains(out, "3.6.0") {
+		t.Fatalf("status: %d %s", code, out)
+	}
+	if code, out := etcdutl(t, "snapshot", "restore", snap, "--data-dir", t.TempDir()+"/x", "--bump-revision", "1000"); code != 2 || !strings.Contains(out, "--mark-compacted") {
+		t.Fatalf("bump without mark-compacted: %d %s", code, out)
+	}
+	n := NewMember(t)
+	code, out = etcdutl(t, "snapshot", "restore", snap, "--data-dir", n.DataDir, "--name", n.Name,
+		"--initial-cluster", n.Name+"="+n.PeerURL, "--initial-advertise-peer-urls", n.PeerURL,
+		"--bump-revision", "1000", "--mark-compacted")
+	if code != 0 {
+		t.Fatalf("restore: %d %s", code, out)
+	}
+	n.Start()
+	r, err := n.Client().Get(Ctx(t), "bump/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || r.Count != 10 || r.Header.Revision < old+1000 {
+		t.Fatalf("restored member: %v, %v; want 10 keys at revision >= %d", r, err, old+1000)
+	}
+	if _, err := n.Client().Get(Ctx(t), "bump/0001", clientv3.WithRev(old)); err != rpctypes.ErrCompacted {
+		t.Fatalf("read at a pre-bump revision: %v, want compacted", err)
+	}
+	if _, err := n.Client().Put(Ctx(t), "bump/new", "v"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,27 @@
+package datadir
+
+import "fmt"
+
+// DefragResult gives the file size before and after.
+type DefragResult struct {
+	Before, After int64
+}
+
+// Defrag rewrites a stopped member's bbolt file without its free pages. It refuses while a
+// server holds the file: a live member is defragmented with etcdctl defrag.
+func Defrag(dataDir string) (*DefragResult, error) {
+	if err := checkDataDir(dataDir); err != nil {
+		return nil, err
+	}
+	be, err := openBackend(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	res := &DefragResult{Before: be.Size()}
+	if err := be.Defrag(); err != nil {
+		be.Close()
+		return nil, fmt.Errorf("defragment %s: %w", DBPath(dataDir), err)
+	}
+	res.After = be.Size()
+	return res, be.Close()
+}

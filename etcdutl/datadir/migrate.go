@@ -1,0 +1,129 @@
+package datadir
+
+import (
+	"fmt"
+	"os"
+
+	bolt "go.etcd.io/bbolt"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"etcdx/server/backend"
+	"etcdx/server/schema"
+	"etcdx/server/version"
+	"etcdx/server/wal"
+)
+
+// MigrateResult says what a migration found and did.
+type MigrateResult struct {
+	From, To version.Level
+	Actions  []string
+	// ClusterFrom/ClusterTo are set when a downgrade also lowered the recorded cluster version.
+	ClusterFrom, ClusterTo version.Level
+	// Forced lists WAL entries the target cannot apply that --force let through.
+	Forced []string
+}
+
+// Migrate moves a stopped member's storage to target, one level at a time, in one bbolt
+// transaction. Going down also lowers the cluster version recorded in the data to target, so a
+// target-level binary can start on it (in a running multi-member cluster, use the online
+// downgrade instead: the other members would refuse this member). It refuses when the WAL holds
+// entries not yet applied to the database that the target level cannot apply, unless force.
+func Migrate(dataDir string, target version.Level, force bool) (*MigrateResult, error) {
+	if err := checkDataDir(dataDir); err != nil {
+		return nil, err
+	}
+	if !version.IsKnown(target) {
+		return nil, fmt.Errorf("--target-version %s is not a version this etcdutl knows (%s to %s)", target, version.Known()[0], version.Known()[len(version.Known())-1])
+	}
+	db, err := openDB(DBPath(dataDir), false)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	res := &MigrateResult{To: target}
+	var applied uint64
+	err = db.View(func(tx *bolt.Tx) error {
+		var err error
+		if res.From, err = schema.Read(tx); err != nil {
+			return err
+		}
+		if m := tx.Bucket(backend.Meta); m != nil {
+			applied = backend.GetUint64(m.Get(backend.MetaConsistentIndex))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !version.IsKnown(res.From) {
+		return nil, fmt.Errorf("the data has storage version %s, which this etcdutl does not know; use a newer etcdutl", res.From)
+	}
+	blocking, err := unappliedNewerEntries(dataDir, applied, target)
+	if err != nil {
+		return nil, err
+	}
+	if len(blocking) > 0 {
+		if !force {
+			return nil, fmt.Errorf("the WAL holds entries after the last applied index %d that etcd %s cannot apply (%s); start the member on its current binary until it has applied them, or pass --force to migrate anyway",
+				applied, target, blocking[0])
+		}
+		res.Forced = blocking
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		_, done, err := schema.Migrate(tx, target)
+		if err != nil {
+			return err
+		}
+		res.Actions = done
+		b := tx.Bucket(backend.Cluster)
+		if b == nil {
+			return nil
+		}
+		raw := b.Get(backend.ClusterClusterVersion)
+		if raw == nil {
+			return nil
+		}
+		cv, err := version.ParseLevel(string(raw))
+		if err != nil {
+			return fmt.Errorf("unreadable cluster version %q: %w", raw, err)
+		}
+		if target.Less(cv) {
+			res.ClusterFrom, res.ClusterTo = cv, target
+			return b.Put(backend.ClusterClusterVersion, []byte(target.Full()))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("migrate %s: %w", DBPath(dataDir), err)
+	}
+	return res, nil
+}
+
+// unappliedNewerEntries describes the WAL entries after applied that need a level above target:
+// today, cluster version changes to a version above it.
+func unappliedNewerEntries(dataDir string, applied uint64, target version.Level) ([]string, error) {
+	if _, err := os.Stat(WALDir(dataDir)); os.IsNotExist(err) {
+		return nil, nil
+	}
+	ents, err := wal.ReadEntries(WALDir(dataDir))
+	if err != nil {
+		return nil, fmt.Errorf("read the WAL: %w", err)
+	}
+	var out []string
+	for _, e := range ents {
+		if e.Index <= applied || e.Type != raftpb.EntryNormal || len(e.Data) == 0 {
+			continue
+		}
+		var r pb.InternalRaftRequest
+		if err := r.Unmarshal(e.Data); err != nil {
+			return nil, fmt.Errorf("WAL entry %d does not decode: %w", e.Index, err)
+		}
+		if r.ClusterVersionSet != nil {
+			if l, err := version.ParseLevel(r.ClusterVersionSet.Ver); err == nil && target.Less(l) {
+				out = append(out, fmt.Sprintf("entry %d sets the cluster version to %s", e.Index, l))
+			}
+		}
+	}
+	return out, nil
+}
