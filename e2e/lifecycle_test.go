@@ -248,3 +248,39 @@ func waitAnyLog(t *testing.T, c *Cluster, s string) {
 }
 
 var _ = context.Background
+
+// Lease checkpoints persist the remaining TTL only once the cluster version reaches 3.6: a 3.6
+// cluster keeps a neglected lease running down across a full restart, a 3.5 cluster resets it.
+func TestLeaseCheckpointPersistFollowsClusterVersion(t *testing.T) {
+	for _, v := range []struct {
+		bin        string
+		persisted  bool
+		clusterVer string
+	}{{CurrentVersion, true, "3.6.0"}, {LastReleaseVersion, false, "3.5.0"}} {
+		t.Run(v.bin, func(t *testing.T) {
+			m := NewMember(t, "--lease-checkpoint-interval", "1s")
+			m.Bin = ServerAt(t, v.bin)
+			m.Start()
+			(&Cluster{t: t, Members: []*Member{m}}).WaitVersions(v.clusterVer, map[bool]string{true: "3.6.0", false: ""}[v.persisted], 10*time.Second)
+			l, err := m.Client().Grant(Ctx(t), 30)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(6 * time.Second) // several checkpoint rounds
+			if err := m.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			m.Start()
+			r, err := m.Client().TimeToLive(Ctx(t), l.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.persisted && r.TTL > 26 {
+				t.Fatalf("cluster %s: TTL after restart %d, want the checkpointed remainder (<= 26)", v.clusterVer, r.TTL)
+			}
+			if !v.persisted && r.TTL < 28 {
+				t.Fatalf("cluster %s: TTL after restart %d, want a fresh TTL (3.5 does not persist checkpoints)", v.clusterVer, r.TTL)
+			}
+		})
+	}
+}

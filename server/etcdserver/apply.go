@@ -14,6 +14,7 @@ import (
 
 	"etcdx/server/backend"
 	"etcdx/server/mvcc"
+	"etcdx/server/version"
 )
 
 // applyResult is what the applier hands back to the proposer.
@@ -241,8 +242,14 @@ func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest) *ap
 		s.m.leaseRevoked.Inc()
 		return &applyResult{resp: &pb.LeaseRevokeResponse{Header: &pb.ResponseHeader{Revision: s.kv.Rev()}}}
 	case r.LeaseCheckpoint != nil:
+		var persist *backend.BatchTx
+		if version.LeaseCheckpointPersist.On(s.ClusterVersion()) {
+			persist = b
+		}
 		for _, cp := range r.LeaseCheckpoint.Checkpoints {
-			s.les.Checkpoint(cp.ID, cp.Remaining_TTL)
+			if err := s.les.Checkpoint(persist, cp.ID, cp.Remaining_TTL); err != nil {
+				return &applyResult{err: err}
+			}
 		}
 		return &applyResult{resp: &pb.LeaseCheckpointResponse{Header: &pb.ResponseHeader{Revision: s.kv.Rev()}}}
 	case r.Alarm != nil:

@@ -76,11 +76,11 @@ func (l *Lessor) Reload() error {
 	leases := map[int64]*Lease{}
 	err := l.be.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(backend.Lease).ForEach(func(k, v []byte) error {
-			id, ttl, err := decodeLease(v)
+			id, ttl, remaining, err := decodeLease(v)
 			if err != nil {
 				return fmt.Errorf("lease %x: %w", k, err)
 			}
-			leases[id] = &Lease{ID: id, TTL: ttl, expiry: forever, keys: map[string]struct{}{}}
+			leases[id] = &Lease{ID: id, TTL: ttl, remaining: remaining, expiry: forever, keys: map[string]struct{}{}}
 			return nil
 		})
 	})
@@ -100,7 +100,7 @@ func (l *Lessor) Reload() error {
 }
 
 // encodeLease writes upstream's leasepb.Lease: ID (1), TTL (2), RemainingTTL (3).
-func encodeLease(id, ttl int64) []byte {
+func encodeLease(id, ttl, remaining int64) []byte {
 	var b []byte
 	if id != 0 {
 		b = protowire.AppendTag(b, 1, protowire.VarintType)
@@ -110,27 +110,31 @@ func encodeLease(id, ttl int64) []byte {
 		b = protowire.AppendTag(b, 2, protowire.VarintType)
 		b = protowire.AppendVarint(b, uint64(ttl))
 	}
+	if remaining != 0 {
+		b = protowire.AppendTag(b, 3, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(remaining))
+	}
 	return b
 }
 
-func decodeLease(b []byte) (id, ttl int64, err error) {
+func decodeLease(b []byte) (id, ttl, remaining int64, err error) {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return 0, 0, protowire.ParseError(n)
+			return 0, 0, 0, protowire.ParseError(n)
 		}
 		b = b[n:]
 		if typ != protowire.VarintType {
 			n = protowire.ConsumeFieldValue(num, typ, b)
 			if n < 0 {
-				return 0, 0, protowire.ParseError(n)
+				return 0, 0, 0, protowire.ParseError(n)
 			}
 			b = b[n:]
 			continue
 		}
 		v, n := protowire.ConsumeVarint(b)
 		if n < 0 {
-			return 0, 0, protowire.ParseError(n)
+			return 0, 0, 0, protowire.ParseError(n)
 		}
 		b = b[n:]
 		switch num {
@@ -138,9 +142,11 @@ func decodeLease(b []byte) (id, ttl int64, err error) {
 			id = int64(v)
 		case 2:
 			ttl = int64(v)
+		case 3:
+			remaining = int64(v)
 		}
 	}
-	return id, ttl, nil
+	return id, ttl, remaining, nil
 }
 
 func leaseKey(id int64) []byte { return backend.PutUint64(uint64(id)) }
@@ -159,7 +165,7 @@ func (l *Lessor) Grant(b *backend.BatchTx, id, ttl int64) (*Info, error) {
 	if l.Exists(id) {
 		return nil, ErrExists
 	}
-	if err := b.Put(backend.Lease, leaseKey(id), encodeLease(id, ttl)); err != nil {
+	if err := b.Put(backend.Lease, leaseKey(id), encodeLease(id, ttl, 0)); err != nil {
 		return nil, err
 	}
 	ls := &Lease{ID: id, TTL: ttl, expiry: forever, keys: map[string]struct{}{}}
@@ -224,13 +230,21 @@ func (l *Lessor) Renew(id int64) (ttl int64, checkpointed bool, err error) {
 	return ls.TTL, ls.remaining > 0, nil
 }
 
-// Checkpoint records remaining TTLs (applied from raft on every member); 0 clears one.
-func (l *Lessor) Checkpoint(id, remaining int64) {
+// Checkpoint records a remaining TTL (applied from raft on every member); 0 clears it. With a
+// batch (the lease-checkpoint-persist feature is on), the lease record keeps it too, so it
+// survives every member restarting, not only a leader change.
+func (l *Lessor) Checkpoint(b *backend.BatchTx, id, remaining int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if ls, ok := l.leases[id]; ok {
-		ls.remaining = remaining
+	ls, ok := l.leases[id]
+	if !ok {
+		return nil
 	}
+	ls.remaining = remaining
+	if b == nil {
+		return nil
+	}
+	return b.Put(backend.Lease, leaseKey(id), encodeLease(id, ls.TTL, remaining))
 }
 
 // Remaining returns, for the leader's checkpoint round, the remaining TTL of every lease that
