@@ -80,8 +80,17 @@ func TestMembershipChanges(t *testing.T) {
 	if _, err := cl.MemberPromote(ctx, add.Member.ID); !errors.Is(err, rpctypes.ErrMemberNotLearner) {
 		t.Fatalf("promote a voter: %v", err)
 	}
-	if _, err := lc.Put(ctx, "from-m4", "voter"); err != nil {
-		t.Fatalf("write on the promoted member: %v", err)
+	// The promoted member takes writes once it has applied its own promotion.
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		_, err := lc.Put(ctx, "from-m4", "voter")
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), notForLearner) || time.Now().After(deadline) {
+			t.Fatalf("write on the promoted member: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 
 	// Remove m2: it stops by itself and the others carry on.
@@ -90,7 +99,16 @@ func TestMembershipChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rm, err := cl.MemberRemove(ctx, st.Header.MemberId)
+	// Until m4 has been connected for the health interval the strict check refuses, as upstream.
+	var rm *clientv3.MemberRemoveResponse
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		rm, err = cl.MemberRemove(ctx, st.Header.MemberId)
+		if err == nil || !errors.Is(err, rpctypes.ErrUnhealthy) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	if err != nil || len(rm.Members) != 3 {
 		t.Fatalf("member remove: %+v %v", rm, err)
 	}
@@ -124,5 +142,37 @@ func TestMembershipChanges(t *testing.T) {
 		if m.ID == st3.Header.MemberId && m.PeerURLs[0] != newPeer {
 			t.Fatalf("member list after update: %+v", m)
 		}
+	}
+}
+
+// With one of three members down, removing a live voter would leave no connected quorum and
+// adding a voter is refused; removing the dead member is allowed (upstream's strict check).
+func TestStrictReconfigCheck(t *testing.T) {
+	c := NewCluster(t, 3)
+	c.Start()
+	dead := c.Members[2]
+	dead.Kill()
+	live := c.Members[0]
+	cl := live.Client()
+	ids := map[string]uint64{}
+	resp, err := cl.MemberList(Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range resp.Members {
+		ids[m.Name] = m.ID
+	}
+	time.Sleep(6 * time.Second) // past the health interval: the dead member's stream is gone
+	if _, err := cl.MemberRemove(Ctx(t), ids["m2"]); err == nil || !strings.Contains(err.Error(), "unhealthy cluster") {
+		t.Fatalf("removing a live voter with another one down: %v", err)
+	}
+	if _, err := cl.MemberAdd(Ctx(t), []string{"http://127.0.0.1:1"}); err == nil || !strings.Contains(err.Error(), "unhealthy cluster") {
+		t.Fatalf("adding a voter with one down: %v", err)
+	}
+	if _, err := cl.MemberAdd(Ctx(t), []string{"http://127.0.0.1:1"}); err == nil {
+		t.Fatal("second add accepted")
+	}
+	if _, err := cl.MemberRemove(Ctx(t), ids["m3"]); err != nil {
+		t.Fatalf("removing the dead member: %v", err)
 	}
 }

@@ -48,7 +48,9 @@ type Config struct {
 	ElectionMs        uint
 	QuotaBackendBytes int64
 	MaxRequestBytes   uint
-	MaxTxnOps         uint
+	// StrictReconfigCheck refuses membership changes that would lose quorum (upstream default).
+	StrictReconfigCheck bool
+	MaxTxnOps           uint
 
 	AutoCompactionMode      string
 	AutoCompactionRetention string
@@ -88,6 +90,7 @@ func NewConfig() *Config {
 		TickMs:                      100,
 		ElectionMs:                  1000,
 		MaxRequestBytes:             etcdserver.DefaultMaxRequestBytes,
+		StrictReconfigCheck:         true,
 		MaxTxnOps:                   etcdserver.DefaultMaxTxnOps,
 		AutoCompactionMode:          "periodic",
 		WatchProgressNotifyInterval: 10 * time.Minute,
@@ -303,7 +306,8 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 		InitialCluster: ic, InitialClusterToken: cfg.InitialClusterToken, NewCluster: cfg.InitialClusterState == "new",
 		SnapshotCount: cfg.SnapshotCount, TickMs: cfg.TickMs, ElectionTicks: int(cfg.ElectionMs / cfg.TickMs),
 		QuotaBackendBytes: quota, MaxRequestBytes: cfg.MaxRequestBytes, MaxTxnOps: cfg.MaxTxnOps,
-		AutoCompactionMode: cfg.AutoCompactionMode, AutoCompactionRetention: cfg.AutoCompactionRetention,
+		StrictReconfigCheck: cfg.StrictReconfigCheck,
+		AutoCompactionMode:  cfg.AutoCompactionMode, AutoCompactionRetention: cfg.AutoCompactionRetention,
 		Logger: lg, PeerTLS: peerClientTLS, LeaseCheckpointInterval: cfg.LeaseCheckpointInterval,
 	})
 	if err != nil {

@@ -58,6 +58,7 @@ func newFlagSet(out io.Writer) (*pflag.FlagSet, *flagValues) {
 	fs.UintVar(&c.TickMs, "heartbeat-interval", c.TickMs, "Time (in milliseconds) of a heartbeat interval.")
 	fs.UintVar(&c.ElectionMs, "election-timeout", c.ElectionMs, "Time (in milliseconds) for an election to timeout.")
 	fs.Int64Var(&c.QuotaBackendBytes, "quota-backend-bytes", 0, "Raise alarms when backend size exceeds the given quota. 0 means use the default quota.")
+	fs.BoolVar(&c.StrictReconfigCheck, "strict-reconfig-check", c.StrictReconfigCheck, "Reject reconfiguration requests that would cause quorum loss.")
 	fs.UintVar(&c.MaxRequestBytes, "max-request-bytes", c.MaxRequestBytes, "Maximum client request size in bytes the server will accept.")
 	fs.UintVar(&c.MaxTxnOps, "max-txn-ops", c.MaxTxnOps, "Maximum number of operations permitted in a transaction.")
 	fs.StringVar(&c.AutoCompactionMode, "auto-compaction-mode", c.AutoCompactionMode, "Interpret 'auto-compaction-retention' one of: periodic|revision.")
@@ -176,6 +177,7 @@ type fileConfig struct {
 	ElectionTimeout             *uint   `json:"election-timeout"`
 	QuotaBackendBytes           *int64  `json:"quota-backend-bytes"`
 	MaxRequestBytes             *uint   `json:"max-request-bytes"`
+	StrictReconfigCheck         *bool   `json:"strict-reconfig-check"`
 	MaxTxnOps                   *uint   `json:"max-txn-ops"`
 	AutoCompactionMode          string  `json:"auto-compaction-mode"`
 	AutoCompactionRetention     string  `json:"auto-compaction-retention"`
@@ -257,6 +259,9 @@ func loadConfigFile(path string, stderr io.Writer) (*embed.Config, error) {
 	}
 	if fc.MaxRequestBytes != nil {
 		c.MaxRequestBytes = *fc.MaxRequestBytes
+	}
+	if fc.StrictReconfigCheck != nil {
+		c.StrictReconfigCheck = *fc.StrictReconfigCheck
 	}
 	if fc.MaxTxnOps != nil {
 		c.MaxTxnOps = *fc.MaxTxnOps

@@ -57,6 +57,9 @@ func (s *Server) AddMember(ctx context.Context, peerURLs []string, learner bool)
 		// The new member's version is unknown until it starts: the downgrade could not finish.
 		return nil, nil, &PreconditionError{fmt.Sprintf("etcdserver: cannot add a member while a downgrade to %s is in progress; finish or cancel the downgrade first", dg.Target())}
 	}
+	if err := s.mayAddMember(learner); err != nil {
+		return nil, nil, err
+	}
 	if learner && s.learnerCount() >= maxLearners {
 		return nil, nil, ErrTooManyLearners
 	}
@@ -92,6 +95,9 @@ func (s *Server) RemoveMember(ctx context.Context, id uint64) ([]Member, error) 
 	m := s.mem.get(id)
 	if m == nil {
 		return nil, ErrMemberNotFound
+	}
+	if err := s.mayRemoveMember(m); err != nil {
+		return nil, err
 	}
 	if err := s.configure(ctx, raftpb.ConfChange{Type: raftpb.ConfChangeRemoveNode, NodeID: id}, *m); err != nil {
 		return nil, err
@@ -362,5 +368,89 @@ func (s *Server) joinExisting(rcfg *raft.Config) error {
 	// The configuration arrives with the leader's log, from the first entry.
 	s.node = raft.RestartNode(rcfg)
 	s.log.Info("joining existing cluster", "member-id", fmt.Sprintf("%x", s.id), "cluster-id", fmt.Sprintf("%x", cid), "members", len(members))
+	return nil
+}
+
+// Strict reconfiguration errors, with upstream's texts.
+var (
+	ErrNotEnoughStartedMembers = errors.New("etcdserver: re-configuration failed due to not enough started members")
+	ErrUnhealthy               = errors.New("etcdserver: unhealthy cluster")
+)
+
+// healthInterval is how long a peer's stream must have been open to count as connected.
+const healthInterval = 5 * time.Second
+
+// connectedVoters counts the voters (this member included) whose stream to us has been open since
+// before since, out of all voters.
+func (s *Server) connectedVoters(since time.Time) (connected, voters int) {
+	for _, m := range s.mem.list() {
+		if m.IsLearner {
+			continue
+		}
+		voters++
+		if m.ID == s.id {
+			connected++
+			continue
+		}
+		if a := s.tr.ActiveSince(m.ID); !a.IsZero() && a.Before(since) {
+			connected++
+		}
+	}
+	return connected, voters
+}
+
+// mayAddMember refuses, as upstream's strict check does, a voter that would leave fewer started
+// voters than the new quorum, or an addition while some voter is not connected.
+func (s *Server) mayAddMember(learner bool) error {
+	if !s.cfg.StrictReconfigCheck || learner {
+		return nil
+	}
+	started, members := 0, 1 // the new member, not started yet
+	for _, m := range s.mem.list() {
+		if m.IsLearner {
+			continue
+		}
+		members++
+		if m.Name != "" {
+			started++
+		}
+	}
+	if !(started == 1 && members == 2) && started < members/2+1 {
+		return ErrNotEnoughStartedMembers
+	}
+	if c, v := s.connectedVoters(time.Now().Add(-healthInterval)); c < v {
+		s.log.Warn("rejecting member add: not every voting member is connected", "connected", c, "voters", v)
+		return ErrUnhealthy
+	}
+	return nil
+}
+
+// mayRemoveMember refuses removing a voter when the rest would not have a started, connected
+// quorum. A member that is down is always safe to remove.
+func (s *Server) mayRemoveMember(m *Member) error {
+	if !s.cfg.StrictReconfigCheck || m.IsLearner {
+		return nil
+	}
+	started, members := 0, 0
+	for _, o := range s.mem.list() {
+		if o.IsLearner || o.ID == m.ID {
+			continue
+		}
+		members++
+		if o.Name != "" {
+			started++
+		}
+	}
+	if started < members/2+1 {
+		return ErrNotEnoughStartedMembers
+	}
+	if m.ID != s.id && s.tr.ActiveSince(m.ID).IsZero() {
+		return nil
+	}
+	c, v := s.connectedVoters(time.Now().Add(-healthInterval))
+	if c-1 < 1+(v-1)/2 {
+		s.log.Warn("rejecting member remove: the remaining connected voters would not form a quorum", "connected", c, "voters", v, "member-id", fmt.Sprintf("%x", m.ID))
+		return ErrUnhealthy
+	}
 	return nil
 }

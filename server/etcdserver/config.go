@@ -36,6 +36,9 @@ type Config struct {
 	AutoCompactionMode      string // "periodic" or "revision"
 	AutoCompactionRetention string
 
+	// StrictReconfigCheck refuses membership changes that would leave too few started or
+	// connected voters for a quorum.
+	StrictReconfigCheck bool
 	// LeaseCheckpointInterval is how often the leader records remaining lease TTLs.
 	LeaseCheckpointInterval time.Duration
 

@@ -73,8 +73,10 @@ type Transport struct {
 
 	mu    sync.RWMutex
 	peers map[uint64]*peer
-	stopc chan struct{}
-	wg    sync.WaitGroup
+	// inbound records since when each peer has had a stream open to us.
+	inbound map[uint64]time.Time
+	stopc   chan struct{}
+	wg      sync.WaitGroup
 }
 
 // New returns a transport with no peers.
@@ -83,7 +85,7 @@ func New(cfg Config) *Transport {
 		cfg.DialTimeout = time.Second
 	}
 	dialer := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}
-	return &Transport{cfg: cfg, log: cfg.Logger, peers: map[uint64]*peer{}, stopc: make(chan struct{}),
+	return &Transport{cfg: cfg, log: cfg.Logger, peers: map[uint64]*peer{}, inbound: map[uint64]time.Time{}, stopc: make(chan struct{}),
 		client: &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 4,
 			ResponseHeaderTimeout: 0, DisableCompression: true, TLSClientConfig: cfg.TLS}}}
 }
@@ -177,6 +179,13 @@ func (t *Transport) Stop() {
 	t.client.CloseIdleConnections()
 }
 
+// ActiveSince is when the peer's current stream to this member opened (zero: none open).
+func (t *Transport) ActiveSince(id uint64) time.Time {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.inbound[id]
+}
+
 // Handler serves incoming streams.
 func (t *Transport) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -239,6 +248,18 @@ func (t *Transport) serveStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	from := r.Header.Get(HeaderFrom)
+	fromID, _ := strconv.ParseUint(from, 16, 64)
+	since := time.Now()
+	t.mu.Lock()
+	t.inbound[fromID] = since
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		if t.inbound[fromID] == since {
+			delete(t.inbound, fromID)
+		}
+		t.mu.Unlock()
+	}()
 	t.log.Debug("accepted stream", "remote-peer-id", from, "remote-version", r.Header.Get(HeaderServerVersion))
 	br := bufio.NewReaderSize(r.Body, 64<<10)
 	ctx := r.Context()

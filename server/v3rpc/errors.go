@@ -45,6 +45,8 @@ var errorTable = []struct {
 	{lease.ErrTTLTooLarge, rpctypes.ErrGRPCLeaseTTLTooLarge},
 	{lease.ErrNotPrimary, rpctypes.ErrGRPCNotLeader},
 	{backend.ErrLocked, rpctypes.ErrGRPCStopped},
+	{etcdserver.ErrNotEnoughStartedMembers, rpctypes.ErrGRPCMemberNotEnoughStarted},
+	{etcdserver.ErrUnhealthy, rpctypes.ErrGRPCUnhealthy},
 	{etcdserver.ErrInvalidDowngradeTarget, rpctypes.ErrGRPCInvalidDowngradeTargetVersion},
 	{etcdserver.ErrWrongDowngradeFormat, rpctypes.ErrGRPCWrongDowngradeVersionFormat},
 	{etcdserver.ErrDowngradeInProcess, rpctypes.ErrGRPCDowngradeInProcess},
