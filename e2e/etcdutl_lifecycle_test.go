@@ -310,3 +310,24 @@ func TestSnapshotRestoredAcrossLevels(t *testing.T) {
 		t.Fatal("3.6 snapshot served by 3.5 lost keys")
 	}
 }
+
+func TestEtcdutlCorruptDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(filepath.Join(dir, "member", "snap"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "member", "snap", "db"), []byte(strings.Repeat("garbage!", 4096)), 0o600)
+	for _, args := range [][]string{
+		{"migrate", "--data-dir", dir, "--target-version", "3.5"},
+		{"defrag", "--data-dir", dir},
+		{"backup", "--data-dir", dir, "--backup-dir", filepath.Join(t.TempDir(), "b")},
+	} {
+		code, out := etcdutl(t, args...)
+		if code != 1 || !strings.Contains(out, "not a valid database") && !strings.Contains(out, "invalid database") {
+			t.Errorf("etcdutl %v on a corrupt file: %d %s", args, code, out)
+		}
+		if strings.Contains(out, "panic") || strings.Contains(out, "goroutine") {
+			t.Errorf("etcdutl %v panicked: %s", args, out)
+		}
+	}
+}
