@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 )
@@ -105,4 +106,14 @@ func (s *Server) waitLeader(ctx context.Context) error {
 			return ErrStopped
 		}
 	}
+}
+
+// proposeApplied proposes r and returns the proposal's or the applier's error, for requests whose
+// answer is only whether they took effect.
+func (s *Server) proposeApplied(ctx context.Context, r *pb.InternalRaftRequest) error {
+	res, err := s.propose(ctx, r)
+	if err != nil {
+		return err
+	}
+	return res.err
 }

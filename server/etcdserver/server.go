@@ -840,10 +840,7 @@ func (s *Server) leaseLoop() {
 func (s *Server) publish() {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
-		res, err := s.propose(ctx, &pb.InternalRaftRequest{ClusterMemberAttrSet: memberAttrs(s.id, s.cfg.Name, s.cfg.ClientURLs)})
-		if err == nil {
-			err = res.err
-		}
+		err := s.proposeApplied(ctx, &pb.InternalRaftRequest{ClusterMemberAttrSet: memberAttrs(s.id, s.cfg.Name, s.cfg.ClientURLs)})
 		cancel()
 		if err == nil {
 			s.log.Info("published local member to cluster", "name", s.cfg.Name, "client-urls", s.cfg.ClientURLs)

@@ -347,11 +347,7 @@ func (s *Server) decideVersions() {
 func (s *Server) proposeVersionChange(r *pb.InternalRaftRequest) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
 	defer cancel()
-	res, err := s.propose(ctx, r)
-	if err == nil {
-		err = res.err
-	}
-	if err != nil {
+	if err := s.proposeApplied(ctx, r); err != nil {
 		s.log.Warn("could not change the cluster version", "error", err)
 	}
 }
@@ -401,11 +397,7 @@ func (s *Server) Downgrade(ctx context.Context, r *pb.DowngradeRequest) (*pb.Dow
 			return resp, nil
 		}
 		target, _ := version.ParseLevel(r.Version)
-		res, err := s.propose(ctx, &pb.InternalRaftRequest{DowngradeInfoSet: &membershippb.DowngradeInfoSetRequest{Enabled: true, Ver: target.Full()}})
-		if err == nil {
-			err = res.err
-		}
-		if err != nil {
+		if err := s.proposeApplied(ctx, &pb.InternalRaftRequest{DowngradeInfoSet: &membershippb.DowngradeInfoSetRequest{Enabled: true, Ver: target.Full()}}); err != nil {
 			return nil, err
 		}
 		return resp, nil
@@ -413,11 +405,7 @@ func (s *Server) Downgrade(ctx context.Context, r *pb.DowngradeRequest) (*pb.Dow
 		if !dg.Enabled {
 			return nil, ErrNoInflightDowngrade
 		}
-		res, err := s.propose(ctx, &pb.InternalRaftRequest{DowngradeInfoSet: &membershippb.DowngradeInfoSetRequest{Enabled: false}})
-		if err == nil {
-			err = res.err
-		}
-		if err != nil {
+		if err := s.proposeApplied(ctx, &pb.InternalRaftRequest{DowngradeInfoSet: &membershippb.DowngradeInfoSetRequest{Enabled: false}}); err != nil {
 			return nil, err
 		}
 		return resp, nil
