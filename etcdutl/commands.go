@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"etcdx/etcdctl/printer"
 	"fmt"
 	"io"
 
@@ -107,7 +108,7 @@ func hashkv(args []string, stdout io.Writer) error {
 	case "json":
 		return json.NewEncoder(stdout).Encode(res)
 	case "table":
-		printTable(stdout, []string{"HASH", "HASH REVISION", "COMPACT REVISION"},
+		printer.Table(stdout, []string{"HASH", "HASH REVISION", "COMPACT REVISION"},
 			[][]string{{fmt.Sprint(res.Hash), fmt.Sprint(res.HashRevision), fmt.Sprint(res.CompactRevision)}})
 	default:
 		fmt.Fprintf(stdout, "%d, %d, %d\n", res.Hash, res.HashRevision, res.CompactRevision)

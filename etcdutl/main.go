@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -126,40 +125,4 @@ func outputFormat(fs *pflag.FlagSet) func() (string, error) {
 		}
 		return "", usageError{fmt.Errorf("--write-out: unknown format %q (want simple, json or table)", *f)}
 	}
-}
-
-// printTable draws the bordered, centred table upstream's tools print.
-func printTable(w io.Writer, header []string, rows [][]string) {
-	widths := make([]int, len(header))
-	for i, h := range header {
-		widths[i] = len(h)
-	}
-	for _, r := range rows {
-		for i, c := range r {
-			widths[i] = max(widths[i], len(c))
-		}
-	}
-	line := "+"
-	for _, n := range widths {
-		line += strings.Repeat("-", n+2) + "+"
-	}
-	center := func(s string, n int) string {
-		left := (n - len(s)) / 2
-		return strings.Repeat(" ", left) + s + strings.Repeat(" ", n-len(s)-left)
-	}
-	right := func(s string, n int) string { return strings.Repeat(" ", n-len(s)) + s }
-	fmt.Fprintln(w, line)
-	cells := make([]string, len(header))
-	for i, h := range header {
-		cells[i] = " " + center(h, widths[i]) + " "
-	}
-	fmt.Fprintln(w, "|"+strings.Join(cells, "|")+"|")
-	fmt.Fprintln(w, line)
-	for _, r := range rows {
-		for i, c := range r {
-			cells[i] = " " + right(c, widths[i]) + " "
-		}
-		fmt.Fprintln(w, "|"+strings.Join(cells, "|")+"|")
-	}
-	fmt.Fprintln(w, line)
 }

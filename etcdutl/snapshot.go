@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"etcdx/etcdctl/printer"
 	"fmt"
 	"io"
 	"strings"
@@ -77,7 +78,7 @@ func status(args []string, stdout io.Writer) error {
 	case "json":
 		return json.NewEncoder(stdout).Encode(st)
 	case "table":
-		printTable(stdout, []string{"HASH", "REVISION", "TOTAL KEYS", "TOTAL SIZE", "VERSION"},
+		printer.Table(stdout, []string{"HASH", "REVISION", "TOTAL KEYS", "TOTAL SIZE", "VERSION"},
 			[][]string{{fmt.Sprintf("%x", st.Hash), fmt.Sprint(st.Revision), fmt.Sprint(st.TotalKey), size, st.Version}})
 	default:
 		fmt.Fprintf(stdout, "%x, %d, %d, %s, %s\n", st.Hash, st.Revision, st.TotalKey, size, st.Version)

@@ -1,0 +1,194 @@
+package e2e
+
+import (
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// ctl runs an etcdctl binary and returns its exit status and combined output.
+func ctl(t *testing.T, bin string, stdin string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), string(out)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0, string(out)
+}
+
+// Values that legitimately differ between two runs: timings, client log lines, binary versions.
+var volatile = []*regexp.Regexp{
+	regexp.MustCompile(`took = [0-9.]+[µnm]?s`),
+	regexp.MustCompile(`"took":"[0-9.]+[µnm]?s"`),
+	regexp.MustCompile(`took [0-9.]+[µnm]?s`),
+	regexp.MustCompile(`(?m)^\{"level":.*$\n?`),
+	regexp.MustCompile(`etcdctl version: .*`),
+}
+
+// A timing inside a table also changes the column's width: table lines are compared with their
+// padding collapsed.
+var (
+	tableTiming  = regexp.MustCompile(`\| +[0-9.]+[µnm]?s +\|`)
+	tablePadding = regexp.MustCompile(`[ -]+`)
+)
+
+func sortedLines(s string) string {
+	l := strings.Split(s, "\n")
+	slices.Sort(l)
+	return strings.Join(l, "\n")
+}
+
+func normalize(s string) string {
+	for _, re := range volatile {
+		s = re.ReplaceAllString(s, "<volatile>")
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "|") || strings.HasPrefix(l, "+") {
+			l = tableTiming.ReplaceAllString(l, "| <volatile> |")
+			lines[i] = tablePadding.ReplaceAllStringFunc(l, func(m string) string { return m[:1] })
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// The same command list through our etcdctl and upstream's against one server: identical output
+// and exit status, except for timings. Writes run once per binary on keys of their own.
+func TestEtcdctlMatchesUpstream(t *testing.T) {
+	up := UpstreamBinary(t, "etcdctl")
+	ours := Binary(t, "etcdctl")
+	c := NewCluster(t, 3)
+	c.Start()
+	ep := "--endpoints=" + c.Members[0].ClientURL
+	all := "--endpoints=" + strings.Join(c.Endpoints(), ",")
+
+	type step struct {
+		stdin string
+		args  []string
+	}
+	steps := func(p string) []step {
+		return []step{
+			{"", []string{ep, "put", p + "/a", "1"}},
+			{"", []string{ep, "put", p + "/b", "2", "--prev-kv"}},
+			{"value from stdin", []string{ep, "put", p + "/c"}},
+			{"", []string{ep, "put", p + "/b", "3", "--prev-kv"}},
+			{"", []string{ep, "put", p + "/b", "--ignore-value"}},
+			{"", []string{ep, "get", p + "/", "--prefix"}},
+			{"", []string{ep, "get", p + "/", "--prefix", "--keys-only"}},
+			{"", []string{ep, "get", p + "/", "--prefix", "--print-value-only"}},
+			{"", []string{ep, "get", p + "/", "--prefix", "--sort-by=VALUE", "--order=DESCEND", "--limit=2"}},
+			{"", []string{ep, "get", p + "/zz"}},
+			{"", []string{ep, "get", p + "/", "--prefix", "--count-only", "-w", "fields"}},
+			{"", []string{ep, "get", p + "/", "--prefix", "--sort-by=BOGUS"}},
+			{"", []string{ep, "get", p + "/", "--prefix", "--from-key"}},
+			{"", []string{ep, "get"}},
+			{"", []string{ep, "put"}},
+			{"", []string{ep, "put", "k", "v", "--lease", "zz"}},
+			{"", []string{ep, "del", p + "/c", "--prev-kv"}},
+			{"", []string{ep, "del", p + "/", "--prefix"}},
+			{"", []string{ep, "del"}},
+			{"", []string{ep, "lease", "grant"}},
+			{"", []string{ep, "lease", "grant", "abc"}},
+			{"", []string{ep, "lease", "timetolive", "zz"}},
+			{"", []string{ep, "lease", "revoke"}},
+			{"", []string{ep, "alarm", "list"}},
+			{"", []string{ep, "alarm", "list", "extra"}},
+			{"", []string{all, "endpoint", "health"}},
+			{"", []string{all, "endpoint", "health", "-w", "table"}},
+			{"", []string{ep, "member", "list", "-w", "table"}},
+			{"", []string{ep, "member", "add"}},
+			{"", []string{ep, "member", "add", "x", "http://127.0.0.1:1"}},
+			{"", []string{ep, "member", "remove", "nothex"}},
+			{"", []string{ep, "move-leader"}},
+			{"", []string{ep, "downgrade", "validate", "3.4"}},
+			{"", []string{ep, "downgrade", "validate"}},
+			{"", []string{ep, "downgrade", "cancel"}},
+			{"", []string{ep, "snapshot", "save"}},
+			{"", []string{ep, "get", "x", "-w", "xml"}},
+			{"", []string{ep, "member", "add", "y", "--peer-urls=http://127.0.0.1:1", "-w", "table"}},
+			{"", []string{"version"}},
+		}
+	}
+	upSteps, ourSteps := steps("up"), steps("ours")
+	for i := range upSteps {
+		ucode, uout := ctl(t, up, upSteps[i].stdin, upSteps[i].args...)
+		ocode, oout := ctl(t, ours, ourSteps[i].stdin, ourSteps[i].args...)
+		uout = strings.ReplaceAll(normalize(uout), "up/", "<p>/")
+		oout = strings.ReplaceAll(normalize(oout), "ours/", "<p>/")
+		if slices.Contains(ourSteps[i].args, "health") {
+			// upstream prints endpoints in the order their checks finish
+			uout, oout = sortedLines(uout), sortedLines(oout)
+		}
+		if ucode != ocode || uout != oout {
+			t.Errorf("etcdctl %s\n--- upstream (exit %d) ---\n%s--- ours (exit %d) ---\n%s", strings.Join(ourSteps[i].args, " "), ucode, uout, ocode, oout)
+		}
+	}
+
+	// Read-only commands on shared state: the same answer from both.
+	if code, out := ctl(t, ours, "", ep, "put", "shared", "value"); code != 0 {
+		t.Fatal(out)
+	}
+	for _, args := range [][]string{
+		{ep, "member", "list"}, {ep, "member", "list", "-w", "json"}, {ep, "member", "list", "-w", "fields"},
+		{ep, "member", "list", "--consistency=s"}, {all, "endpoint", "hashkv"},
+		{all, "endpoint", "hashkv", "-w", "table"}, {ep, "endpoint", "hashkv", "--cluster", "-w", "json"},
+		{ep, "lease", "list"}, {ep, "get", "shared", "--hex"}, {ep, "get", "shared", "-w", "json"},
+	} {
+		ucode, uout := ctl(t, up, "", args...)
+		ocode, oout := ctl(t, ours, "", args...)
+		if ucode != ocode || normalize(uout) != normalize(oout) {
+			t.Errorf("etcdctl %s\n--- upstream (exit %d) ---\n%s--- ours (exit %d) ---\n%s", strings.Join(args, " "), ucode, uout, ocode, oout)
+		}
+	}
+}
+
+// Where our etcdctl deliberately differs from upstream: malformed flags and unknown commands exit
+// 2 (the rule for every tool here) with a message naming the flag or command.
+func TestEtcdctlErrors(t *testing.T) {
+	ours := Binary(t, "etcdctl")
+	m := NewMember(t)
+	m.Start()
+	ep := "--endpoints=" + m.ClientURL
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{ep, "get", "--bogus", "k"}, 2, "unknown flag: --bogus"},
+		{[]string{ep, "bogus"}, 2, `unknown command "bogus"`},
+		{[]string{ep, "--dial-timeout=abc", "get", "k"}, 2, "dial-timeout"},
+		{[]string{"--endpoints=127.0.0.1:1", "--dial-timeout=300ms", "--command-timeout=1s", "get", "k"}, 1, "context deadline exceeded"},
+		{[]string{ep, "get"}, 128, "get command needs one argument"},
+		{[]string{ep, "--command-timeout=1ns", "get", "k"}, 1, "deadline exceeded"},
+		{[]string{ep, "get", "k", "-w", "xml"}, 4, "unsupported output format"},
+		{[]string{ep, "--user=bob", "get", "k"}, 2, "--user bob has no password"},
+	} {
+		code, out := ctl(t, ours, "", c.args...)
+		if code != c.code || !regexp.MustCompile(`(?m)^Error: .*`+regexp.QuoteMeta(c.msg)).MatchString(out) {
+			t.Errorf("etcdctl %v: exit %d, %q; want exit %d and %q after \"Error: \"", c.args, code, out, c.code, c.msg)
+		}
+	}
+	// ETCDCTL_* variables set global flags; the command line wins over them.
+	cmd := exec.Command(ours, "put", "envkey", "v")
+	cmd.Env = append(cmd.Environ(), "ETCDCTL_ENDPOINTS="+m.ClientURL, "ETCDCTL_API=3")
+	if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "OK" {
+		t.Fatalf("ETCDCTL_ENDPOINTS: %v %s", err, out)
+	}
+	cmd = exec.Command(ours, ep, "get", "envkey", "--print-value-only")
+	cmd.Env = append(cmd.Environ(), "ETCDCTL_ENDPOINTS=127.0.0.1:1")
+	if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "v" {
+		t.Fatalf("flag over variable: %v %s", err, out)
+	}
+	cmd = exec.Command(ours, "get", "envkey")
+	cmd.Env = append(cmd.Environ(), "ETCDCTL_ENDPOINTS="+m.ClientURL, "ETCDCTL_COMMAND_TIMEOUT=bogus")
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "ETCDCTL_COMMAND_TIMEOUT") {
+		t.Fatalf("bad variable: %v %s", err, out)
+	}
+}

@@ -1,0 +1,260 @@
+// Package cli is etcdctl's small subcommand layer on pflag: a tree of commands, global flags
+// that may appear anywhere on the line, ETCDCTL_* environment variables for the global flags,
+// and upstream etcdctl's exit statuses.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// Exit statuses, as upstream etcdctl uses them (bad flags: 2, as every tool here).
+const (
+	ExitOK            = 0
+	ExitError         = 1
+	ExitBadUsage      = 2 // also upstream's ExitBadConnection
+	ExitBadConnection = 2
+	ExitInvalidData   = 3
+	ExitBadFeature    = 4
+	ExitInterrupted   = 5
+	ExitBadArgs       = 128
+)
+
+// Error carries the exit status for an error.
+type Error struct {
+	Code int
+	Err  error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// BadArgs is a wrong number or shape of positional arguments (exit 128, as upstream).
+func BadArgs(format string, a ...any) error {
+	return &Error{ExitBadArgs, fmt.Errorf(format, a...)}
+}
+
+// Command is a node of the command tree.
+type Command struct {
+	Name  string
+	Args  string // positional arguments, for help
+	Short string
+	// Flags registers the command's own flags.
+	Flags func(fs *pflag.FlagSet)
+	Run   func(c *Ctx) error
+	Subs  []*Command
+}
+
+// App is the whole program.
+type App struct {
+	Name    string
+	Root    []*Command
+	Globals func(fs *pflag.FlagSet)
+	// EnvPrefix names the variables that set global flags (ETCDCTL_ENDPOINTS=...).
+	EnvPrefix string
+	// IgnoredEnv are variables with the prefix that are not flags (e.g. ETCDCTL_API).
+	IgnoredEnv []string
+	// Before runs after flags are parsed and before the command.
+	Before func(c *Ctx) error
+}
+
+// Ctx is what a running command sees.
+type Ctx struct {
+	Args           []string
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Flags          *pflag.FlagSet
+	Path           string // "lease grant"
+	Values         map[string]any
+}
+
+// Main runs the app on args and returns the exit status.
+func (a *App) Main(args []string, environ []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	err := a.run(args, environ, stdin, stdout, stderr)
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintln(stderr, "Error:", err)
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ExitError
+}
+
+func (a *App) run(args, environ []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	globals := pflag.NewFlagSet(a.Name, pflag.ContinueOnError)
+	globals.SetOutput(io.Discard)
+	a.Globals(globals)
+	path, cmd, rest := a.find(args, globals)
+	if cmd == nil || cmd.Run == nil {
+		// A group alone ("etcdctl member") shows its subcommands, as upstream.
+		if hasHelp(args) || len(path) > 0 || len(rest) == 0 {
+			a.help(stdout, path, globals)
+			return nil
+		}
+		return &Error{ExitBadUsage, fmt.Errorf("unknown command %q for %q\nRun '%s --help' for usage.", firstWord(rest), a.Name, a.Name)}
+	}
+	fs := pflag.NewFlagSet(strings.Join(path, " "), pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.AddFlagSet(globals)
+	if cmd.Flags != nil {
+		cmd.Flags(fs)
+	}
+	fs.BoolP("help", "h", false, "help")
+	if err := fs.Parse(rest); err != nil {
+		return &Error{ExitBadUsage, err}
+	}
+	if h, _ := fs.GetBool("help"); h {
+		a.commandHelp(stdout, path, cmd, fs)
+		return nil
+	}
+	if err := a.applyEnv(environ, globals, fs); err != nil {
+		return &Error{ExitBadUsage, err}
+	}
+	c := &Ctx{Args: fs.Args(), Stdin: stdin, Stdout: stdout, Stderr: stderr, Flags: fs, Path: strings.Join(path, " "), Values: map[string]any{}}
+	if a.Before != nil {
+		if err := a.Before(c); err != nil {
+			return err
+		}
+	}
+	return cmd.Run(c)
+}
+
+// find walks the words of args down the command tree, skipping global flags and their values.
+func (a *App) find(args []string, globals *pflag.FlagSet) (path []string, cmd *Command, rest []string) {
+	level := a.Root
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		if w == "--" {
+			break
+		}
+		if strings.HasPrefix(w, "-") {
+			if takesValue(globals, w) && !strings.Contains(w, "=") {
+				i++
+			}
+			continue
+		}
+		var next *Command
+		for _, c := range level {
+			if c.Name == w {
+				next = c
+			}
+		}
+		if next == nil {
+			break
+		}
+		path = append(path, w)
+		cmd = next
+		level = next.Subs
+		args = append(append([]string(nil), args[:i]...), args[i+1:]...)
+		i--
+	}
+	return path, cmd, args
+}
+
+func takesValue(fs *pflag.FlagSet, w string) bool {
+	name := strings.TrimLeft(w, "-")
+	var f *pflag.Flag
+	if strings.HasPrefix(w, "--") {
+		f = fs.Lookup(name)
+	} else if len(name) == 1 {
+		f = fs.ShorthandLookup(name)
+	}
+	return f != nil && f.NoOptDefVal == ""
+}
+
+// applyEnv sets global flags not given on the command line from PREFIX_NAME variables.
+func (a *App) applyEnv(environ []string, globals, fs *pflag.FlagSet) error {
+	ignored := map[string]bool{}
+	for _, n := range a.IgnoredEnv {
+		ignored[n] = true
+	}
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(k, a.EnvPrefix+"_") || ignored[k] {
+			continue
+		}
+		name := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, a.EnvPrefix+"_"), "_", "-"))
+		f := globals.Lookup(name)
+		if f == nil {
+			continue // upstream warns; variables for other tools share the prefix
+		}
+		if fs.Changed(name) {
+			continue // the command line wins
+		}
+		if err := fs.Set(name, v); err != nil {
+			return fmt.Errorf("environment variable %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+func hasHelp(args []string) bool {
+	for _, a := range args {
+		if a == "-h" || a == "--help" || a == "help" {
+			return true
+		}
+	}
+	return false
+}
+
+func firstWord(args []string) string {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			return a
+		}
+	}
+	return ""
+}
+
+func (a *App) subsOf(path []string) []*Command {
+	level := a.Root
+	for _, p := range path {
+		for _, c := range level {
+			if c.Name == p {
+				level = c.Subs
+			}
+		}
+	}
+	return level
+}
+
+func (a *App) help(w io.Writer, path []string, globals *pflag.FlagSet) {
+	fmt.Fprintf(w, "NAME:\n  %s - A simple command line client for etcd3.\n\nUSAGE:\n  %s [flags] <command>\n\nCOMMANDS:\n", a.Name, a.Name)
+	var lines []string
+	var walk func(prefix string, cs []*Command)
+	walk = func(prefix string, cs []*Command) {
+		for _, c := range cs {
+			if c.Run != nil {
+				lines = append(lines, fmt.Sprintf("  %-26s%s", prefix+c.Name, c.Short))
+			}
+			walk(prefix+c.Name+" ", c.Subs)
+		}
+	}
+	walk("", a.subsOf(path))
+	sort.Strings(lines)
+	fmt.Fprintln(w, strings.Join(lines, "\n"))
+	fmt.Fprintf(w, "\nOPTIONS:\n%s", globals.FlagUsages())
+}
+
+func (a *App) commandHelp(w io.Writer, path []string, c *Command, fs *pflag.FlagSet) {
+	fmt.Fprintf(w, "NAME:\n  %s - %s\n\nUSAGE:\n  %s %s [options] %s\n\nOPTIONS:\n", strings.Join(path, " "), c.Short, a.Name, strings.Join(path, " "), c.Args)
+	own := pflag.NewFlagSet("", pflag.ContinueOnError)
+	if c.Flags != nil {
+		c.Flags(own)
+	}
+	fmt.Fprint(w, own.FlagUsages())
+	fmt.Fprintln(w, "\nGLOBAL OPTIONS: see", a.Name, "--help")
+}
+
+// Std is the process's environment, for main.
+func Std() ([]string, []string, io.Reader, io.Writer, io.Writer) {
+	return os.Args[1:], os.Environ(), os.Stdin, os.Stdout, os.Stderr
+}

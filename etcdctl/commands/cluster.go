@@ -1,0 +1,621 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/snapshot"
+	"go.uber.org/zap"
+
+	"etcdx/etcdctl/cli"
+	"etcdx/etcdctl/printer"
+)
+
+func hexID(arg, what string) (uint64, error) {
+	id, err := strconv.ParseUint(arg, 16, 64)
+	if err != nil {
+		return 0, cli.BadArgs("bad %s arg (%v), expecting ID in Hex", what, err)
+	}
+	return id, nil
+}
+
+func memberCommand(g *global) *cli.Command {
+	var peerURLs, consistency string
+	var learner bool
+	return &cli.Command{Name: "member", Short: "Membership related commands", Subs: []*cli.Command{
+		{Name: "add", Args: "<memberName> [options]", Short: "Adds a member into the cluster",
+			Flags: func(fs *pflag.FlagSet) {
+				fs.StringVar(&peerURLs, "peer-urls", "", "comma separated peer URLs for the new member.")
+				fs.BoolVar(&learner, "learner", false, "indicates if the new member is raft learner")
+			},
+			Run: run(g, func(e *env) error {
+				if len(e.Args) < 1 {
+					return cli.BadArgs("member name not provided")
+				}
+				if len(e.Args) > 1 {
+					ev := "too many arguments"
+					for _, s := range e.Args {
+						if strings.HasPrefix(strings.ToLower(s), "http") {
+							ev += fmt.Sprintf(`, did you mean --peer-urls=%s`, s)
+						}
+					}
+					return cli.BadArgs("%s", ev)
+				}
+				if peerURLs == "" {
+					return cli.BadArgs("member peer urls not provided")
+				}
+				urls := strings.Split(peerURLs, ",")
+				resp, err := call(e, func(ctx context.Context, c *clientv3.Client) (*clientv3.MemberAddResponse, error) {
+					if learner {
+						return c.MemberAddAsLearner(ctx, urls)
+					}
+					return c.MemberAdd(ctx, urls)
+				})
+				if err != nil {
+					return err
+				}
+				if err := e.out.Print(printer.MemberChange{Verb: "added", ID: resp.Member.ID, Learner: resp.Member.IsLearner,
+					Header: resp.Header, Resp: (*pb.MemberAddResponse)(resp)}); err != nil {
+					return err
+				}
+				if e.out.Format == "simple" {
+					name := e.Args[0]
+					var conf []string
+					for _, m := range resp.Members {
+						n := m.Name
+						if m.ID == resp.Member.ID {
+							n = name
+						}
+						for _, u := range m.PeerURLs {
+							conf = append(conf, n+"="+u)
+						}
+					}
+					e.out.Printf("\nETCD_NAME=%q\nETCD_INITIAL_CLUSTER=%q\nETCD_INITIAL_ADVERTISE_PEER_URLS=%q\nETCD_INITIAL_CLUSTER_STATE=\"existing\"\n",
+						name, strings.Join(conf, ","), peerURLs)
+				}
+				return nil
+			})},
+		{Name: "remove", Args: "<memberID>", Short: "Removes a member from the cluster",
+			Run: run(g, func(e *env) error {
+				if len(e.Args) != 1 {
+					return cli.BadArgs("member ID is not provided")
+				}
+				id, err := hexID(e.Args[0], "member ID")
+				if err != nil {
+					return err
+				}
+				resp, err := call(e, func(ctx context.Context, c *clientv3.Client) (*clientv3.MemberRemoveResponse, error) {
+					return c.MemberRemove(ctx, id)
+				})
+				if err != nil {
+					return err
+				}
+				return e.out.Print(printer.MemberChange{Verb: "removed from", ID: id, Header: resp.Header, Resp: (*pb.MemberRemoveResponse)(resp)})
+			})},
+		{Name: "update", Args: "<memberID> [options]", Short: "Updates a member in the cluster",
+			Flags: func(fs *pflag.FlagSet) {
+				fs.StringVar(&peerURLs, "peer-urls", "", "comma separated peer URLs for the updated member.")
+			},
+			Run: run(g, func(e *env) error {
+				if len(e.Args) != 1 {
+					return cli.BadArgs("member ID is not provided")
+				}
+				id, err := hexID(e.Args[0], "member ID")
+				if err != nil {
+					return err
+				}
+				if peerURLs == "" {
+					return cli.BadArgs("member peer urls not provided")
+				}
+				resp, err := call(e, func(ctx context.Context, c *clientv3.Client) (*clientv3.MemberUpdateResponse, error) {
+					return c.MemberUpdate(ctx, id, strings.Split(peerURLs, ","))
+				})
+				if err != nil {
+					return err
+				}
+				return e.out.Print(printer.MemberChange{Verb: "updated in", ID: id, Header: resp.Header, Resp: (*pb.MemberUpdateResponse)(resp)})
+			})},
+		{Name: "list", Short: "Lists all members in the cluster",
+			Flags: func(fs *pflag.FlagSet) {
+				fs.StringVar(&consistency, "consistency", "l", "Linearizable(l) or Serializable(s)")
+			},
+			Run: run(g, func(e *env) error {
+				var opts []clientv3.OpOption
+				switch consistency {
+				case "s":
+					opts = append(opts, clientv3.WithSerializable())
+				case "l":
+				default:
+					return &cli.Error{Code: cli.ExitBadFeature, Err: fmt.Errorf("unknown consistency flag %q", consistency)}
+				}
+				resp, err := call(e, func(ctx context.Context, c *clientv3.Client) (*clientv3.MemberListResponse, error) {
+					return c.MemberList(ctx, opts...)
+				})
+				if err != nil {
+					return err
+				}
+				return e.out.Print(printer.MemberList{R: (*pb.MemberListResponse)(resp)})
+			})},
+		{Name: "promote", Args: "<memberID>", Short: "Promotes a non-voting member in the cluster",
+			Run: run(g, func(e *env) error {
+				if len(e.Args) != 1 {
+					return cli.BadArgs("member ID is not provided")
+				}
+				id, err := hexID(e.Args[0], "member ID")
+				if err != nil {
+					return err
+				}
+				resp, err := call(e, func(ctx context.Context, c *clientv3.Client) (*clientv3.MemberPromoteResponse, error) {
+					return c.MemberPromote(ctx, id)
+				})
+				if err != nil {
+					return err
+				}
+				return e.out.Print(printer.MemberChange{Verb: "promoted in", ID: id, Header: resp.Header, Resp: (*pb.MemberPromoteResponse)(resp)})
+			})},
+	}}
+}
+
+// targets are the endpoints a per-endpoint command visits: --endpoints, or with --cluster every
+// member's client URLs.
+func (e *env) targets(cluster bool) ([]string, error) {
+	if !cluster {
+		return e.g.endpoints, nil
+	}
+	resp, err := call(e, func(ctx context.Context, c *clientv3.Client) (*clientv3.MemberListResponse, error) {
+		return c.MemberList(ctx)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed to fetch endpoints from etcd cluster member list: %w", err)
+	}
+	var eps []string
+	for _, m := range resp.Members {
+		eps = append(eps, m.ClientURLs...)
+	}
+	return eps, nil
+}
+
+// eachEndpoint calls f with a client for each endpoint in turn.
+func (e *env) eachEndpoint(eps []string, f func(ep string, c *clientv3.Client)) error {
+	for _, ep := range eps {
+		c, err := e.newClient([]string{ep})
+		if err != nil {
+			return err
+		}
+		f(ep, c)
+		c.Close()
+	}
+	return nil
+}
+
+func endpointCommand(g *global) *cli.Command {
+	var cluster bool
+	var rev int64
+	clusterFlag := func(fs *pflag.FlagSet) {
+		fs.BoolVar(&cluster, "cluster", false, "use all endpoints from the cluster member list")
+	}
+	return &cli.Command{Name: "endpoint", Short: "Endpoint related commands", Subs: []*cli.Command{
+		{Name: "health", Short: "Checks the healthiness of endpoints specified in `--endpoints` flag", Flags: clusterFlag,
+			Run: run(g, func(e *env) error {
+				eps, err := e.targets(cluster)
+				if err != nil {
+					return err
+				}
+				hs := make(printer.Health, len(eps))
+				done := make(chan struct{}, len(eps))
+				for i, ep := range eps {
+					go func() {
+						defer func() { done <- struct{}{} }()
+						hs[i] = e.health(ep)
+					}()
+				}
+				for range eps {
+					<-done
+				}
+				if err := e.out.Print(hs); err != nil {
+					return err
+				}
+				for _, h := range hs {
+					if h.Error != "" {
+						return errors.New("unhealthy cluster")
+					}
+				}
+				return nil
+			})},
+		{Name: "status", Short: "Prints out the status of endpoints specified in `--endpoints` flag", Flags: clusterFlag,
+			Run: run(g, func(e *env) error {
+				eps, err := e.targets(cluster)
+				if err != nil {
+					return err
+				}
+				var st printer.Status
+				var failed error
+				if err := e.eachEndpoint(eps, func(ep string, c *clientv3.Client) {
+					ctx, cancel := e.ctx()
+					defer cancel()
+					resp, err := c.Status(ctx, ep)
+					if err != nil {
+						failed = err
+						fmt.Fprintf(e.Stderr, "Failed to get the status of endpoint %s (%v)\n", ep, err)
+						return
+					}
+					st = append(st, printer.EndpointStatus{Ep: ep, Resp: (*pb.StatusResponse)(resp)})
+				}); err != nil {
+					return err
+				}
+				if err := e.out.Print(st); err != nil {
+					return err
+				}
+				if failed != nil {
+					return &cli.Error{Code: cli.ExitError, Err: failed}
+				}
+				return nil
+			})},
+		{Name: "hashkv", Short: "Prints the KV history hash for each endpoint in --endpoints",
+			Flags: func(fs *pflag.FlagSet) {
+				clusterFlag(fs)
+				fs.Int64Var(&rev, "rev", 0, "maximum revision to hash (default: latest revision)")
+			},
+			Run: run(g, func(e *env) error {
+				eps, err := e.targets(cluster)
+				if err != nil {
+					return err
+				}
+				var hs printer.HashKV
+				var failed error
+				if err := e.eachEndpoint(eps, func(ep string, c *clientv3.Client) {
+					ctx, cancel := e.ctx()
+					defer cancel()
+					resp, err := c.HashKV(ctx, ep, rev)
+					if err != nil {
+						failed = err
+						fmt.Fprintf(e.Stderr, "Failed to get the hash of endpoint %s (%v)\n", ep, err)
+						return
+					}
+					hs = append(hs, printer.EndpointHashKV{Ep: ep, Resp: (*pb.HashKVResponse)(resp)})
+				}); err != nil {
+					return err
+				}
+				if err := e.out.Print(hs); err != nil {
+					return err
+				}
+				return failed
+			})},
+	}}
+}
+
+// health is upstream's check: a linearizable read commits through consensus, then no alarms.
+func (e *env) health(ep string) printer.EndpointHealth {
+	h := printer.EndpointHealth{Ep: ep}
+	c, err := e.newClient([]string{ep})
+	if err != nil {
+		h.Error = err.Error()
+		return h
+	}
+	defer c.Close()
+	start := time.Now()
+	ctx, cancel := e.ctx()
+	defer cancel()
+	_, err = c.Get(ctx, "health")
+	h.Took = time.Since(start).String()
+	if err != nil && !errors.Is(err, rpctypes.ErrPermissionDenied) {
+		h.Error = err.Error()
+		return h
+	}
+	resp, err := c.AlarmList(ctx)
+	switch {
+	case err != nil:
+		h.Error = "Unable to fetch the alarm list"
+	case len(resp.Alarms) > 0:
+		h.Error = "Active Alarm(s): "
+		for _, a := range resp.Alarms {
+			switch a.Alarm {
+			case pb.AlarmType_NOSPACE:
+				h.Error += "NOSPACE "
+			case pb.AlarmType_CORRUPT:
+				h.Error += "CORRUPT "
+			default:
+				h.Error += "UNKNOWN "
+			}
+		}
+	default:
+		h.Health = true
+	}
+	return h
+}
+
+func leaseCommand(g *global) *cli.Command {
+	var keys, once bool
+	leaseArg := func(e *env, what string) (clientv3.LeaseID, error) {
+		if len(e.Args) != 1 {
+			return 0, cli.BadArgs("%s", what)
+		}
+		id, err := strconv.ParseInt(e.Args[0], 16, 64)
+		if err != nil {
+			return 0, cli.BadArgs("bad lease ID arg (%v), expecting ID in Hex", err)
+		}
+		return clientv3.LeaseID(id), nil
+	}
+	return &cli.Command{Name: "lease", Short: "Lease related commands", Subs: []*cli.Command{
+		{Name: "grant", Args: "<ttl>", Short: "Creates leases",
+			Run: run(g, func(e *env) error {
+				if len(e.Args) != 1 {
+					return cli.BadArgs("lease grant command needs TTL argument")
+				}
+				ttl, err := strconv.ParseInt(e.Args[0], 10, 64)
+				if err != nil {
+					return cli.BadArgs("bad TTL (%v)", err)
+				}
+				resp, err := call(e, func(ctx context.Context, c *clientv3.Client) (*clientv3.LeaseGrantResponse, error) {
+					return c.Grant(ctx, ttl)
+				})
+				if err != nil {
+					return fmt.Errorf("failed to grant lease (%w)", err)
+				}
+				return e.out.Print(printer.Grant{R: resp})
+			})},
+		{Name: "revoke", Args: "<leaseID>", Short: "Revokes leases",
+			Run: run(g, func(e *env) error {
+				id, err := leaseArg(e, "lease revoke command needs 1 argument")
+				if err != nil {
+					return err
+				}
+				resp, err := call(e, func(ctx context.Context, c *clientv3.Client) (*clientv3.LeaseRevokeResponse, error) {
+					return c.Revoke(ctx, id)
+				})
+				if err != nil {
+					return fmt.Errorf("failed to revoke lease (%w)", err)
+				}
+				return e.out.Print(printer.Revoke{ID: int64(id), R: (*pb.LeaseRevokeResponse)(resp)})
+			})},
+		{Name: "timetolive", Args: "<leaseID> [options]", Short: "Get lease information",
+			Flags: func(fs *pflag.FlagSet) { fs.BoolVar(&keys, "keys", false, "Get keys attached to this lease") },
+			Run: run(g, func(e *env) error {
+				id, err := leaseArg(e, "lease timetolive command needs lease ID as argument")
+				if err != nil {
+					return err
+				}
+				var opts []clientv3.LeaseOption
+				if keys {
+					opts = append(opts, clientv3.WithAttachedKeys())
+				}
+				resp, err := call(e, func(ctx context.Context, c *clientv3.Client) (*clientv3.LeaseTimeToLiveResponse, error) {
+					return c.TimeToLive(ctx, id, opts...)
+				})
+				if err != nil {
+					return err
+				}
+				return e.out.Print(printer.TimeToLive{R: resp, Keys: keys})
+			})},
+		{Name: "list", Short: "List all active leases",
+			Run: run(g, func(e *env) error {
+				resp, err := call(e, func(ctx context.Context, c *clientv3.Client) (*clientv3.LeaseLeasesResponse, error) {
+					return c.Leases(ctx)
+				})
+				if err != nil {
+					return fmt.Errorf("failed to list leases (%w)", err)
+				}
+				return e.out.Print(printer.Leases{R: resp})
+			})},
+		{Name: "keep-alive", Args: "[options] <leaseID>", Short: "Keeps leases alive (renew)",
+			Flags: func(fs *pflag.FlagSet) {
+				fs.BoolVar(&once, "once", false, "Resets the keep-alive time to its original value and exits immediately")
+			},
+			Run: run(g, func(e *env) error {
+				id, err := leaseArg(e, "lease keep-alive command needs lease ID as argument")
+				if err != nil {
+					return err
+				}
+				c, err := e.cl()
+				if err != nil {
+					return err
+				}
+				if once {
+					resp, err := c.KeepAliveOnce(context.Background(), id)
+					if err != nil {
+						return &cli.Error{Code: cli.ExitBadConnection, Err: err}
+					}
+					return e.out.Print(printer.KeepAlive{R: resp})
+				}
+				ch, err := c.KeepAlive(context.Background(), id)
+				if err != nil {
+					return &cli.Error{Code: cli.ExitBadConnection, Err: err}
+				}
+				for resp := range ch {
+					if err := e.out.Print(printer.KeepAlive{R: resp}); err != nil {
+						return err
+					}
+				}
+				if e.out.Format == "simple" {
+					e.out.Printf("lease %016x expired or revoked.\n", id)
+				}
+				return nil
+			})},
+	}}
+}
+
+func alarmCommand(g *global) *cli.Command {
+	alarm := func(name string, f func(ctx context.Context, c *clientv3.Client) (*clientv3.AlarmResponse, error)) func(*cli.Ctx) error {
+		return run(g, func(e *env) error {
+			if len(e.Args) != 0 {
+				return cli.BadArgs("alarm %s command accepts no arguments", name)
+			}
+			resp, err := call(e, f)
+			if err != nil {
+				return err
+			}
+			return e.out.Print(printer.Alarms{R: (*pb.AlarmResponse)(resp)})
+		})
+	}
+	return &cli.Command{Name: "alarm", Short: "Alarm related commands", Subs: []*cli.Command{
+		{Name: "disarm", Short: "Disarms all alarms", Run: alarm("disarm", func(ctx context.Context, c *clientv3.Client) (*clientv3.AlarmResponse, error) {
+			return c.AlarmDisarm(ctx, &clientv3.AlarmMember{})
+		})},
+		{Name: "list", Short: "Lists all alarms", Run: alarm("list", func(ctx context.Context, c *clientv3.Client) (*clientv3.AlarmResponse, error) {
+			return c.AlarmList(ctx)
+		})},
+	}}
+}
+
+func defragCommand(g *global) *cli.Command {
+	var cluster bool
+	return &cli.Command{Name: "defrag", Short: "Defragments the storage of the etcd members with given endpoints",
+		Flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&cluster, "cluster", false, "use all endpoints from the cluster member list")
+		},
+		Run: run(g, func(e *env) error {
+			eps, err := e.targets(cluster)
+			if err != nil {
+				return err
+			}
+			failures := 0
+			if err := e.eachEndpoint(eps, func(ep string, c *clientv3.Client) {
+				ctx, cancel := e.ctx()
+				defer cancel()
+				start := time.Now()
+				_, err := c.Defragment(ctx, ep)
+				d := time.Since(start)
+				if err != nil {
+					fmt.Fprintf(e.Stderr, "Failed to defragment etcd member[%s]. took %s. (%v)\n", ep, d, err)
+					failures++
+					return
+				}
+				fmt.Fprintf(e.Stdout, "Finished defragmenting etcd member[%s]. took %s\n", ep, d)
+			}); err != nil {
+				return err
+			}
+			if failures > 0 {
+				return fmt.Errorf("%d of %d members failed to defragment", failures, len(eps))
+			}
+			return nil
+		}),
+	}
+}
+
+func downgradeCommand(g *global) *cli.Command {
+	withTarget := func(action string, a clientv3.DowngradeAction) func(*cli.Ctx) error {
+		return run(g, func(e *env) error {
+			if len(e.Args) < 1 {
+				return cli.BadArgs("TARGET_VERSION not provided")
+			}
+			if len(e.Args) > 1 {
+				return cli.BadArgs("too many arguments")
+			}
+			if e.Args[0] == "" {
+				return cli.BadArgs("target version not provided")
+			}
+			resp, err := call(e, func(ctx context.Context, c *clientv3.Client) (*clientv3.DowngradeResponse, error) {
+				return c.Downgrade(ctx, a, e.Args[0])
+			})
+			if err != nil {
+				return err
+			}
+			return e.out.Print(printer.Downgrade{Action: action, R: (*pb.DowngradeResponse)(resp)})
+		})
+	}
+	return &cli.Command{Name: "downgrade", Short: "Downgrade related commands", Subs: []*cli.Command{
+		{Name: "validate", Args: "<TARGET_VERSION>", Short: "Validate downgrade capability before starting downgrade", Run: withTarget("validate", clientv3.DowngradeValidate)},
+		{Name: "enable", Args: "<TARGET_VERSION>", Short: "Start a downgrade action to cluster", Run: withTarget("enable", clientv3.DowngradeEnable)},
+		{Name: "cancel", Short: "Cancel the ongoing downgrade action to cluster", Run: run(g, func(e *env) error {
+			resp, err := call(e, func(ctx context.Context, c *clientv3.Client) (*clientv3.DowngradeResponse, error) {
+				return c.Downgrade(ctx, clientv3.DowngradeCancel, "")
+			})
+			if err != nil {
+				return err
+			}
+			return e.out.Print(printer.Downgrade{Action: "cancel", R: (*pb.DowngradeResponse)(resp)})
+		})},
+	}}
+}
+
+func moveLeaderCommand(g *global) *cli.Command {
+	return &cli.Command{Name: "move-leader", Args: "<transferee-member-id>", Short: "Transfers leadership to another etcd cluster member.",
+		Run: run(g, func(e *env) error {
+			if len(e.Args) != 1 {
+				return cli.BadArgs("move-leader command needs 1 argument")
+			}
+			target, err := strconv.ParseUint(e.Args[0], 16, 64)
+			if err != nil {
+				return cli.BadArgs("%v", err)
+			}
+			var leaderEp string
+			var leaderID uint64
+			for _, ep := range e.g.endpoints {
+				c, err := e.newClient([]string{ep})
+				if err != nil {
+					return err
+				}
+				ctx, cancel := e.ctx()
+				st, err := c.Status(ctx, ep)
+				cancel()
+				c.Close()
+				if err != nil {
+					return err
+				}
+				if st.Header.MemberId == st.Leader {
+					leaderEp, leaderID = ep, st.Leader
+					break
+				}
+			}
+			if leaderEp == "" {
+				return cli.BadArgs("no leader endpoint given at %v", e.g.endpoints)
+			}
+			c, err := e.newClient([]string{leaderEp})
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, cancel := e.ctx()
+			defer cancel()
+			if _, err := c.MoveLeader(ctx, target); err != nil {
+				return err
+			}
+			return e.out.Print(printer.MoveLeader{From: leaderID, To: target})
+		}),
+	}
+}
+
+func snapshotCommand(g *global) *cli.Command {
+	return &cli.Command{Name: "snapshot", Short: "Manages etcd node snapshots", Subs: []*cli.Command{
+		{Name: "save", Args: "<filename>", Short: "Stores an etcd node backend snapshot to a given file",
+			Run: run(g, func(e *env) error {
+				if len(e.Args) != 1 {
+					return cli.BadArgs("snapshot save expects one argument <filename>")
+				}
+				if len(e.g.endpoints) != 1 {
+					return cli.BadArgs("snapshot must be requested to one selected node, not multiple %v", e.g.endpoints)
+				}
+				s, err := e.g.spec(e.g.endpoints)
+				if err != nil {
+					return err
+				}
+				cfg, err := clientv3.NewClientConfig(s, zap.NewNop())
+				if err != nil {
+					return err
+				}
+				// Without an explicit --command-timeout a large snapshot is not cut short.
+				ctx, cancel := context.WithCancel(context.Background())
+				if e.Flags.Changed("command-timeout") {
+					ctx, cancel = e.ctx()
+				}
+				defer cancel()
+				ver, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), *cfg, e.Args[0])
+				if err != nil {
+					return &cli.Error{Code: cli.ExitInterrupted, Err: err}
+				}
+				fmt.Fprintf(e.Stdout, "Snapshot saved at %s\n", e.Args[0])
+				if ver != "" {
+					fmt.Fprintf(e.Stdout, "Server version %s\n", ver)
+				}
+				return nil
+			})},
+	}}
+}

@@ -1,0 +1,282 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"etcdx/etcdctl/cli"
+	"etcdx/etcdctl/printer"
+)
+
+func getCommand(g *global) *cli.Command {
+	var o struct {
+		consistency, order, sortBy                    string
+		limit, rev                                    int64
+		prefix, fromKey, keysOnly, countOnly, valOnly bool
+		minCreate, maxCreate, minMod, maxMod          int64
+	}
+	return &cli.Command{Name: "get", Args: "<key> [range_end]", Short: "Gets the key or a range of keys",
+		Flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&o.consistency, "consistency", "l", "Linearizable(l) or Serializable(s)")
+			fs.StringVar(&o.order, "order", "", "Order of results; ASCEND or DESCEND (ASCEND by default)")
+			fs.StringVar(&o.sortBy, "sort-by", "", "Sort target; CREATE, KEY, MODIFY, VALUE, or VERSION")
+			fs.Int64Var(&o.limit, "limit", 0, "Maximum number of results")
+			fs.BoolVar(&o.prefix, "prefix", false, "Get keys with matching prefix")
+			fs.BoolVar(&o.fromKey, "from-key", false, "Get keys that are greater than or equal to the given key using byte compare")
+			fs.Int64Var(&o.rev, "rev", 0, "Specify the kv revision")
+			fs.BoolVar(&o.keysOnly, "keys-only", false, "Get only the keys")
+			fs.BoolVar(&o.countOnly, "count-only", false, "Get only the count")
+			fs.BoolVar(&o.valOnly, "print-value-only", false, `Only write values when using the "simple" output format`)
+			fs.Int64Var(&o.minCreate, "min-create-rev", 0, "Minimum create revision")
+			fs.Int64Var(&o.maxCreate, "max-create-rev", 0, "Maximum create revision")
+			fs.Int64Var(&o.minMod, "min-mod-rev", 0, "Minimum modification revision")
+			fs.Int64Var(&o.maxMod, "max-mod-rev", 0, "Maximum modification revision")
+		},
+		Run: run(g, func(e *env) error {
+			args := e.Args
+			if len(args) == 0 {
+				return cli.BadArgs("get command needs one argument as key and an optional argument as range_end")
+			}
+			if o.prefix && o.fromKey {
+				return cli.BadArgs("`--prefix` and `--from-key` cannot be set at the same time, choose one")
+			}
+			if o.keysOnly && o.countOnly {
+				return cli.BadArgs("`--keys-only` and `--count-only` cannot be set at the same time, choose one")
+			}
+			var opts []clientv3.OpOption
+			if o.consistency == "s" {
+				opts = append(opts, clientv3.WithSerializable())
+			}
+			key := args[0]
+			if len(args) > 1 {
+				if o.prefix || o.fromKey {
+					return cli.BadArgs("too many arguments, only accept one argument when `--prefix` or `--from-key` is set")
+				}
+				opts = append(opts, clientv3.WithRange(args[1]))
+			}
+			opts = append(opts, clientv3.WithLimit(o.limit))
+			if o.rev > 0 {
+				opts = append(opts, clientv3.WithRev(o.rev))
+			}
+			order := clientv3.SortNone
+			switch strings.ToUpper(o.order) {
+			case "ASCEND":
+				order = clientv3.SortAscend
+			case "DESCEND":
+				order = clientv3.SortDescend
+			case "":
+			default:
+				return &cli.Error{Code: cli.ExitBadFeature, Err: fmt.Errorf("bad sort order %v", o.order)}
+			}
+			targets := map[string]clientv3.SortTarget{"": clientv3.SortByKey, "KEY": clientv3.SortByKey, "CREATE": clientv3.SortByCreateRevision,
+				"MODIFY": clientv3.SortByModRevision, "VALUE": clientv3.SortByValue, "VERSION": clientv3.SortByVersion}
+			target, ok := targets[strings.ToUpper(o.sortBy)]
+			if !ok {
+				return &cli.Error{Code: cli.ExitBadFeature, Err: fmt.Errorf("bad sort target %v", o.sortBy)}
+			}
+			opts = append(opts, clientv3.WithSort(target, order))
+			key, opts = rangeOpts(key, o.prefix, o.fromKey, opts)
+			if o.keysOnly {
+				opts = append(opts, clientv3.WithKeysOnly())
+			}
+			if o.countOnly {
+				opts = append(opts, clientv3.WithCountOnly())
+			}
+			if o.minCreate > 0 {
+				opts = append(opts, clientv3.WithMinCreateRev(o.minCreate))
+			}
+			if o.maxCreate > 0 {
+				if o.minCreate > o.maxCreate {
+					return &cli.Error{Code: cli.ExitBadFeature, Err: fmt.Errorf("getMinCreateRev(=%v) > getMaxCreateRev(=%v)", o.minCreate, o.maxCreate)}
+				}
+				opts = append(opts, clientv3.WithMaxCreateRev(o.maxCreate))
+			}
+			if o.minMod > 0 {
+				opts = append(opts, clientv3.WithMinModRev(o.minMod))
+			}
+			if o.maxMod > 0 {
+				if o.minMod > o.maxMod {
+					return &cli.Error{Code: cli.ExitBadFeature, Err: fmt.Errorf("getMinModRev(=%v) > getMaxModRev(=%v)", o.minMod, o.maxMod)}
+				}
+				opts = append(opts, clientv3.WithMaxModRev(o.maxMod))
+			}
+			resp, err := call(e, func(ctx context.Context, c *clientv3.Client) (*clientv3.GetResponse, error) {
+				return c.Get(ctx, key, opts...)
+			})
+			if err != nil {
+				return err
+			}
+			if o.countOnly && e.out.Format != "fields" {
+				return cli.BadArgs("--count-only is only for `--write-out=fields`")
+			}
+			if o.valOnly && e.out.Format != "simple" {
+				return cli.BadArgs("print-value-only is only for `--write-out=simple`")
+			}
+			return e.out.Print(printer.Get{R: (*pb.RangeResponse)(resp), ValueOnly: o.valOnly})
+		}),
+	}
+}
+
+// rangeOpts applies --prefix and --from-key; an empty key with either means every key.
+func rangeOpts(key string, prefix, fromKey bool, opts []clientv3.OpOption) (string, []clientv3.OpOption) {
+	switch {
+	case prefix && key == "", fromKey && key == "":
+		return "\x00", append(opts, clientv3.WithFromKey())
+	case prefix:
+		return key, append(opts, clientv3.WithPrefix())
+	case fromKey:
+		return key, append(opts, clientv3.WithFromKey())
+	}
+	return key, opts
+}
+
+// argOrStdin returns args[i], or all of stdin when there is no such argument.
+func argOrStdin(args []string, stdin io.Reader, i int) (string, error) {
+	if i < len(args) {
+		return args[i], nil
+	}
+	b, err := io.ReadAll(stdin)
+	if err != nil || len(b) == 0 {
+		return "", fmt.Errorf("no available argument and stdin")
+	}
+	return string(b), nil
+}
+
+func putCommand(g *global) *cli.Command {
+	var o struct {
+		lease                          string
+		prevKV, ignoreVal, ignoreLease bool
+	}
+	return &cli.Command{Name: "put", Args: "<key> <value>", Short: "Puts the given key into the store",
+		Flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&o.lease, "lease", "0", "lease ID (in hexadecimal) to attach to the key")
+			fs.BoolVar(&o.prevKV, "prev-kv", false, "return the previous key-value pair before modification")
+			fs.BoolVar(&o.ignoreVal, "ignore-value", false, "updates the key using its current value")
+			fs.BoolVar(&o.ignoreLease, "ignore-lease", false, "updates the key using its current lease")
+		},
+		Run: run(g, func(e *env) error {
+			args := e.Args
+			if len(args) == 0 {
+				return cli.BadArgs("put command needs 1 argument and input from stdin or 2 arguments")
+			}
+			if o.ignoreVal && len(args) > 1 {
+				return cli.BadArgs("put command needs only 1 argument when 'ignore-value' is set")
+			}
+			var value string
+			if !o.ignoreVal {
+				v, err := argOrStdin(args, e.Stdin, 1)
+				if err != nil {
+					return cli.BadArgs("put command needs 1 argument and input from stdin or 2 arguments")
+				}
+				value = v
+			}
+			id, err := strconv.ParseInt(o.lease, 16, 64)
+			if err != nil {
+				return cli.BadArgs("bad lease ID (%v), expecting ID in Hex", err)
+			}
+			var opts []clientv3.OpOption
+			if id != 0 {
+				opts = append(opts, clientv3.WithLease(clientv3.LeaseID(id)))
+			}
+			if o.prevKV {
+				opts = append(opts, clientv3.WithPrevKV())
+			}
+			if o.ignoreVal {
+				opts = append(opts, clientv3.WithIgnoreValue())
+			}
+			if o.ignoreLease {
+				opts = append(opts, clientv3.WithIgnoreLease())
+			}
+			resp, err := call(e, func(ctx context.Context, c *clientv3.Client) (*clientv3.PutResponse, error) {
+				return c.Put(ctx, args[0], value, opts...)
+			})
+			if err != nil {
+				return err
+			}
+			return e.out.Print(printer.Put{R: (*pb.PutResponse)(resp)})
+		}),
+	}
+}
+
+func delCommand(g *global) *cli.Command {
+	var o struct{ prefix, prevKV, fromKey, rangeOK bool }
+	return &cli.Command{Name: "del", Args: "<key> [range_end]", Short: "Removes the specified key or range of keys [key, range_end)",
+		Flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&o.prefix, "prefix", false, "delete keys with matching prefix")
+			fs.BoolVar(&o.prevKV, "prev-kv", false, "return deleted key-value pairs")
+			fs.BoolVar(&o.fromKey, "from-key", false, "delete keys that are greater than or equal to the given key using byte compare")
+			fs.BoolVar(&o.rangeOK, "range", false, "delete range of keys")
+		},
+		Run: run(g, func(e *env) error {
+			args := e.Args
+			if len(args) == 0 || len(args) > 2 {
+				return cli.BadArgs("del command needs one argument as key and an optional argument as range_end")
+			}
+			if o.prefix && o.fromKey {
+				return cli.BadArgs("`--prefix` and `--from-key` cannot be set at the same time, choose one")
+			}
+			var opts []clientv3.OpOption
+			key := args[0]
+			if len(args) > 1 {
+				if o.prefix || o.fromKey {
+					return cli.BadArgs("too many arguments, only accept one argument when `--prefix` or `--from-key` is set")
+				}
+				opts = append(opts, clientv3.WithRange(args[1]))
+				if !o.rangeOK {
+					fmt.Fprintf(e.Stderr, "Warning: Keys between %q and %q will be deleted. Please interrupt the command within next 2 seconds to cancel. "+
+						"You can provide `--range` flag to avoid the delay.\n", args[0], args[1])
+					time.Sleep(2 * time.Second)
+				}
+			}
+			key, opts = rangeOpts(key, o.prefix, o.fromKey, opts)
+			if o.prevKV {
+				opts = append(opts, clientv3.WithPrevKV())
+			}
+			resp, err := call(e, func(ctx context.Context, c *clientv3.Client) (*clientv3.DeleteResponse, error) {
+				return c.Delete(ctx, key, opts...)
+			})
+			if err != nil {
+				return err
+			}
+			return e.out.Print(printer.Del{R: (*pb.DeleteRangeResponse)(resp)})
+		}),
+	}
+}
+
+func compactionCommand(g *global) *cli.Command {
+	var physical bool
+	return &cli.Command{Name: "compaction", Args: "<revision>", Short: "Compacts the event history in etcd",
+		Flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&physical, "physical", false, "'true' to wait for compaction to physically remove all old revisions")
+		},
+		Run: run(g, func(e *env) error {
+			if len(e.Args) != 1 {
+				return cli.BadArgs("compaction command needs 1 argument")
+			}
+			rev, err := strconv.ParseInt(e.Args[0], 10, 64)
+			if err != nil {
+				return err
+			}
+			var opts []clientv3.CompactOption
+			if physical {
+				opts = append(opts, clientv3.WithCompactPhysical())
+			}
+			if _, err := call(e, func(ctx context.Context, c *clientv3.Client) (*clientv3.CompactResponse, error) {
+				return c.Compact(ctx, rev, opts...)
+			}); err != nil {
+				return err
+			}
+			// Upstream prints this line whatever the output format.
+			fmt.Fprintln(e.Stdout, "compacted revision", rev)
+			return nil
+		}),
+	}
+}

@@ -1,0 +1,141 @@
+// Package printer renders command results the way upstream etcdctl 3.6 does, in its output
+// formats: simple, json, table, fields and protobuf. A result type opts into each format by
+// implementing the matching method; asking for a format it lacks is upstream's
+// "<format> not supported as output format" error.
+package printer
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"etcdx/etcdctl/cli"
+)
+
+// Formats lists the accepted --write-out values.
+var Formats = []string{"simple", "json", "table", "fields", "protobuf"}
+
+// Printer writes results to W in one format.
+type Printer struct {
+	W, Err io.Writer
+	Format string
+	Hex    bool
+}
+
+// New checks the format.
+func New(w, errw io.Writer, format string, isHex bool) (*Printer, error) {
+	for _, f := range Formats {
+		if f == format {
+			return &Printer{W: w, Err: errw, Format: format, Hex: isHex}, nil
+		}
+	}
+	return nil, &cli.Error{Code: cli.ExitBadFeature, Err: fmt.Errorf("unsupported output format")}
+}
+
+// The formats a result can provide.
+type (
+	simpler interface{ Simple(p *Printer) }
+	jsoner  interface{ JSON() any }
+	tabler  interface {
+		Table() (hdr []string, rows [][]string)
+	}
+	fielder interface{ Fields(p *Printer) }
+	protoer interface{ Proto() ([]byte, error) }
+)
+
+// Print renders r.
+func (p *Printer) Print(r any) error {
+	switch p.Format {
+	case "simple":
+		if s, ok := r.(simpler); ok {
+			s.Simple(p)
+			return nil
+		}
+	case "json":
+		if j, ok := r.(jsoner); ok {
+			b, err := json.Marshal(j.JSON())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(p.W, string(b))
+			return nil
+		}
+	case "table":
+		if t, ok := r.(tabler); ok {
+			hdr, rows := t.Table()
+			Table(p.W, hdr, rows)
+			return nil
+		}
+	case "fields":
+		if f, ok := r.(fielder); ok {
+			f.Fields(p)
+			return nil
+		}
+	case "protobuf":
+		if pr, ok := r.(protoer); ok {
+			b, err := pr.Proto()
+			if err != nil {
+				return err
+			}
+			_, err = p.W.Write(b)
+			return err
+		}
+	}
+	return &cli.Error{Code: cli.ExitBadFeature, Err: fmt.Errorf("%s not supported as output format", p.Format)}
+}
+
+// Printf writes formatted text.
+func (p *Printer) Printf(format string, a ...any) { fmt.Fprintf(p.W, format, a...) }
+
+// Println writes a line.
+func (p *Printer) Println(a ...any) { fmt.Fprintln(p.W, a...) }
+
+// Bytes renders a key or value: as is, or as \x-escaped hex with --hex.
+func (p *Printer) Bytes(b []byte) string {
+	if !p.Hex {
+		return string(b)
+	}
+	h := hex.EncodeToString(b)
+	var sb strings.Builder
+	for i := 0; i < len(h); i += 2 {
+		sb.WriteString(`\x`)
+		sb.WriteString(h[i : i+2])
+	}
+	return sb.String()
+}
+
+// Table draws upstream's bordered table: centred upper-case headers, right-aligned cells.
+func Table(w io.Writer, header []string, rows [][]string) {
+	widths := make([]int, len(header))
+	up := make([]string, len(header))
+	for i, h := range header {
+		up[i] = strings.ToUpper(strings.ReplaceAll(h, "_", " "))
+		widths[i] = len(up[i])
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], len(c))
+		}
+	}
+	line := "+"
+	for _, n := range widths {
+		line += strings.Repeat("-", n+2) + "+"
+	}
+	cells := make([]string, len(header))
+	fmt.Fprintln(w, line)
+	for i, h := range up {
+		left := (widths[i] - len(h)) / 2
+		cells[i] = " " + strings.Repeat(" ", left) + h + strings.Repeat(" ", widths[i]-len(h)-left) + " "
+	}
+	fmt.Fprintln(w, "|"+strings.Join(cells, "|")+"|")
+	fmt.Fprintln(w, line)
+	for _, r := range rows {
+		for i, c := range r {
+			cells[i] = " " + strings.Repeat(" ", widths[i]-len(c)) + c + " "
+		}
+		fmt.Fprintln(w, "|"+strings.Join(cells, "|")+"|")
+	}
+	fmt.Fprintln(w, line)
+}
