@@ -84,44 +84,26 @@ func memberCommand(g *global) *cli.Command {
 				return nil
 			})},
 		{Name: "remove", Args: "<memberID>", Short: "Removes a member from the cluster",
-			Run: run(g, func(e *env) error {
-				if len(e.Args) != 1 {
-					return cli.BadArgs("member ID is not provided")
-				}
-				id, err := hexID(e.Args[0], "member ID")
+			Run: memberByID(g, "removed from", func(ctx context.Context, c *clientv3.Client, id uint64) (*pb.ResponseHeader, memberResp, error) {
+				r, err := c.MemberRemove(ctx, id)
 				if err != nil {
-					return err
+					return nil, nil, err
 				}
-				resp, err := call(e, func(ctx context.Context, c *clientv3.Client) (*clientv3.MemberRemoveResponse, error) {
-					return c.MemberRemove(ctx, id)
-				})
-				if err != nil {
-					return err
-				}
-				return e.out.Print(printer.MemberChange{Verb: "removed from", ID: id, Header: resp.Header, Resp: (*pb.MemberRemoveResponse)(resp)})
+				return r.Header, (*pb.MemberRemoveResponse)(r), nil
 			})},
 		{Name: "update", Args: "<memberID> [options]", Short: "Updates a member in the cluster",
 			Flags: func(fs *pflag.FlagSet) {
 				fs.StringVar(&peerURLs, "peer-urls", "", "comma separated peer URLs for the updated member.")
 			},
-			Run: run(g, func(e *env) error {
-				if len(e.Args) != 1 {
-					return cli.BadArgs("member ID is not provided")
-				}
-				id, err := hexID(e.Args[0], "member ID")
-				if err != nil {
-					return err
-				}
+			Run: memberByID(g, "updated in", func(ctx context.Context, c *clientv3.Client, id uint64) (*pb.ResponseHeader, memberResp, error) {
 				if peerURLs == "" {
-					return cli.BadArgs("member peer urls not provided")
+					return nil, nil, cli.BadArgs("member peer urls not provided")
 				}
-				resp, err := call(e, func(ctx context.Context, c *clientv3.Client) (*clientv3.MemberUpdateResponse, error) {
-					return c.MemberUpdate(ctx, id, strings.Split(peerURLs, ","))
-				})
+				r, err := c.MemberUpdate(ctx, id, strings.Split(peerURLs, ","))
 				if err != nil {
-					return err
+					return nil, nil, err
 				}
-				return e.out.Print(printer.MemberChange{Verb: "updated in", ID: id, Header: resp.Header, Resp: (*pb.MemberUpdateResponse)(resp)})
+				return r.Header, (*pb.MemberUpdateResponse)(r), nil
 			})},
 		{Name: "list", Short: "Lists all members in the cluster",
 			Flags: func(fs *pflag.FlagSet) {
@@ -145,23 +127,41 @@ func memberCommand(g *global) *cli.Command {
 				return e.out.Print(printer.MemberList{R: (*pb.MemberListResponse)(resp)})
 			})},
 		{Name: "promote", Args: "<memberID>", Short: "Promotes a non-voting member in the cluster",
-			Run: run(g, func(e *env) error {
-				if len(e.Args) != 1 {
-					return cli.BadArgs("member ID is not provided")
-				}
-				id, err := hexID(e.Args[0], "member ID")
+			Run: memberByID(g, "promoted in", func(ctx context.Context, c *clientv3.Client, id uint64) (*pb.ResponseHeader, memberResp, error) {
+				r, err := c.MemberPromote(ctx, id)
 				if err != nil {
-					return err
+					return nil, nil, err
 				}
-				resp, err := call(e, func(ctx context.Context, c *clientv3.Client) (*clientv3.MemberPromoteResponse, error) {
-					return c.MemberPromote(ctx, id)
-				})
-				if err != nil {
-					return err
-				}
-				return e.out.Print(printer.MemberChange{Verb: "promoted in", ID: id, Header: resp.Header, Resp: (*pb.MemberPromoteResponse)(resp)})
+				return r.Header, (*pb.MemberPromoteResponse)(r), nil
 			})},
 	}}
+}
+
+// memberResp is a member change answer as the json and protobuf formats print it.
+type memberResp = interface{ Marshal() ([]byte, error) }
+
+// memberByID runs a member change that takes one hex member ID argument.
+func memberByID(g *global, verb string, f func(ctx context.Context, c *clientv3.Client, id uint64) (*pb.ResponseHeader, memberResp, error)) func(*cli.Ctx) error {
+	return run(g, func(e *env) error {
+		if len(e.Args) != 1 {
+			return cli.BadArgs("member ID is not provided")
+		}
+		id, err := hexID(e.Args[0], "member ID")
+		if err != nil {
+			return err
+		}
+		c, err := e.cl()
+		if err != nil {
+			return err
+		}
+		ctx, cancel := e.ctx()
+		defer cancel()
+		hdr, resp, err := f(ctx, c, id)
+		if err != nil {
+			return err
+		}
+		return e.out.Print(printer.MemberChange{Verb: verb, ID: id, Header: hdr, Resp: resp})
+	})
 }
 
 // targets are the endpoints a per-endpoint command visits: --endpoints, or with --cluster every
