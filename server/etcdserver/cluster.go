@@ -60,7 +60,7 @@ func (s *Server) AddMember(ctx context.Context, peerURLs []string, learner bool)
 	if err := s.mayAddMember(learner); err != nil {
 		return nil, nil, err
 	}
-	if learner && s.learnerCount() >= maxLearners {
+	if learner && s.mem.learnerCount() >= maxLearners {
 		return nil, nil, ErrTooManyLearners
 	}
 	now := time.Now()
@@ -80,10 +80,10 @@ func memberIDAt(peerURLs []string, now time.Time) uint64 {
 	return MemberID(peerURLs, strconv.FormatInt(now.Unix(), 10))
 }
 
-func (s *Server) learnerCount() int {
+func (m *membership) learnerCount() int {
 	n := 0
-	for _, m := range s.mem.list() {
-		if m.IsLearner {
+	for _, mem := range m.list() {
+		if mem.IsLearner {
 			n++
 		}
 	}
@@ -187,6 +187,11 @@ func validateConfChange(mem *membership, cc raftpb.ConfChange, m *Member) error 
 				return nil // promotion
 			}
 			return ErrMemberExist
+		}
+		// Checked again here because two adds sent to different members can both pass the
+		// proposer's check; the applied order decides which one is too many.
+		if cc.Type == raftpb.ConfChangeAddLearnerNode && mem.learnerCount() >= maxLearners {
+			return ErrTooManyLearners
 		}
 		for _, o := range mem.list() {
 			for _, u := range o.PeerURLs {
