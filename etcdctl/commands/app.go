@@ -17,7 +17,7 @@ func App() *cli.App {
 		// ETCDCTL_API selected the v2 or v3 API in old releases; 3 is the only one now.
 		IgnoredEnv: []string{"ETCDCTL_API", "ETCDCTL_WATCH_KEY", "ETCDCTL_WATCH_RANGE_END"},
 		Root: []*cli.Command{
-			getCommand(g), putCommand(g), delCommand(g), compactionCommand(g),
+			getCommand(g), putCommand(g), delCommand(g), txnCommand(g), compactionCommand(g),
 			leaseCommand(g), memberCommand(g), endpointCommand(g), alarmCommand(g), defragCommand(g),
 			downgradeCommand(g), moveLeaderCommand(g), snapshotCommand(g),
 			{Name: "version", Short: "Prints the version of etcdctl", Run: func(c *cli.Ctx) error {
