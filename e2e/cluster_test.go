@@ -106,27 +106,9 @@ func TestPeerHandshakeRefusesAnotherCluster(t *testing.T) {
 	// Same member list, different tokens: the two members compute different cluster IDs.
 	c.Members[0].Extra = []string{"--initial-cluster-token", "cluster-a"}
 	c.Members[1].Extra = []string{"--initial-cluster-token", "cluster-b"}
-	for _, m := range c.Members {
-		if err := m.StartNoWait(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		a, b := c.Members[0].Log(), c.Members[1].Log()
-		if strings.Contains(a, "rejected stream from remote peer") && strings.Contains(a, "cluster ID mismatch") &&
-			strings.Contains(b, "peer refused our stream") && strings.Contains(b, "cluster ID mismatch") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no refusal logged on both sides\n--- m1 ---\n%s\n--- m2 ---\n%s", c.Members[0].Log(), c.Members[1].Log())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	// Neither side accepted the other's messages, so neither has a quorum to serve clients.
-	if err := c.Members[0].WaitHealthy(2 * time.Second); err == nil {
-		t.Fatal("a member with a foreign peer formed a quorum")
-	}
+	startRefusingPeers(t, c,
+		[]string{"rejected stream from remote peer", "cluster ID mismatch"},
+		[]string{"peer refused our stream", "cluster ID mismatch"})
 }
 
 func TestLaggingMemberCatchesUpFromSnapshot(t *testing.T) {

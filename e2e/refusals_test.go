@@ -80,24 +80,37 @@ func TestPeersMoreThanOneMinorApartRefuseEachOther(t *testing.T) {
 	c := NewCluster(t, 2)
 	c.Members[0].Bin = ServerAt(t, LastReleaseVersion)
 	c.Members[1].Bin = ServerAt(t, "3.7.0")
+	startRefusingPeers(t, c,
+		[]string{"rejected stream from remote peer", "peer version 3.7.0 is more than one minor version away from the local version 3.5.0"},
+		[]string{"peer refused our stream", "3.7.0", "3.5.0"})
+}
+
+// startRefusingPeers starts two members that must refuse each other: it waits until the first
+// member's log holds every line of first and the second's every line of second, then checks that
+// they formed no quorum.
+func startRefusingPeers(t *testing.T, c *Cluster, first, second []string) {
+	t.Helper()
 	for _, m := range c.Members {
 		if err := m.StartNoWait(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		a, b := c.Members[0].Log(), c.Members[1].Log()
-		if strings.Contains(a, "rejected stream from remote peer") && strings.Contains(a, "peer version 3.7.0 is more than one minor version away from the local version 3.5.0") &&
-			strings.Contains(b, "peer refused our stream") && strings.Contains(b, "3.7.0") && strings.Contains(b, "3.5.0") {
-			break
+	has := func(log string, want []string) bool {
+		for _, w := range want {
+			if !strings.Contains(log, w) {
+				return false
+			}
 		}
+		return true
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !has(c.Members[0].Log(), first) || !has(c.Members[1].Log(), second) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no version refusal logged on both sides\n--- m1 ---\n%s\n--- m2 ---\n%s", c.Members[0].LogTail(20), c.Members[1].LogTail(20))
+			t.Fatalf("no refusal logged on both sides\n--- m1 ---\n%s\n--- m2 ---\n%s", c.Members[0].LogTail(20), c.Members[1].LogTail(20))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	if err := c.Members[0].WaitHealthy(2 * time.Second); err == nil {
-		t.Fatal("members more than one minor apart formed a quorum")
+		t.Fatal("members that refuse each other formed a quorum")
 	}
 }

@@ -60,8 +60,6 @@ type App struct {
 	EnvPrefix string
 	// IgnoredEnv are variables with the prefix that are not flags (e.g. ETCDCTL_API).
 	IgnoredEnv []string
-	// Before runs after flags are parsed and before the command.
-	Before func(c *Ctx) error
 }
 
 // Ctx is what a running command sees.
@@ -71,7 +69,6 @@ type Ctx struct {
 	Stdout, Stderr io.Writer
 	Flags          *pflag.FlagSet
 	Path           string // "lease grant"
-	Values         map[string]any
 }
 
 // Main runs the app on args and returns the exit status.
@@ -118,12 +115,7 @@ func (a *App) run(args, environ []string, stdin io.Reader, stdout, stderr io.Wri
 	if err := a.applyEnv(environ, globals, fs); err != nil {
 		return &Error{ExitBadUsage, err}
 	}
-	c := &Ctx{Args: fs.Args(), Stdin: stdin, Stdout: stdout, Stderr: stderr, Flags: fs, Path: strings.Join(path, " "), Values: map[string]any{}}
-	if a.Before != nil {
-		if err := a.Before(c); err != nil {
-			return err
-		}
-	}
+	c := &Ctx{Args: fs.Args(), Stdin: stdin, Stdout: stdout, Stderr: stderr, Flags: fs, Path: strings.Join(path, " ")}
 	return cmd.Run(c)
 }
 

@@ -25,22 +25,13 @@ func (r MemberList) Table() ([]string, [][]string) {
 	}
 	return hdr, rows
 }
-func (r MemberList) Simple(p *Printer) {
-	_, rows := r.Table()
-	for _, row := range rows {
-		p.Println(strings.Join(row, ", "))
-	}
-}
+func (r MemberList) Simple(p *Printer)      { p.rows(r) }
 func (r MemberList) JSON() any              { return r.R }
 func (r MemberList) Proto() ([]byte, error) { return r.R.Marshal() }
 func (r MemberList) Fields(p *Printer) {
 	p.header(r.R.Header)
 	for _, m := range r.R.Members {
-		if p.Hex {
-			p.Printf("\"ID\" : %x\n", m.ID)
-		} else {
-			p.Printf("\"ID\" : %d\n", m.ID)
-		}
+		p.id("ID", m.ID)
 		p.Printf("\"Name\" : %q\n", m.Name)
 		for _, u := range m.PeerURLs {
 			p.Printf("\"PeerURL\" : %q\n", u)
@@ -137,13 +128,8 @@ func (s Status) Table() ([]string, [][]string) {
 	}
 	return hdr, rows
 }
-func (s Status) Simple(p *Printer) {
-	_, rows := s.Table()
-	for _, row := range rows {
-		p.Println(strings.Join(row, ", "))
-	}
-}
-func (s Status) JSON() any { return []EndpointStatus(s) }
+func (s Status) Simple(p *Printer) { p.rows(s) }
+func (s Status) JSON() any         { return []EndpointStatus(s) }
 func (s Status) Fields(p *Printer) {
 	for _, e := range s {
 		r := e.Resp
@@ -170,13 +156,8 @@ func (h HashKV) Table() ([]string, [][]string) {
 	}
 	return []string{"endpoint", "hash", "hash_revision"}, rows
 }
-func (h HashKV) Simple(p *Printer) {
-	_, rows := h.Table()
-	for _, row := range rows {
-		p.Println(strings.Join(row, ", "))
-	}
-}
-func (h HashKV) JSON() any { return []EndpointHashKV(h) }
+func (h HashKV) Simple(p *Printer) { p.rows(h) }
+func (h HashKV) JSON() any         { return []EndpointHashKV(h) }
 func (h HashKV) Fields(p *Printer) {
 	for _, e := range h {
 		p.header(e.Resp.Header)
@@ -197,11 +178,7 @@ func (a Alarms) Proto() ([]byte, error) { return a.R.Marshal() }
 func (a Alarms) Fields(p *Printer) {
 	p.header(a.R.Header)
 	for _, m := range a.R.Alarms {
-		if p.Hex {
-			p.Printf("\"MemberID\" : %x\n", m.MemberID)
-		} else {
-			p.Printf("\"MemberID\" : %d\n", m.MemberID)
-		}
+		p.id("MemberID", m.MemberID)
 		p.Printf("\"AlarmType\" : %v\n\n", m.Alarm)
 	}
 }

@@ -110,14 +110,9 @@ func (r Txn) Simple(p *Printer) {
 	}
 	for _, op := range r.R.Responses {
 		p.Println("")
-		switch v := op.Response.(type) {
-		case *pb.ResponseOp_ResponseDeleteRange:
-			Del{v.ResponseDeleteRange}.Simple(p)
-		case *pb.ResponseOp_ResponsePut:
-			Put{v.ResponsePut}.Simple(p)
-		case *pb.ResponseOp_ResponseRange:
-			Get{R: v.ResponseRange}.Simple(p)
-		default:
+		if res, ok := opResult(op).(simpler); ok {
+			res.Simple(p)
+		} else {
 			p.Printf("unexpected response %+v\n", op)
 		}
 	}
@@ -128,15 +123,23 @@ func (r Txn) Fields(p *Printer) {
 	p.header(r.R.Header)
 	p.Printf("\"Succeeded\" : %v\n", r.R.Succeeded)
 	for _, op := range r.R.Responses {
-		switch v := op.Response.(type) {
-		case *pb.ResponseOp_ResponseDeleteRange:
-			Del{v.ResponseDeleteRange}.Fields(p)
-		case *pb.ResponseOp_ResponsePut:
-			Put{v.ResponsePut}.Fields(p)
-		case *pb.ResponseOp_ResponseRange:
-			Get{R: v.ResponseRange}.Fields(p)
-		default:
-			p.Printf("\"Unknown\" : %q\n", fmt.Sprintf("%+v", v))
+		if res, ok := opResult(op).(fielder); ok {
+			res.Fields(p)
+		} else {
+			p.Printf("\"Unknown\" : %q\n", fmt.Sprintf("%+v", op.Response))
 		}
 	}
+}
+
+// opResult is the printable result of one operation inside a transaction (nil if unknown).
+func opResult(op *pb.ResponseOp) any {
+	switch v := op.Response.(type) {
+	case *pb.ResponseOp_ResponseDeleteRange:
+		return Del{v.ResponseDeleteRange}
+	case *pb.ResponseOp_ResponsePut:
+		return Put{v.ResponsePut}
+	case *pb.ResponseOp_ResponseRange:
+		return Get{R: v.ResponseRange}
+	}
+	return nil
 }

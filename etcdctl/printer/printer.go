@@ -92,6 +92,23 @@ func (p *Printer) Printf(format string, a ...any) { fmt.Fprintf(p.W, format, a..
 // Println writes a line.
 func (p *Printer) Println(a ...any) { fmt.Fprintln(p.W, a...) }
 
+// rows prints a table's rows as comma-separated lines: the simple format of tabular results.
+func (p *Printer) rows(t tabler) {
+	_, rows := t.Table()
+	for _, row := range rows {
+		p.Println(strings.Join(row, ", "))
+	}
+}
+
+// id prints a fields-format ID: hex with --hex, decimal otherwise.
+func (p *Printer) id(name string, v uint64) {
+	if p.Hex {
+		p.Printf("\"%s\" : %x\n", name, v)
+	} else {
+		p.Printf("\"%s\" : %d\n", name, v)
+	}
+}
+
 // Bytes renders a key or value: as is, or as \x-escaped hex with --hex.
 func (p *Printer) Bytes(b []byte) string {
 	if !p.Hex {

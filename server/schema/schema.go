@@ -75,20 +75,8 @@ func Read(tx *bolt.Tx) (version.Level, error) {
 	return l, nil
 }
 
-// Plan lists, in order, what migrating from one level to another does. Both levels must be known
-// to this binary; the walk goes one level at a time.
-func Plan(from, to version.Level) ([]string, error) {
-	acts, err := plan(from, to)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, len(acts))
-	for i, a := range acts {
-		out[i] = a.what
-	}
-	return out, nil
-}
-
+// plan lists, in order, the actions that migrate from one level to another. Both levels must be
+// known to this binary; the walk goes one level at a time.
 func plan(from, to version.Level) ([]action, error) {
 	for _, l := range []version.Level{from, to} {
 		if !version.IsKnown(l) {

@@ -40,7 +40,7 @@ func TestMigrateUpAndDown(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := Plan(version.V3_6, version.Level{Major: 3, Minor: 9}); err == nil {
+	if _, err := plan(version.V3_6, version.Level{Major: 3, Minor: 9}); err == nil {
 		t.Fatal("a plan to an unknown level was made")
 	}
 }
