@@ -69,6 +69,10 @@ type Ctx struct {
 	Stdout, Stderr io.Writer
 	Flags          *pflag.FlagSet
 	Path           string // "lease grant"
+	// Environ is the process environment (watch and lock read variables of their own).
+	Environ []string
+	// Dash is how many of Args came before a "--" separator, or -1 without one.
+	Dash int
 }
 
 // Main runs the app on args and returns the exit status.
@@ -115,7 +119,8 @@ func (a *App) run(args, environ []string, stdin io.Reader, stdout, stderr io.Wri
 	if err := a.applyEnv(environ, globals, fs); err != nil {
 		return &Error{ExitBadUsage, err}
 	}
-	c := &Ctx{Args: fs.Args(), Stdin: stdin, Stdout: stdout, Stderr: stderr, Flags: fs, Path: strings.Join(path, " ")}
+	c := &Ctx{Args: fs.Args(), Stdin: stdin, Stdout: stdout, Stderr: stderr, Flags: fs, Path: strings.Join(path, " "),
+		Environ: environ, Dash: fs.ArgsLenAtDash()}
 	return cmd.Run(c)
 }
 

@@ -19,7 +19,8 @@ func App() *cli.App {
 		Root: []*cli.Command{
 			getCommand(g), putCommand(g), delCommand(g), txnCommand(g), compactionCommand(g),
 			leaseCommand(g), memberCommand(g), endpointCommand(g), alarmCommand(g), defragCommand(g),
-			downgradeCommand(g), moveLeaderCommand(g), snapshotCommand(g),
+			downgradeCommand(g), moveLeaderCommand(g), snapshotCommand(g), watchCommand(g),
+			lockCommand(g), electCommand(g), checkCommand(g),
 			{Name: "version", Short: "Prints the version of etcdctl", Run: func(c *cli.Ctx) error {
 				fmt.Fprintln(c.Stdout, "etcdctl version:", version.Version)
 				fmt.Fprintln(c.Stdout, "API version:", version.APIVersion)

@@ -478,17 +478,9 @@ func defragCommand(g *global) *cli.Command {
 			}
 			failures := 0
 			if err := e.eachEndpoint(eps, func(ep string, c *clientv3.Client) {
-				ctx, cancel := e.ctx()
-				defer cancel()
-				start := time.Now()
-				_, err := c.Defragment(ctx, ep)
-				d := time.Since(start)
-				if err != nil {
-					fmt.Fprintf(e.Stderr, "Failed to defragment etcd member[%s]. took %s. (%v)\n", ep, d, err)
+				if !e.defragOne(c, ep) {
 					failures++
-					return
 				}
-				fmt.Fprintf(e.Stdout, "Finished defragmenting etcd member[%s]. took %s\n", ep, d)
 			}); err != nil {
 				return err
 			}
@@ -498,6 +490,21 @@ func defragCommand(g *global) *cli.Command {
 			return nil
 		}),
 	}
+}
+
+// defragOne defragments the member at ep and reports how it went, as upstream words it.
+func (e *env) defragOne(c *clientv3.Client, ep string) bool {
+	ctx, cancel := e.ctx()
+	defer cancel()
+	start := time.Now()
+	_, err := c.Defragment(ctx, ep)
+	d := time.Since(start)
+	if err != nil {
+		fmt.Fprintf(e.Stderr, "Failed to defragment etcd member[%s]. took %s. (%v)\n", ep, d, err)
+		return false
+	}
+	fmt.Fprintf(e.Stdout, "Finished defragmenting etcd member[%s]. took %s\n", ep, d)
+	return true
 }
 
 func downgradeCommand(g *global) *cli.Command {
