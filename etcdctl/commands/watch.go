@@ -26,7 +26,7 @@ var (
 
 // watchOptions are the flags of one watch (the command's, or one interactive line's).
 type watchOptions struct {
-	rev                           int64
+	rev                                   int64
 	prefix, prevKV, progress, interactive bool
 }
 
