@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // ctl runs an etcdctl binary and returns its exit status and combined output.
@@ -131,7 +132,71 @@ func TestEtcdctlMatchesUpstream(t *testing.T) {
 			{"", []string{ep, "get", "x", "-w", "xml"}},
 			{"", []string{ep, "member", "add", "y", "--peer-urls=http://127.0.0.1:1", "-w", "table"}},
 			{"", []string{"version"}},
+			{"", []string{ep, "watch"}},
+			{"", []string{ep, "watch", "a", "--"}},
+			{"", []string{ep, "watch", "a", "b", "--prefix"}},
+			{"", []string{ep, "lock"}},
+			{"", []string{ep, "elect"}},
+			{"", []string{ep, "elect", "x"}},
+			{"", []string{ep, "elect", "-l", "x", "y"}},
+			{"", []string{ep, "check", "perf", "--load", "bogus"}},
+			{"", []string{ep, "put", "/etcdctl-check-perf/x", "v"}},
+			{"", []string{ep, "check", "perf"}},
+			{"", []string{ep, "del", "/etcdctl-check-perf/x"}},
 		}
+	}
+	// Commands that keep running (watch, lock, elect): each is started, given its input, left until
+	// its output settles, then interrupted (or left to exit by itself).
+	type stream struct {
+		env        []string
+		args       []string
+		stdin      string
+		closeStdin bool
+		interrupt  bool
+		leaseKeys  bool // lock and election keys end in a lease ID, which is not the same across runs
+		unordered  bool // several watches print concurrently
+	}
+	streams := func(p string) []stream {
+		return []stream{
+			{args: []string{ep, "watch", p + "/", "--prefix", "--rev", "4", "--prev-kv"}, interrupt: true},
+			{args: []string{ep, "watch", p + "/", "--prefix", "--rev", "4", "-w", "json"}, interrupt: true},
+			{args: []string{ep, "watch", p + "/", "--prefix", "--rev", "4", "-w", "fields"}, interrupt: true},
+			{args: []string{ep, "watch", p + "/", "--prefix", "--rev", "4", "-w", "protobuf"}, interrupt: true},
+			{args: []string{ep, "watch", p + "/", "--prefix", "--rev", "4", "-w", "table"}, interrupt: true},
+			{args: []string{ep, "watch", p + "/a", "--rev", "1"}},
+			{args: []string{ep, "watch", "--rev", "4", p + "/b", "--", "sh", "-c",
+				`echo "$ETCD_WATCH_EVENT_TYPE $ETCD_WATCH_KEY $ETCD_WATCH_VALUE $ETCD_WATCH_REVISION"`}, interrupt: true},
+			{env: []string{"ETCDCTL_WATCH_KEY=" + p + "/", "ETCDCTL_WATCH_RANGE_END=" + p + "0"}, args: []string{ep, "watch", "--rev", "4"}, interrupt: true},
+			{env: []string{"ETCDCTL_WATCH_KEY=" + p + "/a"}, args: []string{ep, "watch", p + "/a"}},
+			{env: []string{"ETCDCTL_WATCH_RANGE_END=" + p + "/z"}, args: []string{ep, "watch"}},
+			{args: []string{ep, "watch", "-i"}, stdin: "watch --rev 4 " + p + "/b --prev-kv\nfrobnicate\nwatch\nwatch --rev 4 " + p + "/c\n",
+				closeStdin: true, unordered: true},
+			{args: []string{ep, "lock", p + "/lock"}, interrupt: true, leaseKeys: true},
+			{args: []string{ep, "lock", "--ttl", "5", p + "/lock", "--", "sh", "-c", `echo "$ETCD_LOCK_KEY" rev=$ETCD_LOCK_REV; exit 3`}, leaseKeys: true},
+			{args: []string{ep, "elect", p + "/el", "me"}, interrupt: true, leaseKeys: true},
+			{args: []string{ep, "elect", "-l", p + "/el"}, interrupt: true},
+		}
+	}
+	leaseKey := regexp.MustCompile(`/[0-9a-f]{16}\b`)
+	runStream := func(bin string, st stream) (int, string) {
+		proc := StartCtl(t, bin, st.env, st.args...)
+		proc.Send(st.stdin)
+		proc.Settle(700*time.Millisecond, 10*time.Second)
+		if st.closeStdin {
+			proc.CloseStdin()
+		}
+		if st.interrupt {
+			proc.Signal(os.Interrupt)
+		}
+		code, out := proc.Wait(15 * time.Second)
+		out = normalize(out)
+		if st.leaseKeys {
+			out = leaseKey.ReplaceAllString(out, "/<lease>")
+		}
+		if st.unordered {
+			out = sortedLines(out)
+		}
+		return code, out
 	}
 	// Each binary runs the list on a fresh cluster with the same names, ports and token, so IDs and
 	// revisions match too; only raft terms (election timing) may differ.
@@ -139,6 +204,10 @@ func TestEtcdctlMatchesUpstream(t *testing.T) {
 		for _, st := range steps("p") {
 			code, out := ctl(t, bin, st.stdin, st.args...)
 			codes, outs = append(codes, code), append(outs, normalize(out))
+		}
+		for _, st := range streams("p") {
+			code, out := runStream(bin, st)
+			codes, outs = append(codes, code), append(outs, out)
 		}
 		return codes, outs
 	}
@@ -151,7 +220,11 @@ func TestEtcdctlMatchesUpstream(t *testing.T) {
 	}
 	c.Start()
 	ocodes, oouts := runAll(ours)
-	for i, st := range steps("p") {
+	every := steps("p")
+	for _, st := range streams("p") {
+		every = append(every, step{st.stdin, st.args})
+	}
+	for i, st := range every {
 		uout, oout := uouts[i], oouts[i]
 		if slices.Contains(st.args, "health") {
 			// upstream prints endpoints in the order their checks finish

@@ -49,6 +49,8 @@ type Command struct {
 	Flags func(fs *pflag.FlagSet)
 	Run   func(c *Ctx) error
 	Subs  []*Command
+	// Values are the positional arguments completion offers ("completion bash|zsh").
+	Values []string
 }
 
 // App is the whole program.
@@ -60,6 +62,8 @@ type App struct {
 	EnvPrefix string
 	// IgnoredEnv are variables with the prefix that are not flags (e.g. ETCDCTL_API).
 	IgnoredEnv []string
+	// FlagValues are the values completion offers for a flag, by flag name.
+	FlagValues map[string][]string
 }
 
 // Ctx is what a running command sees.
@@ -90,6 +94,10 @@ func (a *App) Main(args []string, environ []string, stdin io.Reader, stdout, std
 }
 
 func (a *App) run(args, environ []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == CompleteCommand {
+		a.complete(stdout, args[1:])
+		return nil
+	}
 	globals := pflag.NewFlagSet(a.Name, pflag.ContinueOnError)
 	globals.SetOutput(io.Discard)
 	a.Globals(globals)

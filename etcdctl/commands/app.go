@@ -2,15 +2,18 @@ package commands
 
 import (
 	"fmt"
+	"io"
 
 	"etcdx/etcdctl/cli"
+	"etcdx/etcdctl/printer"
 	"etcdx/server/version"
 )
 
 // App is etcdctl.
 func App() *cli.App {
 	g := &global{}
-	return &cli.App{
+	var app *cli.App // completion asks the whole app for its script
+	app = &cli.App{
 		Name:      "etcdctl",
 		Globals:   g.register,
 		EnvPrefix: "ETCDCTL",
@@ -21,11 +24,28 @@ func App() *cli.App {
 			leaseCommand(g), memberCommand(g), endpointCommand(g), alarmCommand(g), defragCommand(g),
 			downgradeCommand(g), moveLeaderCommand(g), snapshotCommand(g), watchCommand(g),
 			lockCommand(g), electCommand(g), checkCommand(g),
+			{Name: "completion", Args: "[bash|zsh]", Short: "Generate completion script", Values: []string{"bash", "zsh"},
+				Run: func(c *cli.Ctx) error {
+					if len(c.Args) != 1 {
+						return cli.BadArgs("completion takes one argument: bash or zsh")
+					}
+					s, err := app.Script(c.Args[0])
+					if err != nil {
+						return err
+					}
+					_, err = io.WriteString(c.Stdout, s)
+					return err
+				}},
 			{Name: "version", Short: "Prints the version of etcdctl", Run: func(c *cli.Ctx) error {
 				fmt.Fprintln(c.Stdout, "etcdctl version:", version.Version)
 				fmt.Fprintln(c.Stdout, "API version:", version.APIVersion)
 				return nil
 			}},
 		},
+		FlagValues: map[string][]string{
+			"write-out": printer.Formats, "consistency": {"l", "s"}, "load": {"s", "m", "l", "xl"},
+			"sort-by": {"CREATE", "KEY", "MODIFY", "VALUE", "VERSION"}, "order": {"ASCEND", "DESCEND"},
+		},
 	}
+	return app
 }

@@ -600,7 +600,7 @@ func snapshotCommand(g *global) *cli.Command {
 				if len(e.g.endpoints) != 1 {
 					return cli.BadArgs("snapshot must be requested to one selected node, not multiple %v", e.g.endpoints)
 				}
-				s, err := e.g.spec(e.g.endpoints)
+				s, err := e.spec(e.g.endpoints)
 				if err != nil {
 					return err
 				}

@@ -6,12 +6,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"golang.org/x/term"
 	"google.golang.org/grpc/grpclog"
 
 	"etcdx/etcdctl/cli"
@@ -82,7 +84,8 @@ func run(g *global, body func(e *env) error) func(c *cli.Ctx) error {
 }
 
 // spec is the client configuration the global flags describe, for the given endpoints.
-func (g *global) spec(endpoints []string) (*clientv3.ConfigSpec, error) {
+func (e *env) spec(endpoints []string) (*clientv3.ConfigSpec, error) {
+	g := e.g
 	s := &clientv3.ConfigSpec{Endpoints: endpoints, DialTimeout: g.dialTimeout, KeepAliveTime: g.keepAliveTime,
 		KeepAliveTimeout: g.keepAliveTimout, MaxCallSendMsgSize: g.maxRequestBytes, MaxCallRecvMsgSize: g.maxRecvBytes}
 	secure := g.cert != "" || g.key != "" || g.cacert != "" || g.skipVerify || !g.insecureTransport
@@ -100,19 +103,39 @@ func (g *global) spec(endpoints []string) (*clientv3.ConfigSpec, error) {
 			return nil, &cli.Error{Code: cli.ExitBadUsage, Err: fmt.Errorf("--user includes a password; do not also give --password")}
 		}
 		if !hasPass {
+			if g.password == "" {
+				p, err := e.askPassword(name)
+				if err != nil {
+					return nil, err
+				}
+				g.password = p // asked once, even when a command makes several clients
+			}
 			pass = g.password
-		}
-		if pass == "" {
-			return nil, &cli.Error{Code: cli.ExitBadUsage, Err: fmt.Errorf("--user %s has no password: give it as --user %s:<password> or --password", name, name)}
 		}
 		s.Auth = &clientv3.AuthConfig{Username: name, Password: pass}
 	}
 	return s, nil
 }
 
+// askPassword prompts for the password of --user on the terminal, without echo. Without a
+// terminal there is no one to ask.
+func (e *env) askPassword(name string) (string, error) {
+	f, ok := e.Stdin.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return "", &cli.Error{Code: cli.ExitBadUsage, Err: fmt.Errorf("--user %s has no password and standard input is not a terminal to ask for it: give it as --user %s:<password> or --password", name, name)}
+	}
+	fmt.Fprint(e.Stderr, "Password: ")
+	b, err := term.ReadPassword(int(f.Fd()))
+	fmt.Fprintln(e.Stderr)
+	if err != nil {
+		return "", &cli.Error{Code: cli.ExitBadUsage, Err: fmt.Errorf("reading the password: %w", err)}
+	}
+	return string(b), nil
+}
+
 // newClient connects to endpoints with the global flags' settings.
 func (e *env) newClient(endpoints []string) (*clientv3.Client, error) {
-	s, err := e.g.spec(endpoints)
+	s, err := e.spec(endpoints)
 	if err != nil {
 		return nil, err
 	}

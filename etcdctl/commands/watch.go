@@ -212,6 +212,10 @@ func (w *watchPrinter) interactive(cmdline *watchOptions, envKey, envEnd string)
 		}
 		switch words[0] {
 		case "watch":
+			if len(words) < 2 && envKey == "" {
+				fmt.Fprintf(w.e.Stderr, "Invalid command %s (command type or key is not provided)\n", line)
+				continue
+			}
 			ch, execArgs, err := w.watchLine(words[1:], cmdline, envKey, envEnd)
 			if err != nil {
 				fmt.Fprintf(w.e.Stderr, "Invalid command %s (%v)\n", line, err)
