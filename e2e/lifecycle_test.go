@@ -130,7 +130,7 @@ func TestDowngradeAndUpgradeBack(t *testing.T) {
 		t.Errorf("cancel without a downgrade: %v", err)
 	}
 	resp, err := cl.Downgrade(Ctx(t), clientv3.DowngradeValidate, "3.5")
-	if err != nil || resp.Version != "3.6.0" {
+	if err != nil || resp.Version != "3.6" {
 		t.Fatalf("validate 3.5: %+v, %v", resp, err)
 	}
 

@@ -387,7 +387,8 @@ func (s *Server) Downgrade(ctx context.Context, r *pb.DowngradeRequest) (*pb.Dow
 		return nil, err
 	}
 	cluster, dg, _ := s.vers.get()
-	resp := &pb.DowngradeResponse{Version: cluster.Full()}
+	// Major.minor, as upstream reports the cluster version here.
+	resp := &pb.DowngradeResponse{Version: cluster.String()}
 	switch r.Action {
 	case pb.DowngradeRequest_VALIDATE, pb.DowngradeRequest_ENABLE:
 		if err := s.validateDowngrade(r.Version, cluster, dg); err != nil {
