@@ -10,7 +10,7 @@ MODULES := server etcdctl etcdutl discovery upgradelab e2e
 BIN := $(CURDIR)/bin
 RUN_DIR := $(CURDIR)/.run
 
-.PHONY: build test unit e2e lint run bench clean
+.PHONY: build test unit e2e lint run bench clean etcdctl-docs
 
 build:
 	@mkdir -p $(BIN)
@@ -42,6 +42,10 @@ run: build
 # Our server and upstream etcd side by side in one run; writes docs/performance.md.
 bench: build
 	cd e2e && $(GO) run ./cmd/bench --ours $(BIN)/etcd --out $(CURDIR)/docs/performance.md
+
+# docs/etcdctl.md: one real example per etcdctl command, run against a local 3-member cluster.
+etcdctl-docs: build
+	BIN=$(BIN) ./scripts/etcdctl-examples.sh > docs/etcdctl.md.tmp && mv docs/etcdctl.md.tmp docs/etcdctl.md
 
 clean:
 	rm -rf $(BIN) $(RUN_DIR)

@@ -38,6 +38,13 @@ func TestMembershipChanges(t *testing.T) {
 	if _, err := cl.MemberAdd(ctx, []string{m4.PeerURL}); !errors.Is(err, rpctypes.ErrPeerURLExist) {
 		t.Fatalf("duplicate peer URL: %v", err)
 	}
+	// A learner that has not started is not in sync: every member says so, the leader itself
+	// and followers forwarding to it.
+	for _, m := range c.Members {
+		if _, err := m.Client().MemberPromote(ctx, add.Member.ID); !errors.Is(err, rpctypes.ErrMemberLearnerNotReady) {
+			t.Fatalf("promote an unstarted learner through %s: %v", m.Name, err)
+		}
+	}
 	m4.Start()
 	lc := m4.Client()
 	deadline := time.Now().Add(15 * time.Second)

@@ -265,8 +265,10 @@ func (s *Server) servePromote(w http.ResponseWriter, r *http.Request) {
 func (s *Server) forwardPromote(ctx context.Context, id uint64) ([]Member, error) {
 	out, err := s.forwardToLeader(ctx, fmt.Sprintf("%s%x", memberPromotePrefix, id), nil)
 	if err != nil {
+		// The leader's answer ends with its error text; one text is a prefix of another
+		// ("...a learner member" / "...a learner member which is in sync with leader").
 		for _, known := range []error{ErrMemberNotFound, ErrNotLearner, ErrLearnerNotReady} {
-			if strings.Contains(err.Error(), known.Error()) {
+			if strings.HasSuffix(err.Error(), ": "+known.Error()) {
 				return nil, known
 			}
 		}

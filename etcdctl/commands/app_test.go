@@ -1,0 +1,29 @@
+package commands
+
+import (
+	"os"
+	"regexp"
+	"testing"
+
+	"etcdx/etcdctl/cli"
+)
+
+// docs/etcdctl.md (written by scripts/etcdctl-examples.sh) has a real example of every command.
+func TestEveryCommandHasAnExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/etcdctl.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var walk func(prefix string, cs []*cli.Command)
+	walk = func(prefix string, cs []*cli.Command) {
+		for _, c := range cs {
+			path := prefix + c.Name
+			example := regexp.MustCompile(`etcdctl ` + regexp.QuoteMeta(path) + `(\s|$)`)
+			if c.Run != nil && !example.Match(doc) {
+				t.Errorf("docs/etcdctl.md has no example of %q: add one to scripts/etcdctl-examples.sh and run make etcdctl-docs", path)
+			}
+			walk(path+" ", c.Subs)
+		}
+	}
+	walk("", App().Root)
+}
