@@ -18,7 +18,7 @@ func TestEveryCommandHasAnExample(t *testing.T) {
 	walk = func(prefix string, cs []*cli.Command) {
 		for _, c := range cs {
 			path := prefix + c.Name
-			example := regexp.MustCompile(`etcdctl ` + regexp.QuoteMeta(path) + `(\s|$)`)
+			example := regexp.MustCompile(`etcdctl ` + regexp.QuoteMeta(path) + `([^\w-]|$)`)
 			if c.Run != nil && !example.Match(doc) {
 				t.Errorf("docs/etcdctl.md has no example of %q: add one to scripts/etcdctl-examples.sh and run make etcdctl-docs", path)
 			}
