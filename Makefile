@@ -1,7 +1,8 @@
 # Everyday commands. Every Go module in go.work is built and tested from here.
 SHELL := /bin/bash
 GO ?= go
-VERSION ?= 3.6.0
+# The release version lives in VERSION, read by this Makefile and by flake.nix.
+VERSION ?= $(shell cat VERSION)
 # The previous level's server, built from this tree (upstream's tests call it etcd-last-release).
 LAST_RELEASE_VERSION ?= 3.5.0
 GIT_SHA := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -10,7 +11,7 @@ MODULES := server etcdctl etcdutl discovery upgradelab e2e
 BIN := $(CURDIR)/bin
 RUN_DIR := $(CURDIR)/.run
 
-.PHONY: build test unit e2e lint run bench clean etcdctl-docs
+.PHONY: build test unit e2e lint run bench clean etcdctl-docs nix-hash nix-check
 
 build:
 	@mkdir -p $(BIN)
@@ -46,6 +47,18 @@ bench: build
 # docs/etcdctl.md: one real example per etcdctl command, run against a local 3-member cluster.
 etcdctl-docs: build
 	BIN=$(BIN) ./scripts/etcdctl-examples.sh > docs/etcdctl.md.tmp && mv docs/etcdctl.md.tmp docs/etcdctl.md
+
+# nix/vendor-hash: the hash nixpkgs computes for the workspace's `go work vendor` tree, which
+# flake.nix builds from. Run it after any dependency change (a test fails until you do).
+nix-hash:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+		GOFLAGS= $(GO) work vendor -o "$$tmp/vendor" && \
+		NIX_CONFIG="experimental-features = nix-command" nix hash path "$$tmp/vendor" > nix/vendor-hash && \
+		echo "nix/vendor-hash: $$(cat nix/vendor-hash)"
+
+# The flake, verified offline against the stand-in for nixpkgs in nix/ (see docs/building.md).
+nix-check:
+	./scripts/nix-check.sh
 
 clean:
 	rm -rf $(BIN) $(RUN_DIR)

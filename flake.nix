@@ -1,0 +1,132 @@
+{
+  description = "etcdx: an independent etcd v3, built for its version lifecycle";
+
+  # nixpkgs is the only input. `make nix-check` evaluates and builds this flake offline against the
+  # stand-in under nix/nixpkgs-standin (see docs/building.md).
+  inputs.nixpkgs.url = "nixpkgs/nixos-unstable";
+
+  outputs = { self, nixpkgs }:
+    let
+      lib = nixpkgs.lib;
+      systems = [ "x86_64-linux" "aarch64-linux" ];
+      forSystems = f: lib.genAttrs systems (system: f nixpkgs.legacyPackages.${system});
+
+      version = lib.fileContents ./VERSION;
+      # Stamped into every binary (etcd --version, /version); a dirty tree says so.
+      revision = self.shortRev or "dirty";
+      # The hash of `go work vendor` for the whole workspace; `make nix-hash` rewrites it and a
+      # test fails when it is stale.
+      vendorHash = lib.fileContents ./nix/vendor-hash;
+
+      # Binaries: name -> the package directory that holds its main package. discovery and
+      # upgradelab are packaged as soon as their commands exist in the tree.
+      commands = {
+        etcd = "server";
+        etcdctl = "etcdctl";
+        etcdutl = "etcdutl";
+      } // lib.optionalAttrs (builtins.pathExists ./discovery/cmd/discovery/main.go) {
+        discovery = "discovery/cmd/discovery";
+      } // lib.optionalAttrs (builtins.pathExists ./upgradelab/cmd/upgradelab/main.go) {
+        upgradelab = "upgradelab/cmd/upgradelab";
+      };
+      # The images: one per server binary, with the CLIs beside the server.
+      servers = lib.filterAttrs (name: _: builtins.elem name [ "etcd" "discovery" ]) commands;
+
+      perSystem = pkgs:
+        let
+          go = pkgs.go_1_26;
+          buildGoModule = pkgs.buildGoModule.override { inherit go; };
+
+          # Every binary in one build: the workspace is vendored once and compiled once.
+          workspace = buildGoModule {
+            pname = "etcdx";
+            inherit version vendorHash;
+            src = self;
+            # A workspace is vendored with `go work vendor` (buildGoModule's default is
+            # `go mod vendor`, which refuses to run in workspace mode).
+            modBuildPhase = ''
+              runHook preBuild
+              go work vendor
+              runHook postBuild
+            '';
+            subPackages = lib.attrValues commands;
+            env.CGO_ENABLED = 0;
+            ldflags = [
+              "-s"
+              "-w"
+              "-X etcdx/server/version.Version=${version}"
+              "-X etcdx/server/version.GitSHA=${revision}"
+            ];
+            # Tests run in `checks` (and `make test`), not in the package build.
+            doCheck = false;
+            # go install names a binary after its directory; the server's is `server`.
+            postInstall = ''
+              mv $out/bin/server $out/bin/etcd
+            '';
+            meta = {
+              description = "etcdx server, etcdctl and etcdutl";
+              license = lib.licenses.asl20;
+              platforms = lib.platforms.linux;
+            };
+          };
+
+          # One package per binary, cut from the workspace build.
+          single = name: pkgs.runCommand "${name}-${version}"
+            {
+              meta = workspace.meta // { mainProgram = name; };
+            } ''
+            mkdir -p $out/bin
+            cp ${workspace}/bin/${name} $out/bin/${name}
+          '';
+
+          image = name: pkgs.dockerTools.buildLayeredImage {
+            name = "etcdx/${name}";
+            tag = version;
+            contents = [ workspace ];
+            config = {
+              Entrypoint = [ "/bin/${name}" ];
+              Labels = {
+                "org.opencontainers.image.version" = version;
+                "org.opencontainers.image.revision" = revision;
+              };
+            } // lib.optionalAttrs (name == "etcd") {
+              # The server keeps its data in a volume and serves clients (2379) and peers (2380).
+              Env = [ "ETCD_DATA_DIR=/var/lib/etcd" ];
+              Volumes = { "/var/lib/etcd" = { }; };
+              ExposedPorts = { "2379/tcp" = { }; "2380/tcp" = { }; };
+            };
+          };
+        in
+        {
+          packages = lib.mapAttrs (name: _: single name) commands
+            // lib.mapAttrs' (name: _: lib.nameValuePair "${name}-image" (image name)) servers
+            // { default = workspace; };
+
+          checks = {
+            # The unit tests of every module but e2e (which needs the built binaries and, for its
+            # comparisons, upstream etcd from the module proxy).
+            unit = workspace.overrideAttrs (old: {
+              pname = "etcdx-unit-tests";
+              doCheck = true;
+              checkPhase = ''
+                runHook preCheck
+                export GOFLAGS=''${GOFLAGS//-trimpath/}
+                go test ${lib.concatMapStringsSep " " (m: "./${m}/...") [ "server" "etcdctl" "etcdutl" "discovery" "upgradelab" ]}
+                runHook postCheck
+              '';
+            });
+          };
+
+          devShells.default = pkgs.mkShell {
+            packages = [ go pkgs.gnumake pkgs.git pkgs.bash pkgs.curl pkgs.zsh ];
+          };
+        };
+
+      bySystem = forSystems perSystem;
+    in
+    {
+      packages = lib.mapAttrs (_: s: s.packages) bySystem;
+      checks = lib.mapAttrs (_: s: s.checks) bySystem;
+      devShells = lib.mapAttrs (_: s: s.devShells) bySystem;
+    };
+}
