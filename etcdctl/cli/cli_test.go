@@ -59,3 +59,34 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// The candidates the completion scripts get for the word under the cursor (the last argument).
+func TestComplete(t *testing.T) {
+	var got, eps []string
+	var pfx bool
+	app := testApp(&got, &eps, &pfx)
+	app.FlagValues = map[string][]string{"endpoints": {"a:1", "b:2"}}
+	app.Root[1].Subs = append(app.Root[1].Subs, &Command{Name: "revoke", Run: func(*Ctx) error { return nil }})
+	for _, tc := range []struct {
+		words []string
+		want  string
+	}{
+		{[]string{""}, "get lease"},
+		{[]string{"le"}, "lease"},
+		{[]string{"lease", ""}, "grant revoke"},
+		{[]string{"--hex", "lease", "r"}, "revoke"},
+		{[]string{"get", "--p"}, "--prefix"},
+		{[]string{"get", "--"}, "--endpoints --help --hex --prefix"},
+		{[]string{"get", "--endpoints", ""}, "a:1 b:2"},
+		{[]string{"get", "--endpoints=b"}, "--endpoints=b:2"},
+		{[]string{"nosuch", ""}, ""},
+	} {
+		var out bytes.Buffer
+		if code := app.Main(append([]string{CompleteCommand}, tc.words...), nil, nil, &out, &out); code != 0 {
+			t.Fatalf("%v: exit %d", tc.words, code)
+		}
+		if g := strings.Join(strings.Fields(out.String()), " "); g != tc.want {
+			t.Errorf("complete %q: %q, want %q", tc.words, g, tc.want)
+		}
+	}
+}

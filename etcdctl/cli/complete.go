@@ -21,12 +21,16 @@ func (a *App) complete(w io.Writer, words []string) {
 	cur, before := words[len(words)-1], words[:len(words)-1]
 	globals := pflag.NewFlagSet(a.Name, pflag.ContinueOnError)
 	a.Globals(globals)
-	_, cmd, _ := a.find(before, globals)
+	_, cmd, rest := a.find(before, globals)
+	if cmd == nil && hasPositional(rest, globals) {
+		return // an unknown command: nothing sensible follows it
+	}
 	fs := pflag.NewFlagSet("", pflag.ContinueOnError)
 	fs.AddFlagSet(globals)
 	if cmd != nil && cmd.Flags != nil {
 		cmd.Flags(fs)
 	}
+	fs.BoolP("help", "h", false, "help")
 
 	var cands []string
 	switch {
@@ -59,6 +63,19 @@ func (a *App) complete(w io.Writer, words []string) {
 			fmt.Fprintln(w, c)
 		}
 	}
+}
+
+// hasPositional tells whether words hold anything but flags and their values.
+func hasPositional(words []string, fs *pflag.FlagSet) bool {
+	for i := 0; i < len(words); i++ {
+		switch w := words[i]; {
+		case !strings.HasPrefix(w, "-"):
+			return true
+		case valueFlag(fs, w) != "":
+			i++
+		}
+	}
+	return false
 }
 
 // valueFlag names the flag w is when w is a flag whose value comes in the next word.
