@@ -64,7 +64,8 @@ func TestEtcdctlMembershipAndMaintenance(t *testing.T) {
 
 	// member add prints the settings the new member starts with.
 	peer := fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
-	add := mustCtl(t, `^Member ([0-9a-f]{16}) added as learner to cluster ([0-9a-f]{16})\n\n`+
+	// IDs are printed with %16x: space-padded when they have fewer digits.
+	add := mustCtl(t, `^Member +([0-9a-f]+) added as learner to cluster +([0-9a-f]+)\n\n`+
 		`ETCD_NAME="m4"\nETCD_INITIAL_CLUSTER="(.*)"\nETCD_INITIAL_ADVERTISE_PEER_URLS="(.*)"\nETCD_INITIAL_CLUSTER_STATE="existing"\n$`,
 		ep, "member", "add", "m4", "--learner", "--peer-urls="+peer)
 	id, cluster := add[1], add[2]
@@ -81,7 +82,7 @@ func TestEtcdctlMembershipAndMaintenance(t *testing.T) {
 	for {
 		code, out := ctl(t, Binary(t, "etcdctl"), "", ep, "member", "promote", id)
 		if code == 0 {
-			if out != fmt.Sprintf("Member %s promoted in cluster %s\n", id, cluster) {
+			if out != fmt.Sprintf("Member %16s promoted in cluster %16s\n", id, cluster) {
 				t.Fatalf("member promote: %q", out)
 			}
 			break
@@ -91,13 +92,13 @@ func TestEtcdctlMembershipAndMaintenance(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	mustCtl(t, `^Member `+id+` updated in cluster `+cluster+`\n$`, ep, "member", "update", id, "--peer-urls="+peer)
+	mustCtl(t, `^Member +`+id+` updated in cluster +`+cluster+`\n$`, ep, "member", "update", id, "--peer-urls="+peer)
 	mustCtl(t, id+`, started, m4, `+peer+`, `+m4.ClientURL+`, false\n`, ep, "member", "list")
 	// The strict reconfiguration check may refuse for a few seconds after the join.
 	deadline = time.Now().Add(30 * time.Second)
 	for {
 		code, out := ctl(t, Binary(t, "etcdctl"), "", ep, "member", "remove", id)
-		if code == 0 && out == fmt.Sprintf("Member %s removed from cluster %s\n", id, cluster) {
+		if code == 0 && out == fmt.Sprintf("Member %16s removed from cluster %16s\n", id, cluster) {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -177,7 +177,8 @@ func TestEtcdctlMatchesUpstream(t *testing.T) {
 			{args: []string{ep, "elect", "-l", p + "/el"}, interrupt: true},
 		}
 	}
-	leaseKey := regexp.MustCompile(`/[0-9a-f]{16}\b`)
+	// The lease ID is printed with %x: up to 16 hex digits, fewer with leading zeros.
+	leaseKey := regexp.MustCompile(`(p/(lock|el))/[0-9a-f]{1,16}\b`)
 	runStream := func(bin string, st stream) (int, string) {
 		proc := StartCtl(t, bin, st.env, st.args...)
 		proc.Send(st.stdin)
@@ -191,7 +192,7 @@ func TestEtcdctlMatchesUpstream(t *testing.T) {
 		code, out := proc.Wait(15 * time.Second)
 		out = normalize(out)
 		if st.leaseKeys {
-			out = leaseKey.ReplaceAllString(out, "/<lease>")
+			out = leaseKey.ReplaceAllString(out, "$1/<lease>")
 		}
 		if st.unordered {
 			out = sortedLines(out)
