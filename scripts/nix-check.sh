@@ -30,7 +30,7 @@ fi
 
 step() { printf '\n== %s\n' "$*"; }
 # Every command is told not to write flake.lock (nixpkgs is overridden); leave out its notice.
-nix() { command nix "$@" 2> >(grep -v "not writing modified lock file\|Added input '\|nixpkgs-standin?lastModified\|^    'git+file:" >&2); }
+nix() { command nix "$@" 2> >(grep -v "not writing modified lock file\|Added input '\|nixpkgs-standin?lastModified\|^    'git+file:\|^    follows '" >&2); }
 
 step "nix flake show"
 nix flake show "${flake[@]}" .
