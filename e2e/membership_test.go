@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -181,5 +182,36 @@ func TestStrictReconfigCheck(t *testing.T) {
 	}
 	if _, err := cl.MemberRemove(Ctx(t), ids["m3"]); err != nil {
 		t.Fatalf("removing the dead member: %v", err)
+	}
+}
+
+// Member changes sent in quick succession through different members all take effect or are
+// refused, none is lost: raft turns a conf change into an empty entry while the leader has not
+// applied the previous one, and the proposer must notice and propose it again.
+func TestQuickSuccessiveMemberChanges(t *testing.T) {
+	c := NewCluster(t, 3)
+	c.Start()
+	clients := []*clientv3.Client{c.Members[0].Client(), c.Members[1].Client(), c.Members[2].Client()}
+	for i := 0; i < 6; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		url := fmt.Sprintf("http://127.0.0.1:%d", 1000+i)
+		add, err := clients[i%3].MemberAddAsLearner(ctx, []string{url})
+		if err != nil {
+			cancel()
+			t.Fatalf("round %d: add learner: %v", i, err)
+		}
+		start := time.Now()
+		_, err = clients[(i+1)%3].MemberAddAsLearner(ctx, []string{url + "1"})
+		if !errors.Is(err, rpctypes.ErrTooManyLearners) {
+			cancel()
+			t.Fatalf("round %d: second learner through another member after %v: %v", i, time.Since(start), err)
+		}
+		// The learner is gone before the next round; a member that has not applied the add yet
+		// does not know it, so the remove goes through the member that added it.
+		if _, err := clients[i%3].MemberRemove(ctx, add.Member.ID); err != nil {
+			cancel()
+			t.Fatalf("round %d: remove learner: %v", i, err)
+		}
+		cancel()
 	}
 }

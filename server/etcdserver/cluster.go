@@ -44,6 +44,9 @@ const memberPromotePrefix = "/members/promote/"
 
 // AddMember adds a voting member or a learner and returns the new member and the list after.
 func (s *Server) AddMember(ctx context.Context, peerURLs []string, learner bool) (*Member, []Member, error) {
+	if err := s.memberBarrier(ctx); err != nil {
+		return nil, nil, err
+	}
 	for _, m := range s.mem.list() {
 		for _, u := range m.PeerURLs {
 			for _, nu := range peerURLs {
@@ -75,6 +78,13 @@ func (s *Server) AddMember(ctx context.Context, peerURLs []string, learner bool)
 	return &m, s.mem.list(), nil
 }
 
+// memberBarrier brings this member's view of the membership up to date with every change the
+// cluster has committed, so a change acknowledged through one member is seen by the checks of the
+// next, whichever member it goes through.
+func (s *Server) memberBarrier(ctx context.Context) error {
+	return s.LinearizableReadNotify(ctx)
+}
+
 // memberIDAt is how upstream names a member added at run time: its URLs and the time.
 func memberIDAt(peerURLs []string, now time.Time) uint64 {
 	return MemberID(peerURLs, strconv.FormatInt(now.Unix(), 10))
@@ -92,6 +102,9 @@ func (m *membership) learnerCount() int {
 
 // RemoveMember removes a member.
 func (s *Server) RemoveMember(ctx context.Context, id uint64) ([]Member, error) {
+	if err := s.memberBarrier(ctx); err != nil {
+		return nil, err
+	}
 	m := s.mem.get(id)
 	if m == nil {
 		return nil, ErrMemberNotFound
@@ -107,6 +120,9 @@ func (s *Server) RemoveMember(ctx context.Context, id uint64) ([]Member, error) 
 
 // UpdateMember changes a member's peer URLs.
 func (s *Server) UpdateMember(ctx context.Context, id uint64, peerURLs []string) ([]Member, error) {
+	if err := s.memberBarrier(ctx); err != nil {
+		return nil, err
+	}
 	m := s.mem.get(id)
 	if m == nil {
 		return nil, ErrMemberNotFound
@@ -159,17 +175,31 @@ func (s *Server) configure(ctx context.Context, cc raftpb.ConfChange, m Member) 
 		s.waits.trigger(cc.ID, nil)
 		return s.proposeErr(ctx, err)
 	}
-	select {
-	case x := <-ch:
-		if x == nil {
+	// A leader that has not yet applied its previous conf change appends a new one as an empty
+	// entry: the change is silently lost (two member changes in quick succession through
+	// different members). It is proposed again until it applies; a copy that arrives after the
+	// change took effect is refused when it applies (member exists, already removed...) and
+	// changes nothing, and its waiter is gone by then.
+	again := time.NewTicker(s.cfg.confChangeRetry())
+	defer again.Stop()
+	for {
+		select {
+		case x := <-ch:
+			if x == nil {
+				return ErrStopped
+			}
+			return x.(*applyResult).err
+		case <-again.C:
+			if err := s.node.ProposeConfChange(cctx, cc); err != nil && !errors.Is(err, raft.ErrProposalDropped) {
+				s.waits.trigger(cc.ID, nil)
+				return s.proposeErr(ctx, err)
+			}
+		case <-cctx.Done():
+			s.waits.trigger(cc.ID, nil)
+			return s.proposeErr(ctx, cctx.Err())
+		case <-s.stopping:
 			return ErrStopped
 		}
-		return x.(*applyResult).err
-	case <-cctx.Done():
-		s.waits.trigger(cc.ID, nil)
-		return s.proposeErr(ctx, cctx.Err())
-	case <-s.stopping:
-		return ErrStopped
 	}
 }
 

@@ -77,6 +77,10 @@ func (c *Config) electionTimeout() time.Duration {
 // requestTimeout bounds how long a proposal may wait, as upstream: 5s plus two elections.
 func (c *Config) requestTimeout() time.Duration { return 5*time.Second + 2*c.electionTimeout() }
 
+// confChangeRetry is how long a conf change may go unapplied before it is proposed again: far
+// longer than a commit normally takes, so copies are rare.
+func (c *Config) confChangeRetry() time.Duration { return c.electionTimeout() }
+
 func (c *Config) validate() error {
 	if c.Name == "" {
 		return fmt.Errorf("member name is empty")
