@@ -24,16 +24,7 @@ func TestEtcdctlTLS(t *testing.T) {
 	tlsFlags := []string{"--cacert", certs.CA, "--cert", certs.ClientCert, "--key", certs.ClientKey}
 	run := func(env []string, args ...string) (int, string) {
 		t.Helper()
-		cmd := exec.Command(ours, args...)
-		cmd.Env = append(cmd.Environ(), env...)
-		out, err := cmd.CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); ok {
-			return ee.ExitCode(), string(out)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return 0, string(out)
+		return ctlEnv(t, ours, env, "", args...)
 	}
 	ok := func(want string, env []string, args ...string) {
 		t.Helper()

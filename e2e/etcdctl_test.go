@@ -13,7 +13,14 @@ import (
 // ctl runs an etcdctl binary and returns its exit status and combined output.
 func ctl(t *testing.T, bin string, stdin string, args ...string) (int, string) {
 	t.Helper()
+	return ctlEnv(t, bin, nil, stdin, args...)
+}
+
+// ctlEnv is ctl with variables added to the environment.
+func ctlEnv(t *testing.T, bin string, env []string, stdin string, args ...string) (int, string) {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
