@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/spf13/pflag"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"golang.org/x/term"
 	"golang.org/x/time/rate"
 
 	"etcdx/etcdctl/cli"
@@ -36,13 +34,12 @@ var perfLoadAliases = map[string]string{
 
 // perfStats summarises the write latencies of a run.
 type perfStats struct {
-	ok                        int
 	errs                      map[string]int
 	rps, slowest, mean, stdev float64 // seconds
 }
 
 func summarise(lats []time.Duration, errs map[string]int, elapsed time.Duration) perfStats {
-	s := perfStats{ok: len(lats), errs: errs}
+	s := perfStats{errs: errs}
 	if len(lats) == 0 || elapsed <= 0 {
 		return s
 	}
@@ -237,8 +234,8 @@ func (e *env) cleanupPerf(c *clientv3.Client, prefix string, compact, defrag boo
 
 // progress draws a bar on a terminal's stderr while the check runs; nothing when redirected.
 func (e *env) progress(ctx context.Context, start time.Time, total time.Duration) {
-	f, ok := e.Stderr.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	f, ok := terminal(e.Stderr)
+	if !ok {
 		return
 	}
 	tick := time.NewTicker(time.Second)

@@ -117,11 +117,17 @@ func (e *env) spec(endpoints []string) (*clientv3.ConfigSpec, error) {
 	return s, nil
 }
 
+// terminal is the file behind a standard stream when it is a terminal.
+func terminal(stream any) (*os.File, bool) {
+	f, ok := stream.(*os.File)
+	return f, ok && term.IsTerminal(int(f.Fd()))
+}
+
 // askPassword prompts for the password of --user on the terminal, without echo. Without a
 // terminal there is no one to ask.
 func (e *env) askPassword(name string) (string, error) {
-	f, ok := e.Stdin.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	f, ok := terminal(e.Stdin)
+	if !ok {
 		return "", &cli.Error{Code: cli.ExitBadUsage, Err: fmt.Errorf("--user %s has no password and standard input is not a terminal to ask for it: give it as --user %s:<password> or --password", name, name)}
 	}
 	fmt.Fprint(e.Stderr, "Password: ")
