@@ -63,6 +63,17 @@ func TestEtcdctlWatchFollowsWrites(t *testing.T) {
 	if code, out := i.Wait(10 * time.Second); code != 3 || !strings.Contains(out, "Error: error reading watch request line: EOF") {
 		t.Fatalf("interactive watch at end of input: exit %d\n%s", code, out)
 	}
+
+	// A failing command ends interactive mode at once (as upstream), with input still open.
+	f := StartCtl(t, ours, nil, ep, "watch", "-i")
+	f.Send("watch f/a -- false\n")
+	time.Sleep(500 * time.Millisecond)
+	if _, err := c.Put(ctx, "f/a", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := f.Wait(10 * time.Second); code != 1 || !strings.Contains(out, `Error: command ["false"] error (exit status 1)`) {
+		t.Fatalf("interactive watch with a failing command: exit %d\n%s", code, out)
+	}
 }
 
 // A second lock holder waits for the first; an exec'd command runs while the lock is held and its

@@ -191,20 +191,20 @@ func (w *watchPrinter) print(resp clientv3.WatchResponse) error {
 // interactive reads "watch [options] key [range_end] [-- command]" and "progress" lines from stdin,
 // starting a watch per line, until stdin ends.
 func (w *watchPrinter) interactive(cmdline *watchOptions, envKey, envEnd string) error {
-	in := bufio.NewReader(w.e.Stdin)
+	lines, readErr := streamLines(w.e.Stdin)
+	// A watch whose command fails ends etcdctl at once, as upstream, even while input is quiet.
 	failed := make(chan error, 1)
 	for {
-		line, err := in.ReadString('\n')
-		// The end of input ends the command, as upstream (a last line without newline still counts).
-		if err != nil && (err != io.EOF || line == "") {
-			return &cli.Error{Code: cli.ExitInvalidData, Err: fmt.Errorf("error reading watch request line: %w", err)}
-		}
+		var line string
 		select {
 		case err := <-failed:
 			return err
-		default:
+		case l, ok := <-lines:
+			if !ok {
+				return &cli.Error{Code: cli.ExitInvalidData, Err: fmt.Errorf("error reading watch request line: %w", <-readErr)}
+			}
+			line = l
 		}
-		line = strings.TrimSuffix(line, "\n")
 		words, aerr := argify(line)
 		if aerr != nil || len(words) == 0 {
 			fmt.Fprintf(w.e.Stderr, "Invalid command: %s (watch and progress supported)\n", line)
@@ -237,6 +237,27 @@ func (w *watchPrinter) interactive(cmdline *watchOptions, envKey, envEnd string)
 			fmt.Fprintf(w.e.Stderr, "Invalid command %s (only support watch)\n", line)
 		}
 	}
+}
+
+// streamLines delivers r's lines (without newline, a last unterminated one included) until it
+// ends; then lines closes and readErr holds why (io.EOF at the end of input).
+func streamLines(r io.Reader) (lines <-chan string, readErr <-chan error) {
+	lc, ec := make(chan string), make(chan error, 1)
+	go func() {
+		in := bufio.NewReader(r)
+		for {
+			line, err := in.ReadString('\n')
+			if line != "" && (err == nil || err == io.EOF) {
+				lc <- strings.TrimSuffix(line, "\n")
+			}
+			if err != nil {
+				ec <- err
+				close(lc)
+				return
+			}
+		}
+	}()
+	return lc, ec
 }
 
 // watchLine starts the watch one interactive line asks for; the line's flags start from
