@@ -18,13 +18,12 @@
       # test fails when it is stale.
       vendorHash = lib.fileContents ./nix/vendor-hash;
 
-      # Binaries: name -> the package directory that holds its main package. discovery and
-      # upgradelab are packaged as soon as their commands exist in the tree.
+      # Binaries: name -> the package directory that holds its main package. upgradelab is
+      # packaged as soon as its command exists in the tree.
       commands = {
         etcd = "server";
         etcdctl = "etcdctl";
         etcdutl = "etcdutl";
-      } // lib.optionalAttrs (builtins.pathExists ./discovery/cmd/discovery/main.go) {
         discovery = "discovery/cmd/discovery";
       } // lib.optionalAttrs (builtins.pathExists ./upgradelab/cmd/upgradelab/main.go) {
         upgradelab = "upgradelab/cmd/upgradelab";
@@ -64,7 +63,7 @@
               mv $out/bin/server $out/bin/etcd
             '';
             meta = {
-              description = "etcdx server, etcdctl and etcdutl";
+              description = "etcdx server, etcdctl, etcdutl and the discovery service";
               license = lib.licenses.asl20;
               platforms = lib.platforms.linux;
             };
@@ -94,6 +93,13 @@
               Env = [ "ETCD_DATA_DIR=/var/lib/etcd" ];
               Volumes = { "/var/lib/etcd" = { }; };
               ExposedPorts = { "2379/tcp" = { }; "2380/tcp" = { }; };
+            } // lib.optionalAttrs (name == "discovery") {
+              # `discovery serve` keeps its tokens in NAME.etcd under the working directory (a
+              # volume); members register on 2379, the token API is on 2381.
+              Cmd = [ "serve" "--listen-client-urls" "http://0.0.0.0:2379" "--listen-api-url" "http://0.0.0.0:2381" ];
+              WorkingDir = "/var/lib/discovery";
+              Volumes = { "/var/lib/discovery" = { }; };
+              ExposedPorts = { "2379/tcp" = { }; "2380/tcp" = { }; "2381/tcp" = { }; };
             };
           };
         in

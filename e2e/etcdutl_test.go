@@ -10,7 +10,14 @@ import (
 
 func etcdutl(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	out, err := exec.Command(Binary(t, "etcdutl"), args...).CombinedOutput()
+	return runTool(t, "etcdutl", args...)
+}
+
+// runTool runs one of our built binaries to completion and returns its exit status and
+// combined output.
+func runTool(t *testing.T, name string, args ...string) (int, string) {
+	t.Helper()
+	out, err := exec.Command(Binary(t, name), args...).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return ee.ExitCode(), string(out)
 	}

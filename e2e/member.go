@@ -39,7 +39,7 @@ func Binary(t testing.TB, name string) string {
 			buildErr = err
 			return
 		}
-		for name, pkg := range map[string]string{"etcd": "etcdx/server", "etcdutl": "etcdx/etcdutl", "etcdctl": "etcdx/etcdctl", "etcd-last-release": "etcdx/server"} {
+		for name, pkg := range map[string]string{"etcd": "etcdx/server", "etcdutl": "etcdx/etcdutl", "etcdctl": "etcdx/etcdctl", "etcd-last-release": "etcdx/server", "discovery": "etcdx/discovery/cmd/discovery"} {
 			args := []string{"build", "-o", filepath.Join(dir, name)}
 			if name == "etcd-last-release" {
 				args = append(args, "-ldflags", "-X etcdx/server/version.Version="+LastReleaseVersion)
@@ -108,6 +108,8 @@ type Member struct {
 	Bin        string
 	// InitialCluster overrides the single-member default (set by NewCluster).
 	InitialCluster string
+	// Discovery, when set, replaces --initial-cluster (v3 discovery flags).
+	Discovery []string
 	// TLS is how the test talks to an https member.
 	TLS *tls.Config
 
@@ -137,11 +139,16 @@ func (m *Member) Args() []string {
 	if ic == "" {
 		ic = m.Name + "=" + m.PeerURL
 	}
-	return append([]string{"--name", m.Name, "--data-dir", m.DataDir,
+	bootstrap := []string{"--initial-cluster", ic}
+	if m.Discovery != nil {
+		bootstrap = m.Discovery
+	}
+	args := []string{"--name", m.Name, "--data-dir", m.DataDir,
 		"--listen-client-urls", m.ClientURL, "--advertise-client-urls", m.ClientURL,
-		"--listen-peer-urls", m.PeerURL, "--initial-advertise-peer-urls", m.PeerURL,
-		"--initial-cluster", ic, "--listen-metrics-urls", m.MetricsURL,
-		"--log-level", "info"}, m.Extra...)
+		"--listen-peer-urls", m.PeerURL, "--initial-advertise-peer-urls", m.PeerURL}
+	args = append(args, bootstrap...)
+	args = append(args, "--listen-metrics-urls", m.MetricsURL, "--log-level", "info")
+	return append(args, m.Extra...)
 }
 
 // Cluster is a set of members bootstrapped together.

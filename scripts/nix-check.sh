@@ -41,7 +41,7 @@ nix flake check "${flake[@]}" --no-build .
 step "packages of $system: every output is a derivation"
 attrs=$(nix eval "${flake[@]}" --json ".#packages.$system" --apply builtins.attrNames)
 echo "$attrs"
-for want in default etcd etcdctl etcdutl etcd-image; do
+for want in default etcd etcdctl etcdutl discovery etcd-image discovery-image; do
 	grep -q "\"$want\"" <<<"$attrs" || { echo "nix-check: packages.$system.$want is missing" >&2; exit 1; }
 done
 # A main package in the tree without a flake package would ship nothing: catch it here.
@@ -56,7 +56,8 @@ done < <(go list -f '{{if eq .Name "main"}}{{.Dir}}{{end}}' ./server/... ./etcdc
 # with --override-input counts as dirty and loses self.shortRev, an input keeps its revision.
 wrapper=$(mktemp -d)
 cleanup=("rm -rf '$wrapper'")
-trap 'for c in "${cleanup[@]}"; do eval "$c"; done' EXIT
+# Undo in reverse order: containers go before the images they run.
+trap 'for ((i = ${#cleanup[@]} - 1; i >= 0; i--)); do eval "${cleanup[i]}"; done' EXIT
 cat >"$wrapper/flake.nix" <<WRAPPER
 {
   inputs.etcdx.url = "git+file://$PWD";
@@ -68,14 +69,16 @@ WRAPPER
 w="path:$wrapper"
 pkg() { echo "$w#packages.$system.$1"; }
 
-step "build: default, etcd, etcdctl, etcdutl, etcd-image (vendor tree checked against nix/vendor-hash)"
-nix build --no-write-lock-file --no-link "$(pkg default)" "$(pkg etcd)" "$(pkg etcdctl)" "$(pkg etcdutl)" "$(pkg etcd-image)"
+step "build: default, etcd, etcdctl, etcdutl, discovery and the images (vendor tree checked against nix/vendor-hash)"
+nix build --no-write-lock-file --no-link "$(pkg default)" "$(pkg etcd)" "$(pkg etcdctl)" "$(pkg etcdutl)" "$(pkg discovery)" \
+	"$(pkg etcd-image)" "$(pkg discovery-image)"
 outpath() { nix eval --no-write-lock-file --raw "$(pkg "$1").outPath"; }
-default=$(outpath default) etcd=$(outpath etcd) etcdctl=$(outpath etcdctl) etcdutl=$(outpath etcdutl) image=$(outpath etcd-image)
+default=$(outpath default) etcd=$(outpath etcd) etcdctl=$(outpath etcdctl) etcdutl=$(outpath etcdutl)
+discovery=$(outpath discovery) image=$(outpath etcd-image) dimage=$(outpath discovery-image)
 ls -l "$default/bin"
 
 step "binaries: static, stamped $version at $revision"
-for b in "$etcd/bin/etcd" "$etcdctl/bin/etcdctl" "$etcdutl/bin/etcdutl"; do
+for b in "$etcd/bin/etcd" "$etcdctl/bin/etcdctl" "$etcdutl/bin/etcdutl" "$discovery/bin/discovery"; do
 	go version -m "$b" | grep -q 'CGO_ENABLED=0' || { echo "nix-check: $b was built with cgo" >&2; exit 1; }
 done
 "$etcd/bin/etcd" --version
@@ -83,6 +86,7 @@ done
 "$etcd/bin/etcd" --version | grep -q "Git SHA: $revision" || { echo "nix-check: etcd is not stamped with revision $revision" >&2; exit 1; }
 "$etcdctl/bin/etcdctl" version | grep -q "etcdctl version: $version"
 "$etcdutl/bin/etcdutl" version | grep -q "etcdutl version: $version"
+"$discovery/bin/discovery" version | grep -q "discovery Version: $version"
 
 step "nix run .#etcdctl -- version"
 nix run --no-write-lock-file "$(pkg etcdctl)" -- version | tee /dev/stderr | grep -q "etcdctl version: $version"
@@ -105,8 +109,34 @@ if docker info >/dev/null 2>&1; then
 	docker run --rm "$tag" --version | tee /dev/stderr | grep -q "Git SHA: $revision"
 	docker run --rm --entrypoint /bin/etcdctl "$tag" version | grep -q "etcdctl version: $version"
 	echo "image $tag loads and runs"
+
+	step "discovery image: a member in the etcd image bootstraps through it"
+	dtag="etcdx/discovery:$version" net="nixcheck-$$"
+	docker load <"$dimage"
+	cleanup+=("docker rmi -f '$dtag' >/dev/null 2>&1 || true")
+	docker network create "$net" >/dev/null
+	cleanup+=("docker rm -f '$net-disc' '$net-m1' >/dev/null 2>&1; docker network rm '$net' >/dev/null 2>&1 || true")
+	docker run -d --name "$net-disc" --network "$net" "$dtag" >/dev/null
+	token=""
+	for _ in $(seq 50); do
+		token=$(docker exec "$net-disc" /bin/discovery new --endpoints http://localhost:2379 --size 1 2>/dev/null) && break
+		sleep 0.2
+	done
+	[ -n "$token" ] || { docker logs "$net-disc"; echo "nix-check: the discovery image does not create tokens" >&2; exit 1; }
+	docker run -d --name "$net-m1" --network "$net" "$tag" --name m1 \
+		--listen-client-urls http://0.0.0.0:2379 --advertise-client-urls "http://$net-m1:2379" \
+		--listen-peer-urls http://0.0.0.0:2380 --initial-advertise-peer-urls "http://$net-m1:2380" \
+		--discovery-endpoints "http://$net-disc:2379" --discovery-token "$token" >/dev/null
+	healthy=""
+	for _ in $(seq 100); do
+		docker exec "$net-m1" /bin/etcdctl endpoint health >/dev/null 2>&1 && { healthy=1; break; }
+		sleep 0.2
+	done
+	[ -n "$healthy" ] || { docker logs "$net-m1"; echo "nix-check: the member did not bootstrap through discovery" >&2; exit 1; }
+	docker exec "$net-disc" /bin/discovery status --endpoints http://localhost:2379 --token "$token" | tee /dev/stderr | grep -q "1 of 1 members registered (complete)"
+	echo "image $dtag serves discovery; a member of image $tag bootstrapped through it"
 else
-	echo "no Docker engine here: the image was built ($image) but not loaded or run"
+	echo "no Docker engine here: the images were built ($image, $dimage) but not loaded or run"
 fi
 echo
 echo "nix-check ok"

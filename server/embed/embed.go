@@ -24,6 +24,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"etcdx/server/etcdserver"
 	"etcdx/server/httpapi"
 	"etcdx/server/tlsutil"
@@ -42,6 +44,8 @@ type Config struct {
 	InitialCluster      string
 	InitialClusterState string
 	InitialClusterToken string
+	// DiscoveryCfg bootstraps a new cluster through v3 discovery instead of InitialCluster.
+	DiscoveryCfg DiscoveryConfig
 
 	SnapshotCount     uint64
 	TickMs            uint
@@ -96,6 +100,11 @@ func NewConfig() *Config {
 		WatchProgressNotifyInterval: 10 * time.Minute,
 		LeaseCheckpointInterval:     etcdserver.DefaultLeaseCheckpointInterval,
 		LogLevel:                    "info",
+		DiscoveryCfg: DiscoveryConfig{ConfigSpec: clientv3.ConfigSpec{
+			DialTimeout: 2 * time.Second, RequestTimeout: 5 * time.Second,
+			KeepAliveTime: 2 * time.Second, KeepAliveTimeout: 6 * time.Second,
+			Secure: &clientv3.SecureConfig{InsecureTransport: true}, Auth: &clientv3.AuthConfig{},
+		}},
 	}
 }
 
@@ -113,7 +122,10 @@ func (c *Config) Validate() error {
 	if c.Dir == "" {
 		c.Dir = c.Name + ".etcd"
 	}
-	if c.InitialCluster == "" {
+	if err := c.DiscoveryCfg.validate(c.InitialCluster); err != nil {
+		return err
+	}
+	if c.InitialCluster == "" && !c.DiscoveryCfg.enabled() {
 		c.InitialCluster = c.InitialClusterFromName(c.Name)
 	}
 	for _, group := range []struct {
@@ -169,6 +181,9 @@ func (c *Config) Validate() error {
 		if _, err := NewLogger(c.LogLevel); err != nil {
 			return fmt.Errorf("--log-level: %w", err)
 		}
+	}
+	if c.DiscoveryCfg.enabled() {
+		return nil
 	}
 	if _, err := ParseInitialCluster(c.InitialCluster); err != nil {
 		return fmt.Errorf("--initial-cluster: %w", err)
@@ -297,13 +312,24 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 		}
 	}
 	ic, _ := ParseInitialCluster(cfg.InitialCluster)
+	token := cfg.InitialClusterToken
+	var discover func(context.Context, uint64) (map[string][]string, error)
+	if cfg.DiscoveryCfg.enabled() {
+		// As upstream: the cluster starts as this member alone, and the discovery token is the
+		// cluster token, so member and cluster IDs derive from it.
+		self := append([]string(nil), cfg.AdvertisePeerUrls...)
+		sort.Strings(self)
+		ic = map[string][]string{cfg.Name: self}
+		token = cfg.DiscoveryCfg.Token
+		discover = cfg.DiscoveryCfg.joiner(cfg.Name, self, lg)
+	}
 	quota := cfg.QuotaBackendBytes
 	if quota > etcdserver.MaxQuotaBackendBytes {
 		lg.Warn("quota exceeds the maximum value", "quota-size-bytes", quota, "quota-maximum-size-bytes", int64(etcdserver.MaxQuotaBackendBytes))
 	}
 	srv, err := etcdserver.New(etcdserver.Config{
 		Name: cfg.Name, DataDir: cfg.Dir, PeerURLs: cfg.AdvertisePeerUrls, ClientURLs: cfg.AdvertiseClientUrls,
-		InitialCluster: ic, InitialClusterToken: cfg.InitialClusterToken, NewCluster: cfg.InitialClusterState == "new",
+		InitialCluster: ic, InitialClusterToken: token, NewCluster: cfg.InitialClusterState == "new", Discover: discover,
 		SnapshotCount: cfg.SnapshotCount, TickMs: cfg.TickMs, ElectionTicks: int(cfg.ElectionMs / cfg.TickMs),
 		QuotaBackendBytes: quota, MaxRequestBytes: cfg.MaxRequestBytes, MaxTxnOps: cfg.MaxTxnOps,
 		StrictReconfigCheck: cfg.StrictReconfigCheck,

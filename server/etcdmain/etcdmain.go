@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"etcdx/server/embed"
+	"etcdx/server/etcdserver"
 	"etcdx/server/tlsutil"
 	"etcdx/server/version"
 )
@@ -34,6 +35,9 @@ type flagValues struct {
 	showVersion bool
 	configFile  string
 	cfg         *embed.Config
+	// unsupported holds bootstrap flags of upstream's that this server refuses when set.
+	unsupported       map[string]*string
+	discoveryFallback string
 }
 
 func newFlagSet(out io.Writer) (*pflag.FlagSet, *flagValues) {
@@ -78,7 +82,54 @@ func newFlagSet(out io.Writer) (*pflag.FlagSet, *flagValues) {
 	fs.StringVar(&c.PeerTLSInfo.KeyFile, "peer-key-file", "", "Path to the peer server TLS key file.")
 	fs.BoolVar(&c.PeerTLSInfo.ClientCertAuth, "peer-client-cert-auth", false, "Enable peer client cert authentication.")
 	fs.StringVar(&c.PeerTLSInfo.TrustedCAFile, "peer-trusted-ca-file", "", "Path to the peer server TLS trusted CA file.")
+	addDiscoveryFlags(fs, fv)
 	return fs, fv
+}
+
+// addDiscoveryFlags registers upstream's v3 discovery flags, and its v2 and DNS ones so that
+// setting them gets a clear refusal rather than "unknown flag".
+func addDiscoveryFlags(fs *pflag.FlagSet, fv *flagValues) {
+	d := &fv.cfg.DiscoveryCfg
+	fs.StringSliceVar(&d.Endpoints, "discovery-endpoints", nil, "V3 discovery: List of gRPC endpoints of the discovery service.")
+	fs.StringVar(&d.Token, "discovery-token", "", "V3 discovery: discovery token for the etcd cluster to be bootstrapped.")
+	fs.DurationVar(&d.DialTimeout, "discovery-dial-timeout", d.DialTimeout, "V3 discovery: dial timeout for client connections.")
+	fs.DurationVar(&d.RequestTimeout, "discovery-request-timeout", d.RequestTimeout, "V3 discovery: timeout for discovery requests (excluding dial timeout).")
+	fs.DurationVar(&d.KeepAliveTime, "discovery-keepalive-time", d.KeepAliveTime, "V3 discovery: keepalive time for client connections.")
+	fs.DurationVar(&d.KeepAliveTimeout, "discovery-keepalive-timeout", d.KeepAliveTimeout, "V3 discovery: keepalive timeout for client connections.")
+	fs.BoolVar(&d.Secure.InsecureTransport, "discovery-insecure-transport", true, "V3 discovery: disable transport security for client connections.")
+	fs.BoolVar(&d.Secure.InsecureSkipVerify, "discovery-insecure-skip-tls-verify", false, "V3 discovery: skip server certificate verification (for testing only).")
+	fs.StringVar(&d.Secure.Cert, "discovery-cert", "", "V3 discovery: identify secure client using this TLS certificate file.")
+	fs.StringVar(&d.Secure.Key, "discovery-key", "", "V3 discovery: identify secure client using this TLS key file.")
+	fs.StringVar(&d.Secure.Cacert, "discovery-cacert", "", "V3 discovery: verify certificates of TLS-enabled secure servers using this CA bundle.")
+	fs.StringVar(&d.Auth.Username, "discovery-user", "", "V3 discovery: username[:password] for authentication.")
+	fs.StringVar(&d.Auth.Password, "discovery-password", "", "V3 discovery: password for authentication (if this option is used, --discovery-user shouldn't include password).")
+	fs.StringVar(&fv.discoveryFallback, "discovery-fallback", "exit", "Expected behavior ('exit') when discovery services fails.")
+	fv.unsupported = map[string]*string{}
+	for name, usage := range map[string]string{
+		"discovery":          "V2 discovery URL (not supported: use --discovery-endpoints and --discovery-token).",
+		"discovery-proxy":    "V2 discovery HTTP proxy (not supported).",
+		"discovery-srv":      "DNS domain used to bootstrap initial cluster (not supported).",
+		"discovery-srv-name": "Service name to query when using DNS discovery (not supported).",
+	} {
+		fv.unsupported[name] = fs.String(name, "", usage)
+	}
+}
+
+// checkDiscoveryFlags refuses what this server does not implement, naming the flag.
+func checkDiscoveryFlags(fs *pflag.FlagSet, fv *flagValues) error {
+	switch fv.discoveryFallback {
+	case "exit":
+	case "proxy":
+		return fmt.Errorf("v2 proxy is deprecated, and --discovery-fallback can't be configured as %q", "proxy")
+	default:
+		return fmt.Errorf("--discovery-fallback: invalid value %q (valid values: exit)", fv.discoveryFallback)
+	}
+	for _, name := range []string{"discovery", "discovery-proxy", "discovery-srv", "discovery-srv-name"} {
+		if fs.Changed(name) {
+			return fmt.Errorf("--%s is not supported by this server: bootstrap with --initial-cluster, or with v3 discovery (--discovery-endpoints and --discovery-token)", name)
+		}
+	}
+	return nil
 }
 
 // ParseConfig turns arguments and environment into a Config. environ is os.Environ's form.
@@ -98,6 +149,9 @@ func ParseConfig(args, environ []string, stderr io.Writer) (*embed.Config, bool,
 		return nil, true, nil
 	}
 	if err := applyEnv(fs, environ, stderr); err != nil {
+		return nil, false, usageError{err}
+	}
+	if err := checkDiscoveryFlags(fs, fv); err != nil {
 		return nil, false, usageError{err}
 	}
 	if fv.configFile != "" {
@@ -185,6 +239,8 @@ type fileConfig struct {
 	WatchProgressNotifyInterval string  `json:"watch-progress-notify-interval"`
 	ClientTransportSecurity     fileTLS `json:"client-transport-security"`
 	PeerTransportSecurity       fileTLS `json:"peer-transport-security"`
+	// DiscoveryConfig is upstream's nested v3 discovery section (client settings and token).
+	DiscoveryConfig *embed.DiscoveryConfig `json:"discovery-config"`
 }
 
 // fileTLS is a transport-security section of the config file.
@@ -204,7 +260,8 @@ func loadConfigFile(path string, stderr io.Writer) (*embed.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--config-file: %w", err)
 	}
-	var fc fileConfig
+	// Nested sections decode over the defaults, as upstream's do.
+	fc := fileConfig{DiscoveryConfig: &embed.NewConfig().DiscoveryCfg}
 	if err := yaml.Unmarshal(b, &fc); err != nil {
 		return nil, fmt.Errorf("--config-file %s: %w", path, err)
 	}
@@ -266,6 +323,9 @@ func loadConfigFile(path string, stderr io.Writer) (*embed.Config, error) {
 	if fc.MaxTxnOps != nil {
 		c.MaxTxnOps = *fc.MaxTxnOps
 	}
+	if fc.DiscoveryConfig != nil { // nil when the file says "discovery-config: null"
+		c.DiscoveryCfg = *fc.DiscoveryConfig
+	}
 	c.ClientTLSInfo = fc.ClientTransportSecurity.info()
 	c.PeerTLSInfo = fc.PeerTransportSecurity.info()
 	if fc.WatchProgressNotifyInterval != "" {
@@ -284,7 +344,7 @@ var fileKeys = func() map[string]bool {
 		"initial-advertise-peer-urls", "listen-metrics-urls", "initial-cluster", "initial-cluster-state",
 		"initial-cluster-token", "snapshot-count", "heartbeat-interval", "election-timeout", "quota-backend-bytes",
 		"max-request-bytes", "max-txn-ops", "auto-compaction-mode", "auto-compaction-retention", "log-level",
-		"watch-progress-notify-interval", "client-transport-security", "peer-transport-security"} {
+		"watch-progress-notify-interval", "client-transport-security", "peer-transport-security", "discovery-config"} {
 		m[k] = true
 	}
 	return m
@@ -314,6 +374,10 @@ func Main(args []string, environ []string, stderr io.Writer) int {
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "etcd: %v\n", err)
+		var derr *etcdserver.DiscoveryError
+		if errors.As(err, &derr) {
+			fmt.Fprintln(stderr, "etcd: do not reuse a discovery token; create a new one to bootstrap a cluster (check the data dir if a previous bootstrap succeeded)")
+		}
 		return 1
 	}
 	sigc := make(chan os.Signal, 2)

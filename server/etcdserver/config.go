@@ -3,6 +3,7 @@
 package etcdserver
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -22,6 +23,10 @@ type Config struct {
 	InitialCluster      map[string][]string
 	InitialClusterToken string
 	NewCluster          bool
+	// Discover, when set, learns the initial cluster of a new cluster from a discovery service
+	// instead of InitialCluster (which then holds only this member). It gets this member's ID
+	// and returns every member's name and peer URLs.
+	Discover func(ctx context.Context, selfID uint64) (map[string][]string, error)
 
 	SnapshotCount          uint64
 	SnapshotCatchUpEntries uint64
@@ -131,3 +136,14 @@ func (c *Config) validate() error {
 func (c *Config) peerHTTPClient(timeout time.Duration) *http.Client {
 	return &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: c.PeerTLS}}
 }
+
+// DiscoveryError is a failed discovery bootstrap; its text is upstream's.
+type DiscoveryError struct {
+	Op  string
+	Err error
+}
+
+func (e *DiscoveryError) Error() string {
+	return fmt.Sprintf("failed to %s discovery cluster (%v)", e.Op, e.Err)
+}
+func (e *DiscoveryError) Unwrap() error { return e.Err }

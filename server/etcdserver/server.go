@@ -196,6 +196,9 @@ func New(cfg Config) (*Server, error) {
 		Logger:          raftLogger{lg.With("component", "raft")},
 	}
 	if wal.Exist(cfg.walDir()) {
+		if cfg.Discover != nil {
+			lg.Warn("discovery token is ignored since cluster already initialized; valid logs are found", "wal-dir", cfg.walDir())
+		}
 		err = s.restart(rcfg)
 	} else {
 		err = s.bootstrap(rcfg)
@@ -219,6 +222,14 @@ func New(cfg Config) (*Server, error) {
 }
 
 func (s *Server) bootstrap(rcfg *raft.Config) error {
+	if s.cfg.NewCluster && s.cfg.Discover != nil {
+		s.log.Info("bootstrapping cluster using v3 discovery")
+		ic, err := s.cfg.Discover(context.Background(), MemberID(s.cfg.PeerURLs, s.cfg.InitialClusterToken))
+		if err != nil {
+			return &DiscoveryError{Op: "join", Err: err}
+		}
+		s.cfg.InitialCluster = ic
+	}
 	cfg := s.cfg
 	if !cfg.NewCluster {
 		return s.joinExisting(rcfg)
