@@ -19,6 +19,7 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/etcdutl ./etcdutl
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/etcdctl ./etcdctl
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/discovery ./discovery/cmd/discovery
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/upgradelab ./upgradelab/cmd/upgradelab
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X etcdx/server/version.Version=$(LAST_RELEASE_VERSION) -X etcdx/server/version.GitSHA=$(GIT_SHA)" -o $(BIN)/etcd-last-release ./server
 	@echo "built $(BIN)/etcd ($(VERSION)) and $(BIN)/etcd-last-release ($(LAST_RELEASE_VERSION)) at $(GIT_SHA)"
 

@@ -18,14 +18,12 @@
       # test fails when it is stale.
       vendorHash = lib.fileContents ./nix/vendor-hash;
 
-      # Binaries: name -> the package directory that holds its main package. upgradelab is
-      # packaged as soon as its command exists in the tree.
+      # Binaries: name -> the package directory that holds its main package.
       commands = {
         etcd = "server";
         etcdctl = "etcdctl";
         etcdutl = "etcdutl";
         discovery = "discovery/cmd/discovery";
-      } // lib.optionalAttrs (builtins.pathExists ./upgradelab/cmd/upgradelab/main.go) {
         upgradelab = "upgradelab/cmd/upgradelab";
       };
       # The images: one per server binary, with the CLIs beside the server.
@@ -63,7 +61,7 @@
               mv $out/bin/server $out/bin/etcd
             '';
             meta = {
-              description = "etcdx server, etcdctl, etcdutl and the discovery service";
+              description = "etcdx server, etcdctl, etcdutl, the discovery service and the upgrade lab";
               license = lib.licenses.asl20;
               platforms = lib.platforms.linux;
             };

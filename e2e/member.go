@@ -39,7 +39,7 @@ func Binary(t testing.TB, name string) string {
 			buildErr = err
 			return
 		}
-		for name, pkg := range map[string]string{"etcd": "etcdx/server", "etcdutl": "etcdx/etcdutl", "etcdctl": "etcdx/etcdctl", "etcd-last-release": "etcdx/server", "discovery": "etcdx/discovery/cmd/discovery"} {
+		for name, pkg := range map[string]string{"etcd": "etcdx/server", "etcdutl": "etcdx/etcdutl", "etcdctl": "etcdx/etcdctl", "etcd-last-release": "etcdx/server", "discovery": "etcdx/discovery/cmd/discovery", "upgradelab": "etcdx/upgradelab/cmd/upgradelab"} {
 			args := []string{"build", "-o", filepath.Join(dir, name)}
 			if name == "etcd-last-release" {
 				args = append(args, "-ldflags", "-X etcdx/server/version.Version="+LastReleaseVersion)

@@ -6,9 +6,12 @@
 #      `go work vendor` in a fixed-output derivation whose hash is nix/vendor-hash;
 #   3. the binaries are static and stamped with VERSION and the git revision; nix run works;
 #      the unit tests pass as the flake's check;
-#   4. the etcd image loads into Docker and runs (when a Docker engine is present).
+#   4. the images load into Docker and run, a member of the etcd image bootstrapping through the
+#      discovery image (when a Docker engine is present).
 # Needs nix (Debian's nix-bin) and a committed flake: Nix only sees files git tracks.
 set -euo pipefail
+# With pipefail, `cmd | grep -q` can fail when grep exits before cmd has written everything
+# (SIGPIPE); pipelines below use `grep >/dev/null`, which reads to the end.
 cd "$(dirname "$0")/.."
 command -v nix >/dev/null || { echo "nix-check: nix is not installed (apt-get install nix-bin)" >&2; exit 1; }
 
@@ -41,7 +44,7 @@ nix flake check "${flake[@]}" --no-build .
 step "packages of $system: every output is a derivation"
 attrs=$(nix eval "${flake[@]}" --json ".#packages.$system" --apply builtins.attrNames)
 echo "$attrs"
-for want in default etcd etcdctl etcdutl discovery etcd-image discovery-image; do
+for want in default etcd etcdctl etcdutl discovery upgradelab etcd-image discovery-image; do
 	grep -q "\"$want\"" <<<"$attrs" || { echo "nix-check: packages.$system.$want is missing" >&2; exit 1; }
 done
 # A main package in the tree without a flake package would ship nothing: catch it here.
@@ -69,27 +72,28 @@ WRAPPER
 w="path:$wrapper"
 pkg() { echo "$w#packages.$system.$1"; }
 
-step "build: default, etcd, etcdctl, etcdutl, discovery and the images (vendor tree checked against nix/vendor-hash)"
-nix build --no-write-lock-file --no-link "$(pkg default)" "$(pkg etcd)" "$(pkg etcdctl)" "$(pkg etcdutl)" "$(pkg discovery)" \
+step "build: default, etcd, etcdctl, etcdutl, discovery, upgradelab and the images (vendor tree checked against nix/vendor-hash)"
+nix build --no-write-lock-file --no-link "$(pkg default)" "$(pkg etcd)" "$(pkg etcdctl)" "$(pkg etcdutl)" "$(pkg discovery)" "$(pkg upgradelab)" \
 	"$(pkg etcd-image)" "$(pkg discovery-image)"
 outpath() { nix eval --no-write-lock-file --raw "$(pkg "$1").outPath"; }
 default=$(outpath default) etcd=$(outpath etcd) etcdctl=$(outpath etcdctl) etcdutl=$(outpath etcdutl)
-discovery=$(outpath discovery) image=$(outpath etcd-image) dimage=$(outpath discovery-image)
+discovery=$(outpath discovery) upgradelab=$(outpath upgradelab) image=$(outpath etcd-image) dimage=$(outpath discovery-image)
 ls -l "$default/bin"
 
 step "binaries: static, stamped $version at $revision"
-for b in "$etcd/bin/etcd" "$etcdctl/bin/etcdctl" "$etcdutl/bin/etcdutl" "$discovery/bin/discovery"; do
-	go version -m "$b" | grep -q 'CGO_ENABLED=0' || { echo "nix-check: $b was built with cgo" >&2; exit 1; }
+for b in "$etcd/bin/etcd" "$etcdctl/bin/etcdctl" "$etcdutl/bin/etcdutl" "$discovery/bin/discovery" "$upgradelab/bin/upgradelab"; do
+	go version -m "$b" | grep 'CGO_ENABLED=0' >/dev/null || { echo "nix-check: $b was built with cgo" >&2; exit 1; }
 done
 "$etcd/bin/etcd" --version
-"$etcd/bin/etcd" --version | grep -q "etcd Version: $version" || { echo "nix-check: etcd is not stamped $version" >&2; exit 1; }
-"$etcd/bin/etcd" --version | grep -q "Git SHA: $revision" || { echo "nix-check: etcd is not stamped with revision $revision" >&2; exit 1; }
-"$etcdctl/bin/etcdctl" version | grep -q "etcdctl version: $version"
-"$etcdutl/bin/etcdutl" version | grep -q "etcdutl version: $version"
-"$discovery/bin/discovery" version | grep -q "discovery Version: $version"
+"$etcd/bin/etcd" --version | grep "etcd Version: $version" >/dev/null || { echo "nix-check: etcd is not stamped $version" >&2; exit 1; }
+"$etcd/bin/etcd" --version | grep "Git SHA: $revision" >/dev/null || { echo "nix-check: etcd is not stamped with revision $revision" >&2; exit 1; }
+"$etcdctl/bin/etcdctl" version | grep "etcdctl version: $version" >/dev/null
+"$etcdutl/bin/etcdutl" version | grep "etcdutl version: $version" >/dev/null
+"$discovery/bin/discovery" version | grep "discovery Version: $version" >/dev/null
+"$upgradelab/bin/upgradelab" plans | grep "^upgrade " >/dev/null
 
 step "nix run .#etcdctl -- version"
-nix run --no-write-lock-file "$(pkg etcdctl)" -- version | tee /dev/stderr | grep -q "etcdctl version: $version"
+nix run --no-write-lock-file "$(pkg etcdctl)" -- version | tee /dev/stderr | grep "etcdctl version: $version" >/dev/null
 
 step "checks.$system.unit: the unit tests, built as the flake's check"
 nix build --no-write-lock-file --no-link "$w#checks.$system.unit"
@@ -106,8 +110,8 @@ if docker info >/dev/null 2>&1; then
 	tag="etcdx/etcd:$version"
 	docker load <"$image"
 	cleanup+=("docker rmi -f '$tag' >/dev/null 2>&1 || true")
-	docker run --rm "$tag" --version | tee /dev/stderr | grep -q "Git SHA: $revision"
-	docker run --rm --entrypoint /bin/etcdctl "$tag" version | grep -q "etcdctl version: $version"
+	docker run --rm "$tag" --version | tee /dev/stderr | grep "Git SHA: $revision" >/dev/null
+	docker run --rm --entrypoint /bin/etcdctl "$tag" version | grep "etcdctl version: $version" >/dev/null
 	echo "image $tag loads and runs"
 
 	step "discovery image: a member in the etcd image bootstraps through it"
@@ -133,7 +137,7 @@ if docker info >/dev/null 2>&1; then
 		sleep 0.2
 	done
 	[ -n "$healthy" ] || { docker logs "$net-m1"; echo "nix-check: the member did not bootstrap through discovery" >&2; exit 1; }
-	docker exec "$net-disc" /bin/discovery status --endpoints http://localhost:2379 --token "$token" | tee /dev/stderr | grep -q "1 of 1 members registered (complete)"
+	docker exec "$net-disc" /bin/discovery status --endpoints http://localhost:2379 --token "$token" | tee /dev/stderr | grep "1 of 1 members registered (complete)" >/dev/null
 	echo "image $dtag serves discovery; a member of image $tag bootstrapped through it"
 else
 	echo "no Docker engine here: the images were built ($image, $dimage) but not loaded or run"

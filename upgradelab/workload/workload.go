@@ -1,0 +1,283 @@
+// Package workload is the traffic a plan runs under and the checks on what it saw: every
+// acknowledged write must survive, and the history of reads and writes on a few registers must
+// be linearizable (checked with porcupine).
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Config shapes the traffic.
+type Config struct {
+	// Clients is the number of concurrent clients; each alternates between a ledger write and
+	// a read or write of one of Registers keys.
+	Clients   int
+	Registers int
+	// Interval is the pause between one client's operations; MaxOps bounds each client.
+	Interval time.Duration
+	MaxOps   int
+	// Prefix keeps the workload's keys apart.
+	Prefix string
+}
+
+// Op is one register operation as porcupine sees it.
+type Op struct {
+	Client int
+	Key    string
+	Write  bool
+	// Value written, or read ("" for a missing key).
+	Value string
+	// Unknown marks a write whose outcome the client did not learn (an error or timeout).
+	Unknown bool
+	Call    int64
+	Return  int64
+}
+
+// Stats counts what happened.
+type Stats struct {
+	Writes, Reads, Failed int
+	// Acked are ledger keys whose writes the cluster acknowledged.
+	Acked int
+}
+
+// Workload runs until stopped.
+type Workload struct {
+	cfg   Config
+	cli   *clientv3.Client
+	start time.Time
+
+	mu     sync.Mutex
+	ops    []Op
+	acked  map[string]string
+	stats  Stats
+	errors map[string]int
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// Start begins the traffic through cli.
+func Start(cli *clientv3.Client, cfg Config) *Workload {
+	if cfg.Clients <= 0 {
+		cfg.Clients = 4
+	}
+	if cfg.Registers <= 0 {
+		cfg.Registers = 4
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = 10 * time.Millisecond
+	}
+	if cfg.MaxOps <= 0 {
+		cfg.MaxOps = 20000
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "/upgradelab"
+	}
+	w := &Workload{cfg: cfg, cli: cli, start: time.Now(), acked: map[string]string{}, errors: map[string]int{}, stop: make(chan struct{})}
+	for i := 0; i < cfg.Clients; i++ {
+		w.wg.Add(1)
+		go w.client(i)
+	}
+	return w
+}
+
+// Stop ends the traffic and waits for in-flight requests.
+func (w *Workload) Stop() {
+	close(w.stop)
+	w.wg.Wait()
+}
+
+func (w *Workload) now() int64 { return time.Since(w.start).Nanoseconds() }
+
+func (w *Workload) client(id int) {
+	defer w.wg.Done()
+	rng := rand.New(rand.NewPCG(uint64(id), uint64(w.start.UnixNano())))
+	for seq := 0; seq < w.cfg.MaxOps; seq++ {
+		select {
+		case <-w.stop:
+			return
+		case <-time.After(w.cfg.Interval):
+		}
+		// The ledger: a fresh key per write, never overwritten, so a lost write shows.
+		key := fmt.Sprintf("%s/ledger/c%d/%08d", w.cfg.Prefix, id, seq)
+		val := strconv.Itoa(seq)
+		if w.put(key, val) == nil {
+			w.mu.Lock()
+			w.acked[key] = val
+			w.stats.Acked++
+			w.mu.Unlock()
+		}
+		reg := fmt.Sprintf("%s/reg/%d", w.cfg.Prefix, rng.IntN(w.cfg.Registers))
+		if rng.IntN(2) == 0 {
+			w.writeRegister(id, reg, fmt.Sprintf("c%d-%d", id, seq))
+		} else {
+			w.readRegister(id, reg)
+		}
+	}
+}
+
+const opTimeout = 5 * time.Second
+
+func (w *Workload) put(key, val string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	_, err := w.cli.Put(ctx, key, val)
+	w.count(true, err)
+	return err
+}
+
+func (w *Workload) count(write bool, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if write {
+		w.stats.Writes++
+	} else {
+		w.stats.Reads++
+	}
+	if err != nil {
+		w.stats.Failed++
+		w.errors[errorClass(err)]++
+	}
+}
+
+// errorClass shortens an error for the report's error table.
+func errorClass(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timeout"
+	}
+	s := err.Error()
+	if len(s) > 80 {
+		s = s[:80]
+	}
+	return s
+}
+
+func (w *Workload) writeRegister(id int, key, val string) {
+	call := w.now()
+	err := w.put(key, val)
+	op := Op{Client: id, Key: key, Write: true, Value: val, Call: call, Return: w.now()}
+	if err != nil {
+		// The write may still take effect at any later time.
+		op.Unknown, op.Return = true, math.MaxInt64
+	}
+	w.record(op)
+}
+
+func (w *Workload) readRegister(id int, key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	call := w.now()
+	resp, err := w.cli.Get(ctx, key)
+	ret := w.now()
+	w.count(false, err)
+	if err != nil {
+		return // a failed read observed nothing
+	}
+	val := ""
+	if len(resp.Kvs) > 0 {
+		val = string(resp.Kvs[0].Value)
+	}
+	w.record(Op{Client: id, Key: key, Value: val, Call: call, Return: ret})
+}
+
+func (w *Workload) record(op Op) {
+	w.mu.Lock()
+	w.ops = append(w.ops, op)
+	w.mu.Unlock()
+}
+
+// Stats returns the counters and the error classes seen.
+func (w *Workload) Stats() (Stats, map[string]int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	errs := map[string]int{}
+	for k, v := range w.errors {
+		errs[k] = v
+	}
+	return w.stats, errs
+}
+
+// LostWrites reads the ledger back and returns the acknowledged keys that are missing or hold
+// another value (at most limit of them), and how many were checked.
+func (w *Workload) LostWrites(ctx context.Context, limit int) ([]string, int, error) {
+	resp, err := w.cli.Get(ctx, w.cfg.Prefix+"/ledger/", clientv3.WithPrefix())
+	if err != nil {
+		return nil, 0, fmt.Errorf("read the ledger back: %w", err)
+	}
+	have := map[string]string{}
+	for _, kv := range resp.Kvs {
+		have[string(kv.Key)] = string(kv.Value)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var lost []string
+	for k, v := range w.acked {
+		if have[k] != v {
+			lost = append(lost, k)
+		}
+	}
+	sort.Strings(lost)
+	if len(lost) > limit {
+		lost = lost[:limit]
+	}
+	return lost, len(w.acked), nil
+}
+
+// Linearizable checks the register history with porcupine within timeout; it returns
+// porcupine's verdict (Ok, Illegal or Unknown on timeout) and the number of operations.
+func (w *Workload) Linearizable(timeout time.Duration) (porcupine.CheckResult, int) {
+	w.mu.Lock()
+	ops := make([]porcupine.Operation, 0, len(w.ops))
+	for _, op := range w.ops {
+		ops = append(ops, porcupine.Operation{ClientId: op.Client, Input: op, Call: op.Call, Output: op.Value, Return: op.Return})
+	}
+	w.mu.Unlock()
+	return porcupine.CheckOperationsTimeout(registerModel, ops, timeout), len(ops)
+}
+
+// registerModel is one register per key: a write sets it, a read returns it.
+var registerModel = porcupine.Model{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		byKey := map[string][]porcupine.Operation{}
+		var keys []string
+		for _, op := range history {
+			k := op.Input.(Op).Key
+			if _, ok := byKey[k]; !ok {
+				keys = append(keys, k)
+			}
+			byKey[k] = append(byKey[k], op)
+		}
+		sort.Strings(keys)
+		out := make([][]porcupine.Operation, 0, len(keys))
+		for _, k := range keys {
+			out = append(out, byKey[k])
+		}
+		return out
+	},
+	Init: func() interface{} { return "" },
+	Step: func(state, input, output interface{}) (bool, interface{}) {
+		op := input.(Op)
+		if op.Write {
+			return true, op.Value
+		}
+		return output.(string) == state.(string), state
+	},
+	DescribeOperation: func(input, output interface{}) string {
+		op := input.(Op)
+		if op.Write {
+			return fmt.Sprintf("put(%s, %s)", op.Key, op.Value)
+		}
+		return fmt.Sprintf("get(%s) -> %q", op.Key, output)
+	},
+}

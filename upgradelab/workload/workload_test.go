@@ -1,0 +1,114 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"etcdx/server/embed"
+)
+
+func freeURL(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return fmt.Sprintf("http://%s", l.Addr())
+}
+
+// member starts one real member of ours in the test process.
+func member(t *testing.T) *clientv3.Client {
+	cfg := embed.NewConfig()
+	cfg.Dir = filepath.Join(t.TempDir(), "data")
+	cu, pu := freeURL(t), freeURL(t)
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []string{cu}, []string{cu}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []string{pu}, []string{pu}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(10 * time.Second):
+		t.Fatal("member not ready")
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{cu}, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+func TestChecksPassOnAHealthyMemberAndCatchLossAndStaleReads(t *testing.T) {
+	cli := member(t)
+	w := Start(cli, Config{Clients: 3, Registers: 2, Interval: time.Millisecond, MaxOps: 60})
+	time.Sleep(time.Second)
+	w.Stop()
+	stats, errs := w.Stats()
+	if stats.Acked == 0 || stats.Failed != 0 {
+		t.Fatalf("stats %+v, errors %v", stats, errs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lost, checked, err := w.LostWrites(ctx, 10)
+	if err != nil || len(lost) != 0 || checked != stats.Acked {
+		t.Fatalf("lost %v of %d (acked %d): %v", lost, checked, stats.Acked, err)
+	}
+	if verdict, n := w.Linearizable(30 * time.Second); verdict != porcupine.Ok || n == 0 {
+		t.Fatalf("history of %d ops: %s", n, verdict)
+	}
+
+	// An acknowledged write that disappears is reported.
+	var victim string
+	for k := range w.acked {
+		victim = k
+		break
+	}
+	if _, err := cli.Delete(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	if lost, _, _ := w.LostWrites(ctx, 10); len(lost) != 1 || lost[0] != victim {
+		t.Fatalf("lost %v, want [%s]", lost, victim)
+	}
+
+	// A read of a value nobody wrote makes the history illegal.
+	t0 := w.now()
+	w.record(Op{Client: 9, Key: w.cfg.Prefix + "/reg/0", Value: "never-written", Call: t0, Return: w.now()})
+	if verdict, _ := w.Linearizable(30 * time.Second); verdict != porcupine.Illegal {
+		t.Fatalf("a stale read passed the check: %s", verdict)
+	}
+}
+
+func TestUnknownWritesMayOrMayNotHaveHappened(t *testing.T) {
+	w := &Workload{start: time.Now()}
+	key := "/r"
+	// A write that failed (outcome unknown) and a later read that did not see it: legal.
+	w.record(Op{Key: key, Write: true, Value: "a", Unknown: true, Call: 10, Return: 1 << 62})
+	w.record(Op{Key: key, Value: "", Call: 20, Return: 30})
+	if v, _ := w.Linearizable(10 * time.Second); v != porcupine.Ok {
+		t.Fatalf("unseen unknown write: %s", v)
+	}
+	// ... and a read that did see it: also legal.
+	w.record(Op{Key: key, Value: "a", Call: 40, Return: 50})
+	if v, _ := w.Linearizable(10 * time.Second); v != porcupine.Ok {
+		t.Fatalf("seen unknown write: %s", v)
+	}
+	// But once seen it cannot be unseen.
+	w.record(Op{Key: key, Value: "", Call: 60, Return: 70})
+	if v, _ := w.Linearizable(10 * time.Second); v != porcupine.Illegal {
+		t.Fatalf("a write seen and then lost passed: %s", v)
+	}
+}
