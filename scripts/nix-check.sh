@@ -12,6 +12,9 @@
 set -euo pipefail
 # With pipefail, `cmd | grep -q` can fail when grep exits before cmd has written everything
 # (SIGPIPE); pipelines below use `grep >/dev/null`, which reads to the end.
+# shows WANT CMD...: runs CMD, copies its output to stderr and checks it holds WANT. (`tee
+# /dev/stderr` would reopen, and so truncate, a log file that stderr is redirected to.)
+shows() { local want=$1 out; shift; out=$("$@"); printf '%s\n' "$out" >&2; grep -F -- "$want" >/dev/null <<<"$out"; }
 cd "$(dirname "$0")/.."
 command -v nix >/dev/null || { echo "nix-check: nix is not installed (apt-get install nix-bin)" >&2; exit 1; }
 
@@ -93,7 +96,7 @@ done
 "$upgradelab/bin/upgradelab" plans | grep "^upgrade " >/dev/null
 
 step "nix run .#etcdctl -- version"
-nix run --no-write-lock-file "$(pkg etcdctl)" -- version | tee /dev/stderr | grep "etcdctl version: $version" >/dev/null
+shows "etcdctl version: $version" nix run --no-write-lock-file "$(pkg etcdctl)" -- version
 
 step "checks.$system.unit: the unit tests, built as the flake's check"
 nix build --no-write-lock-file --no-link "$w#checks.$system.unit"
@@ -110,7 +113,7 @@ if docker info >/dev/null 2>&1; then
 	tag="etcdx/etcd:$version"
 	docker load <"$image"
 	cleanup+=("docker rmi -f '$tag' >/dev/null 2>&1 || true")
-	docker run --rm "$tag" --version | tee /dev/stderr | grep "Git SHA: $revision" >/dev/null
+	shows "Git SHA: $revision" docker run --rm "$tag" --version
 	docker run --rm --entrypoint /bin/etcdctl "$tag" version | grep "etcdctl version: $version" >/dev/null
 	echo "image $tag loads and runs"
 
@@ -137,7 +140,7 @@ if docker info >/dev/null 2>&1; then
 		sleep 0.2
 	done
 	[ -n "$healthy" ] || { docker logs "$net-m1"; echo "nix-check: the member did not bootstrap through discovery" >&2; exit 1; }
-	docker exec "$net-disc" /bin/discovery status --endpoints http://localhost:2379 --token "$token" | tee /dev/stderr | grep "1 of 1 members registered (complete)" >/dev/null
+	shows "1 of 1 members registered (complete)" docker exec "$net-disc" /bin/discovery status --endpoints http://localhost:2379 --token "$token"
 	echo "image $dtag serves discovery; a member of image $tag bootstrapped through it"
 else
 	echo "no Docker engine here: the images were built ($image, $dimage) but not loaded or run"
