@@ -31,7 +31,7 @@ unit:
 		echo "== go test -race $$m"; (cd $$m && CGO_ENABLED=1 $(GO) test -race -count=1 ./...); done
 
 e2e: build
-	cd e2e && E2E_BIN_DIR=$(BIN) $(GO) test -count=1 -timeout 20m ./...
+	cd e2e && E2E_BIN_DIR=$(BIN) $(GO) test -count=1 -timeout 30m ./...
 
 lint:
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
