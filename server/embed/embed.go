@@ -270,6 +270,9 @@ type Etcd struct {
 
 	grpcServers []*grpc.Server
 	httpServers []*http.Server
+	// peerServers carry raft streams: they stay up while clients drain and close after the
+	// member stops (a graceful shutdown would wait for streams that never end).
+	peerServers []*http.Server
 	// selfConns are the gateway's connections to this member's own listeners.
 	selfConns []*grpc.ClientConn
 
@@ -443,14 +446,14 @@ func (e *Etcd) serve() error {
 		mux.Handle("/leases/", peerHandler)
 		mux.Handle("/members", peerHandler)
 		mux.Handle("/members/", peerHandler)
-		if err := e.serveHTTP(l, mux, e.cfg.PeerTLSInfo, "http/1.1"); err != nil {
+		if err := e.serveHTTP(l, mux, e.cfg.PeerTLSInfo, &e.peerServers, "http/1.1"); err != nil {
 			return err
 		}
 	}
 	for _, l := range e.metrics {
 		mux := http.NewServeMux()
 		httpapi.AddMetrics(mux, s)
-		if err := e.serveHTTP(l, mux, e.cfg.ClientTLSInfo, "h2", "http/1.1"); err != nil {
+		if err := e.serveHTTP(l, mux, e.cfg.ClientTLSInfo, &e.httpServers, "h2", "http/1.1"); err != nil {
 			return err
 		}
 	}
@@ -471,9 +474,9 @@ func (e *Etcd) whenReady(serve func()) {
 }
 
 // serveHTTP serves h on l, over TLS when the listener's URL is https.
-func (e *Etcd) serveHTTP(l net.Listener, h http.Handler, info tlsutil.Info, protos ...string) error {
+func (e *Etcd) serveHTTP(l net.Listener, h http.Handler, info tlsutil.Info, into *[]*http.Server, protos ...string) error {
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	e.httpServers = append(e.httpServers, hs)
+	*into = append(*into, hs)
 	if !e.secure[l] {
 		go func() { e.report(hs.Serve(l)) }()
 		return nil
@@ -546,6 +549,9 @@ func (e *Etcd) Close() {
 		e.closeListeners()
 		if e.Server != nil {
 			e.Server.Stop()
+		}
+		for _, hs := range e.peerServers {
+			hs.Close()
 		}
 		e.log.Info("closed etcd server", "name", e.cfg.Name)
 	})

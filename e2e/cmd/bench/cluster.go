@@ -21,8 +21,10 @@ type clusterResult struct {
 	put                  result
 	rollWrites, rollFail int
 	longestStall, maxLat time.Duration
-	catchup              time.Duration
-	catchupKeys          int
+	// slowestStop is the longest a member took to exit after SIGTERM during the restart.
+	slowestStop time.Duration
+	catchup     time.Duration
+	catchupKeys int
 }
 
 func startCluster(label, bin string, n int) ([]*server, error) {
@@ -129,7 +131,11 @@ func benchCluster(label, bin string, clients, conns, scale int, limit time.Durat
 	}
 	for _, s := range ss {
 		time.Sleep(time.Second)
+		t0 := time.Now()
 		s.terminate()
+		if d := time.Since(t0); d > res.slowestStop {
+			res.slowestStop = d
+		}
 		if err := s.start(); err != nil {
 			close(stop)
 			wg.Wait()
@@ -144,7 +150,7 @@ func benchCluster(label, bin string, clients, conns, scale int, limit time.Durat
 	time.Sleep(time.Second)
 	close(stop)
 	wg.Wait()
-	fmt.Printf("%-12s rolling restart: %d writes, %d failed, longest stall %v\n", label, res.rollWrites, res.rollFail, res.longestStall)
+	fmt.Printf("%-12s rolling restart: %d writes, %d failed, longest stall %v, slowest stop %v\n", label, res.rollWrites, res.rollFail, res.longestStall, res.slowestStop)
 
 	// Catch-up: load catchupBytes, add a member, time until it serves all of it.
 	const valSize = 64 << 10
@@ -203,14 +209,14 @@ func cleanData(s *server) {
 
 func writeClusterReport(b *strings.Builder, rows []clusterResult, catchupBytes int64) {
 	fmt.Fprintf(b, "\n## Three-member cluster\n\n")
-	fmt.Fprintf(b, "Same machine, three processes per implementation on loopback. The rolling restart sends SIGTERM to each member in turn under 8 writers (10s request timeout); the stall is the longest gap between two successful writes. Catch-up starts a member added with `member add` after loading %d MiB in 64 KiB values and ends when it serves every key (serializable count).\n\n", catchupBytes>>20)
-	fmt.Fprintf(b, "| | put ops/s | put p99 | rolling restart writes | failed | longest write stall | max write latency | catch-up of %d MiB |\n|---|---|---|---|---|---|---|---|\n", catchupBytes>>20)
+	fmt.Fprintf(b, "Same machine, three processes per implementation on loopback. The rolling restart sends SIGTERM to each member in turn under 8 writers (10s request timeout); the stall is the longest gap between two successful writes; the slowest stop is the longest a member took to exit after SIGTERM. Catch-up starts a member added with `member add` after loading %d MiB in 64 KiB values and ends when it serves every key (serializable count).\n\n", catchupBytes>>20)
+	fmt.Fprintf(b, "| | put ops/s | put p99 | rolling restart writes | failed | longest write stall | max write latency | slowest stop | catch-up of %d MiB |\n|---|---|---|---|---|---|---|---|---|\n", catchupBytes>>20)
 	for _, r := range rows {
 		catchup := r.catchup.Round(100 * time.Millisecond).String()
 		if r.catchup < 0 {
 			catchup = "not within " + catchupLimit.String()
 		}
-		fmt.Fprintf(b, "| %s | %.0f | %v | %d | %d | %v | %v | %s |\n", r.label, r.put.rate(), r.put.p99.Round(time.Microsecond),
-			r.rollWrites, r.rollFail, r.longestStall.Round(time.Millisecond), r.maxLat.Round(time.Millisecond), catchup)
+		fmt.Fprintf(b, "| %s | %.0f | %v | %d | %d | %v | %v | %v | %s |\n", r.label, r.put.rate(), r.put.p99.Round(time.Microsecond),
+			r.rollWrites, r.rollFail, r.longestStall.Round(time.Millisecond), r.maxLat.Round(time.Millisecond), r.slowestStop.Round(time.Millisecond), catchup)
 	}
 }
