@@ -108,12 +108,16 @@ func (c *clientFlags) register(fs *pflag.FlagSet, withToken bool) {
 	}
 }
 
-func (c *clientFlags) client() (*clientv3.Client, error) {
+// do connects to the discovery cluster and runs fn with a context bounded by --command-timeout.
+func (c *clientFlags) do(fn func(ctx context.Context, cli *clientv3.Client) error) error {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: c.endpoints, DialTimeout: c.timeout, Logger: zap.NewNop()})
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", strings.Join(c.endpoints, ","), err)
+		return fmt.Errorf("connect to %s: %w", strings.Join(c.endpoints, ","), err)
 	}
-	return cli, nil
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	return fn(ctx, cli)
 }
 
 // parse parses args, refusing positional arguments and a missing --token when required.
@@ -166,18 +170,13 @@ func newToken(args []string, stdout, stderr io.Writer) error {
 	} else if err := registry.ValidToken(c.token); err != nil {
 		return usageError{fmt.Errorf("--token: %w", err)}
 	}
-	cli, err := c.client()
-	if err != nil {
-		return err
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-	defer cancel()
-	if err := registry.Create(ctx, cli, c.token, size); err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, c.token)
-	return nil
+	return c.do(func(ctx context.Context, cli *clientv3.Client) error {
+		if err := registry.Create(ctx, cli, c.token, size); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, c.token)
+		return nil
+	})
 }
 
 func status(args []string, stdout, stderr io.Writer) error {
@@ -192,15 +191,11 @@ func status(args []string, stdout, stderr io.Writer) error {
 	if format != "simple" && format != "json" {
 		return usageError{fmt.Errorf("--write-out: unknown format %q (want simple or json)", format)}
 	}
-	cli, err := c.client()
-	if err != nil {
+	var st registry.State
+	if err := c.do(func(ctx context.Context, cli *clientv3.Client) (err error) {
+		st, err = registry.Read(ctx, cli, c.token)
 		return err
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-	defer cancel()
-	st, err := registry.Read(ctx, cli, c.token)
-	if err != nil {
+	}); err != nil {
 		return err
 	}
 	info := service.Info(st, nil)
@@ -232,15 +227,11 @@ func deleteToken(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args, &c, true); err != nil {
 		return err
 	}
-	cli, err := c.client()
-	if err != nil {
+	var n int64
+	if err := c.do(func(ctx context.Context, cli *clientv3.Client) (err error) {
+		n, err = registry.Delete(ctx, cli, c.token)
 		return err
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-	defer cancel()
-	n, err := registry.Delete(ctx, cli, c.token)
-	if err != nil {
+	}); err != nil {
 		return err
 	}
 	if n == 0 {

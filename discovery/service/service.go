@@ -148,10 +148,19 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, TokenInfo{Token: token, Size: size, Endpoints: a.cfg.Endpoints, Registered: []RegisteredInfo{}})
 }
 
-func (a *api) show(w http.ResponseWriter, r *http.Request) {
+// tokenRequest reads and checks the {token} of the path, answering 400 when it is bad.
+func tokenRequest(w http.ResponseWriter, r *http.Request) (string, bool) {
 	token := r.PathValue("token")
 	if err := registry.ValidToken(token); err != nil {
 		httpError(w, http.StatusBadRequest, err.Error())
+		return "", false
+	}
+	return token, true
+}
+
+func (a *api) show(w http.ResponseWriter, r *http.Request) {
+	token, ok := tokenRequest(w, r)
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
@@ -172,9 +181,8 @@ func (a *api) show(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) remove(w http.ResponseWriter, r *http.Request) {
-	token := r.PathValue("token")
-	if err := registry.ValidToken(token); err != nil {
-		httpError(w, http.StatusBadRequest, err.Error())
+	token, ok := tokenRequest(w, r)
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
