@@ -14,13 +14,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// startAll starts every member without waiting, then waits until each is healthy.
-func startAll(t *testing.T, ms []*Member) {
-	t.Helper()
-	c := &Cluster{t: t, Members: ms}
-	c.Start()
-}
-
 // memberIDs maps member names to hex IDs as the cluster reports them.
 func memberIDs(t *testing.T, cli *clientv3.Client) map[string]string {
 	t.Helper()
@@ -71,7 +64,7 @@ discovery-config:
 		t.Fatal(err)
 	}
 	m3.Discovery = []string{"--config-file", path}
-	startAll(t, ms)
+	(&Cluster{t: t, Members: ms}).Start()
 
 	c := &Cluster{t: t, Members: ms}
 	cli := c.Client()
@@ -269,7 +262,7 @@ func TestDiscoveryInterchangeWithUpstream(t *testing.T) {
 	}
 	token := strings.TrimSpace(out)
 	ours := DiscoveryMembers(t, 3, backing.ClientURL, token)
-	startAll(t, ours)
+	(&Cluster{t: t, Members: ours}).Start()
 	code, out = runTool(t, "discovery", "status", "--endpoints", backing.ClientURL, "--token", token)
 	if code != 0 || !strings.Contains(out, "3 of 3 members registered (complete)") {
 		t.Fatalf("discovery status: %d %s", code, out)
@@ -288,7 +281,7 @@ func TestDiscoveryInterchangeWithUpstream(t *testing.T) {
 	for _, m := range ups {
 		m.Bin = upEtcd
 	}
-	startAll(t, ups)
+	(&Cluster{t: t, Members: ups}).Start()
 	upIDs := memberIDs(t, (&Cluster{t: t, Members: ups}).Client())
 	if st := svc.Token(token2); !st.Complete || !sameMap(upIDs, registeredIDs(st)) {
 		t.Fatalf("upstream member IDs %v, registrations %+v", upIDs, st)
@@ -308,7 +301,7 @@ func TestDiscoveryInterchangeWithUpstream(t *testing.T) {
 		m.Bin = Binary(t, "etcd")
 		m.DataDir = filepath.Join(t.TempDir(), "data")
 	}
-	startAll(t, ups)
+	(&Cluster{t: t, Members: ups}).Start()
 	if ourIDs := memberIDs(t, (&Cluster{t: t, Members: ups}).Client()); !sameMap(ourIDs, upIDs) {
 		t.Fatalf("our member IDs %v, upstream's %v", ourIDs, upIDs)
 	}

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -177,10 +176,10 @@ func Read(ctx context.Context, c *clientv3.Client, token string) (State, error) 
 		return st, fmt.Errorf("%w: %q", ErrBadSizeKey, sizeKVs[0].Value)
 	}
 	st.Size = size
+	// The range is sorted by create revision: registration order.
 	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
 		st.Members = append(st.Members, Member{Key: string(kv.Key), Value: strings.TrimSpace(string(kv.Value)), CreateRevision: kv.CreateRevision})
 	}
-	sort.SliceStable(st.Members, func(i, j int) bool { return st.Members[i].CreateRevision < st.Members[j].CreateRevision })
 	return st, nil
 }
 

@@ -34,7 +34,6 @@ type Member struct {
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{}
-	logf   *os.File
 }
 
 // Cluster is the members of one run.
@@ -127,7 +126,7 @@ func (c *Cluster) Start(m *Member, bin, level string) error {
 		f.Close()
 		return fmt.Errorf("start %s: %w", m.Name, err)
 	}
-	m.cmd, m.Bin, m.Level, m.logf = cmd, bin, level, f
+	m.cmd, m.Bin, m.Level = cmd, bin, level
 	exited := make(chan struct{})
 	m.exited = exited
 	go func() {
