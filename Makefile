@@ -6,12 +6,12 @@ VERSION ?= $(shell cat VERSION)
 # The previous level's server, built from this tree (upstream's tests call it etcd-last-release).
 LAST_RELEASE_VERSION ?= 3.5.0
 GIT_SHA := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-LDFLAGS := -X etcdx/server/version.Version=$(VERSION) -X etcdx/server/version.GitSHA=$(GIT_SHA)
-MODULES := server etcdctl etcdutl discovery upgradelab e2e
+LDFLAGS := -X etcdx/pkg/buildinfo.Version=$(VERSION) -X etcdx/pkg/buildinfo.GitSHA=$(GIT_SHA)
+MODULES := pkg server etcdctl etcdutl discovery upgradelab e2e
 BIN := $(CURDIR)/bin
 RUN_DIR := $(CURDIR)/.run
 
-.PHONY: build test unit e2e lint run bench clean etcdctl-docs nix-hash nix-check
+.PHONY: build test tools unit e2e lint run bench clean etcdctl-docs nix-hash nix-check
 
 build:
 	@mkdir -p $(BIN)
@@ -20,11 +20,16 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/etcdctl ./etcdctl
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/discovery ./discovery/cmd/discovery
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/upgradelab ./upgradelab/cmd/upgradelab
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X etcdx/server/version.Version=$(LAST_RELEASE_VERSION) -X etcdx/server/version.GitSHA=$(GIT_SHA)" -o $(BIN)/etcd-last-release ./server
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X etcdx/pkg/buildinfo.Version=$(LAST_RELEASE_VERSION) -X etcdx/pkg/buildinfo.GitSHA=$(GIT_SHA)" -o $(BIN)/etcd-last-release ./server
 	@echo "built $(BIN)/etcd ($(VERSION)) and $(BIN)/etcd-last-release ($(LAST_RELEASE_VERSION)) at $(GIT_SHA)"
 
-# Unit tests run with the race detector; end-to-end tests drive the real binaries built above.
-test: lint build unit e2e
+# The whole suite: unit tests with the race detector, end-to-end tests on the real binaries built
+# above, and the flake verified offline. It installs what it needs first (tools).
+test: tools lint build unit e2e nix-check
+
+# zsh (the etcdctl completion test) and nix (nix-check), from Debian's packages when missing.
+tools:
+	@./scripts/ensure-tools.sh
 
 unit:
 	@set -e; for m in $(filter-out e2e,$(MODULES)); do \

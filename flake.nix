@@ -51,8 +51,8 @@
             ldflags = [
               "-s"
               "-w"
-              "-X etcdx/server/version.Version=${version}"
-              "-X etcdx/server/version.GitSHA=${revision}"
+              "-X etcdx/pkg/buildinfo.Version=${version}"
+              "-X etcdx/pkg/buildinfo.GitSHA=${revision}"
             ];
             # Tests run in `checks` (and `make test`), not in the package build.
             doCheck = false;

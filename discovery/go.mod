@@ -10,6 +10,7 @@ require (
 )
 
 require (
+	etcdx/pkg v0.0.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect
@@ -41,3 +42,5 @@ require (
 )
 
 replace etcdx/server => ../server
+
+replace etcdx/pkg => ../pkg

@@ -210,7 +210,7 @@ func TestFiveMemberClusterToleratesTwoFailures(t *testing.T) {
 	// Everyone back: all acknowledged writes are on every member.
 	for _, m := range c.Members {
 		select {
-		case <-m.exited:
+		case <-m.Exited():
 			if err := m.StartNoWait(); err != nil {
 				t.Fatal(err)
 			}

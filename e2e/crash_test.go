@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"etcdx/upgradelab/cluster"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -50,25 +52,15 @@ func writeAcked(t *testing.T, c *clientv3.Client, prefix string, workers, n int,
 
 func checkAcked(t *testing.T, c *clientv3.Client, prefix string, acked map[string]string) {
 	t.Helper()
-	r, err := c.Get(Ctx(t), prefix+"/", clientv3.WithPrefix())
+	res, err := cluster.CheckAcked(Ctx(t), c, prefix+"/", acked)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]string{}
-	for _, kv := range r.Kvs {
-		got[string(kv.Key)] = string(kv.Value)
-		// Each key was written once: a replay that applied an entry twice shows up here.
-		if kv.Version != 1 || kv.CreateRevision != kv.ModRevision {
-			t.Fatalf("%s was applied more than once: version %d, created %d, modified %d", kv.Key, kv.Version, kv.CreateRevision, kv.ModRevision)
-		}
+	// Each key was written once: a replay that applied an entry twice shows up here.
+	for _, kv := range res.AppliedTwice {
+		t.Fatalf("%s was applied more than once: version %d, created %d, modified %d", kv.Key, kv.Version, kv.CreateRevision, kv.ModRevision)
 	}
-	var lost []string
-	for k, v := range acked {
-		if got[k] != v {
-			lost = append(lost, k)
-		}
-	}
-	sort.Strings(lost)
+	lost := res.Lost
 	if len(lost) > 0 {
 		t.Fatalf("%d of %d acknowledged writes lost after restart, e.g. %v", len(lost), len(acked), lost[:min(5, len(lost))])
 	}

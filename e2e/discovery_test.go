@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"etcdx/upgradelab/cluster"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -183,7 +185,7 @@ func TestDiscoveryWaitsForTheService(t *testing.T) {
 	}
 	for _, m := range ms {
 		select {
-		case <-m.exited:
+		case <-m.Exited():
 			t.Fatalf("%s exited while the discovery service was down:\n%s", m.Name, m.LogTail(20))
 		default:
 		}
@@ -228,7 +230,7 @@ func TestDiscoveryRefusals(t *testing.T) {
 	}
 
 	// A token that was never created, and one whose size is not a number.
-	cli := (&Member{t: t, ClientURL: ep}).Client()
+	cli := (&Member{t: t, Member: &cluster.Member{ClientURL: ep}}).Client()
 	if _, err := cli.Put(Ctx(t), "/_etcd/registry/badsize/_config/size", "three"); err != nil {
 		t.Fatal(err)
 	}

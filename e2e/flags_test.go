@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"etcdx/upgradelab/cluster"
 )
 
 func runEtcd(t *testing.T, env []string, args ...string) (int, string) {
@@ -110,18 +112,12 @@ enable-v2: false
 `, filepath.Join(dir, "data"), client, client, peer, peer, peer)
 	path := filepath.Join(dir, "etcd.yaml")
 	os.WriteFile(path, []byte(cfg), 0o600)
-	fm := &Member{t: t, Name: "from-file", DataDir: filepath.Join(dir, "data"), ClientURL: client, PeerURL: peer, Bin: Binary(t, "etcd")}
+	fm := &Member{t: t, Member: &cluster.Member{Name: "from-file", DataDir: filepath.Join(dir, "data"), ClientURL: client, PeerURL: peer, Bin: Binary(t, "etcd"),
+		Flags: []string{"--config-file", path}}}
 	t.Cleanup(fm.Kill)
-	fm.Extra = nil
-	fmArgs := []string{"--config-file", path}
-	cmd := exec.Command(fm.Bin, fmArgs...)
-	logf, _ := os.Create(filepath.Join(dir, "from-file.log"))
-	cmd.Stderr, cmd.Stdout = logf, logf
-	if err := cmd.Start(); err != nil {
+	if err := fm.StartNoWait(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	fm.exited = make(chan struct{})
 	if err := fm.WaitHealthy(20 * time.Second); err != nil {
 		b, _ := os.ReadFile(filepath.Join(dir, "from-file.log"))
 		t.Fatalf("config-file member: %v\n%s", err, b)

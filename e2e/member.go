@@ -1,22 +1,18 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"etcdx/upgradelab/cluster"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -42,7 +38,7 @@ func Binary(t testing.TB, name string) string {
 		for name, pkg := range map[string]string{"etcd": "etcdx/server", "etcdutl": "etcdx/etcdutl", "etcdctl": "etcdx/etcdctl", "etcd-last-release": "etcdx/server", "discovery": "etcdx/discovery/cmd/discovery", "upgradelab": "etcdx/upgradelab/cmd/upgradelab"} {
 			args := []string{"build", "-o", filepath.Join(dir, name)}
 			if name == "etcd-last-release" {
-				args = append(args, "-ldflags", "-X etcdx/server/version.Version="+LastReleaseVersion)
+				args = append(args, "-ldflags", "-X etcdx/pkg/buildinfo.Version="+LastReleaseVersion)
 			}
 			out, err := exec.Command("go", append(args, pkg)...).CombinedOutput()
 			if err != nil {
@@ -64,91 +60,35 @@ var (
 	builtDir  string
 )
 
-// Test ports come from below the kernel's ephemeral range (32768 and up here), so outgoing
-// connections, which take ephemeral ports, cannot grab one between allocation and use.
-const (
-	portLow  = 20000
-	portHigh = 32000
-)
-
-var nextPort atomic.Int64
-
 // FreePort returns a loopback port below the ephemeral range that is free now and has not been
 // handed out before in this test run.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	nextPort.CompareAndSwap(0, int64(portLow+rand.IntN(2000)))
-	for i := 0; i < portHigh-portLow; i++ {
-		p := int(nextPort.Add(1))
-		if p >= portHigh {
-			nextPort.Store(portLow)
-			continue
-		}
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return p
+	p, err := cluster.FreePort()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free port below the ephemeral range")
-	return 0
+	return p
 }
 
-// Member is one etcd process.
+// Member is one etcd process of a test: the shared harness's member (etcdx/upgradelab/cluster),
+// with failures reported to the test.
 type Member struct {
-	t          testing.TB
-	Name       string
-	DataDir    string
-	ClientURL  string
-	PeerURL    string
-	MetricsURL string
-	Extra      []string // additional flags
-	Env        []string
-	Bin        string
-	// InitialCluster overrides the single-member default (set by NewCluster).
-	InitialCluster string
-	// Discovery, when set, replaces --initial-cluster (v3 discovery flags).
-	Discovery []string
-	// TLS is how the test talks to an https member.
-	TLS *tls.Config
-
-	cmd    *exec.Cmd
-	log    *os.File
-	logBuf *bytes.Buffer
-	exited chan struct{}
-	err    error
+	*cluster.Member
+	t testing.TB
 }
 
 // NewMember prepares (does not start) a single-member cluster in a fresh data dir.
 func NewMember(t testing.TB, extra ...string) *Member {
 	t.Helper()
 	dir := t.TempDir()
-	m := &Member{t: t, Name: "m1", DataDir: filepath.Join(dir, "data"), Extra: extra, Bin: Binary(t, "etcd"),
+	m := &Member{t: t, Member: &cluster.Member{Name: "m1", DataDir: filepath.Join(dir, "data"), Extra: extra, Bin: Binary(t, "etcd"),
 		ClientURL:  fmt.Sprintf("http://127.0.0.1:%d", FreePort(t)),
 		PeerURL:    fmt.Sprintf("http://127.0.0.1:%d", FreePort(t)),
 		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d", FreePort(t)),
-	}
+	}}
 	t.Cleanup(func() { m.Kill() })
 	return m
-}
-
-// Args are the flags the member starts with.
-func (m *Member) Args() []string {
-	ic := m.InitialCluster
-	if ic == "" {
-		ic = m.Name + "=" + m.PeerURL
-	}
-	bootstrap := []string{"--initial-cluster", ic}
-	if m.Discovery != nil {
-		bootstrap = m.Discovery
-	}
-	args := []string{"--name", m.Name, "--data-dir", m.DataDir,
-		"--listen-client-urls", m.ClientURL, "--advertise-client-urls", m.ClientURL,
-		"--listen-peer-urls", m.PeerURL, "--initial-advertise-peer-urls", m.PeerURL}
-	args = append(args, bootstrap...)
-	args = append(args, "--listen-metrics-urls", m.MetricsURL, "--log-level", "info")
-	return append(args, m.Extra...)
 }
 
 // Cluster is a set of members bootstrapped together.
@@ -237,12 +177,7 @@ func (c *Cluster) Leader(timeout time.Duration) *Member {
 		ids := map[uint64]*Member{}
 		alive := 0
 		for _, m := range c.Members {
-			select {
-			case <-m.exited:
-				continue
-			default:
-			}
-			if m.exited == nil {
+			if !m.Running() {
 				continue
 			}
 			alive++
@@ -282,128 +217,27 @@ func (m *Member) Start() {
 }
 
 // StartNoWait launches the process.
-func (m *Member) StartNoWait() error {
-	f, err := os.OpenFile(filepath.Join(filepath.Dir(m.DataDir), m.Name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	m.log = f
-	m.cmd = exec.Command(m.Bin, m.Args()...)
-	m.cmd.Stdout = f
-	m.cmd.Stderr = f
-	m.cmd.Env = append(os.Environ(), m.Env...)
-	if err := m.cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", m.Bin, err)
-	}
-	m.exited = make(chan struct{})
-	go func() {
-		m.err = m.cmd.Wait()
-		close(m.exited)
-	}()
-	return nil
-}
-
-// healthClient bounds each probe: a member without quorum accepts connections but does not
-// serve them yet.
-var healthClient = &http.Client{Timeout: 2 * time.Second}
+func (m *Member) StartNoWait() error { return m.Member.Start() }
 
 // WaitHealthy polls /health until it answers 200.
 func (m *Member) WaitHealthy(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		select {
-		case <-m.exited:
-			return fmt.Errorf("process exited: %v", m.err)
-		default:
-		}
-		hc := healthClient
-		if m.TLS != nil {
-			hc = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: m.TLS}}
-		}
-		resp, err := hc.Get(m.ClientURL + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
-			last = fmt.Errorf("/health: %s", resp.Status)
-		} else {
-			last = err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("timed out: %v", last)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return m.Member.WaitHealthy(ctx)
 }
 
 // Stop sends SIGTERM and waits for a clean exit.
 func (m *Member) Stop() error {
-	if m.cmd == nil || m.exited == nil {
-		return nil
+	if err := m.Member.Stop(20 * time.Second); err != nil {
+		return err
 	}
-	select {
-	case <-m.exited:
-		return m.err
-	default:
-	}
-	m.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-m.exited:
-		return m.err
-	case <-time.After(20 * time.Second):
-		m.cmd.Process.Kill()
-		<-m.exited
-		return fmt.Errorf("member %s did not stop within 20s of SIGTERM", m.Name)
-	}
-}
-
-// Kill sends SIGKILL (a crash) and waits.
-func (m *Member) Kill() {
-	if m.cmd == nil || m.exited == nil {
-		return
-	}
-	select {
-	case <-m.exited:
-		return
-	default:
-	}
-	m.cmd.Process.Kill()
-	<-m.exited
-}
-
-// Wait waits for the process to exit by itself and returns its exit code.
-func (m *Member) Wait(timeout time.Duration) (int, error) {
-	select {
-	case <-m.exited:
-		if m.cmd.ProcessState == nil {
-			return -1, m.err
-		}
-		return m.cmd.ProcessState.ExitCode(), nil
-	case <-time.After(timeout):
-		return -1, fmt.Errorf("still running after %v", timeout)
-	}
-}
-
-// LogTail returns the last n lines of the member's log.
-func (m *Member) LogTail(n int) string {
-	b, _ := os.ReadFile(filepath.Join(filepath.Dir(m.DataDir), m.Name+".log"))
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// Log returns the whole log.
-func (m *Member) Log() string {
-	b, _ := os.ReadFile(filepath.Join(filepath.Dir(m.DataDir), m.Name+".log"))
-	return string(b)
+	return m.ExitErr()
 }
 
 // Client returns a clientv3 client for the member, closed at test end.
 func (m *Member) Client() *clientv3.Client {
 	m.t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(), TLS: m.TLS})
+	c, err := m.NewClient()
 	if err != nil {
 		m.t.Fatal(err)
 	}
@@ -417,3 +251,7 @@ func Ctx(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// healthClient bounds the tests' plain HTTP requests: a member without quorum accepts
+// connections but does not answer them yet.
+var healthClient = &http.Client{Timeout: 2 * time.Second}

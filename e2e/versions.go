@@ -1,16 +1,15 @@
 package e2e
 
 import (
-	"encoding/json"
-	"fmt"
-	"net/http"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"etcdx/upgradelab/cluster"
 )
 
 // The levels make build produces: bin/etcd and bin/etcd-last-release.
@@ -44,7 +43,7 @@ func ServerAt(t testing.TB, v string) string {
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, "etcd")
-	out, err := exec.Command("go", "build", "-o", p, "-ldflags", "-X etcdx/server/version.Version="+v, "etcdx/server").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", p, "-ldflags", "-X etcdx/pkg/buildinfo.Version="+v, "etcdx/server").CombinedOutput()
 	if err != nil {
 		t.Fatalf("build etcd at %s: %v\n%s", v, err, out)
 	}
@@ -52,25 +51,11 @@ func ServerAt(t testing.TB, v string) string {
 	return p
 }
 
-// Versions is a member's /version answer.
-type Versions struct {
-	Server  string `json:"etcdserver"`
-	Cluster string `json:"etcdcluster"`
-	Storage string `json:"storage"`
-}
-
 // Versions asks the member's client URL for /version.
-func (m *Member) Versions() (Versions, error) {
-	var v Versions
-	resp, err := healthClient.Get(m.ClientURL + "/version")
-	if err != nil {
-		return v, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return v, fmt.Errorf("/version: %s", resp.Status)
-	}
-	return v, json.NewDecoder(resp.Body).Decode(&v)
+func (m *Member) Versions() (cluster.Versions, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return m.Member.Versions(ctx)
 }
 
 // WaitVersions polls every member until each reports want (cluster and storage version).
@@ -90,6 +75,3 @@ func (c *Cluster) WaitVersions(cluster, storage string, timeout time.Duration) {
 		}
 	}
 }
-
-// LogHas reports whether the member's log contains s.
-func (m *Member) LogHas(s string) bool { return strings.Contains(m.Log(), s) }

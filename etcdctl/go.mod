@@ -3,12 +3,14 @@ module etcdx/etcdctl
 go 1.26.0
 
 require (
-	etcdx/server v0.0.0
+	etcdx/pkg v0.0.0
 	github.com/dustin/go-humanize v1.1.0
 	github.com/spf13/pflag v1.0.10
 	go.etcd.io/etcd/api/v3 v3.6.16
 	go.etcd.io/etcd/client/v3 v3.6.16
 	go.uber.org/zap v1.28.0
+	golang.org/x/term v0.47.0
+	golang.org/x/time v0.16.0
 	google.golang.org/grpc v1.85.0
 )
 
@@ -23,12 +25,10 @@ require (
 	go.uber.org/multierr v1.11.0 // indirect
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/term v0.47.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
-	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20261012220534-4341edf3f941 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261005182115-fad411399dd8 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-replace etcdx/server => ../server
+replace etcdx/pkg => ../pkg

@@ -2,13 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"etcdx/etcdctl/printer"
 	"fmt"
 	"io"
 
 	"github.com/dustin/go-humanize"
 
-	"etcdx/etcdutl/datadir"
+	"etcdx/etcdutl/offline"
+	"etcdx/pkg/table"
 	"etcdx/server/version"
 )
 
@@ -27,7 +27,7 @@ func migrate(args []string, stdout io.Writer) error {
 	if err != nil {
 		return usageError{fmt.Errorf("--target-version: %w", err)}
 	}
-	res, err := datadir.Migrate(*dataDir, to, *force)
+	res, err := offline.Migrate(*dataDir, to, *force)
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func backup(args []string, stdout io.Writer) error {
 	if *dataDir == "" || *backupDir == "" {
 		return usageError{fmt.Errorf("backup needs --data-dir and --backup-dir")}
 	}
-	res, err := datadir.Backup(*dataDir, *backupDir)
+	res, err := offline.Backup(*dataDir, *backupDir)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func defrag(args []string, stdout io.Writer) error {
 	if *dataDir == "" {
 		return usageError{fmt.Errorf("defrag needs --data-dir")}
 	}
-	res, err := datadir.Defrag(*dataDir)
+	res, err := offline.Defrag(*dataDir)
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func hashkv(args []string, stdout io.Writer) error {
 	if *rev < 0 {
 		return usageError{fmt.Errorf("--rev must not be negative")}
 	}
-	res, err := datadir.HashKV(file, *rev)
+	res, err := offline.HashKV(file, *rev)
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func hashkv(args []string, stdout io.Writer) error {
 	case "json":
 		return json.NewEncoder(stdout).Encode(res)
 	case "table":
-		printer.Table(stdout, []string{"HASH", "HASH REVISION", "COMPACT REVISION"},
+		table.Write(stdout, []string{"HASH", "HASH REVISION", "COMPACT REVISION"},
 			[][]string{{fmt.Sprint(res.Hash), fmt.Sprint(res.HashRevision), fmt.Sprint(res.CompactRevision)}})
 	default:
 		fmt.Fprintf(stdout, "%d, %d, %d\n", res.Hash, res.HashRevision, res.CompactRevision)

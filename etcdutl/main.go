@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"etcdx/server/version"
+	"etcdx/pkg/buildinfo"
 )
 
 // Exit statuses: 1 for a failed command, 2 for bad usage.
@@ -59,7 +59,7 @@ func dispatch(args []string, stdout io.Writer) error {
 	}
 	switch args[0] {
 	case "version", "--version":
-		fmt.Fprintf(stdout, "etcdutl version: %s\nAPI version: %s\n", version.Version, version.APIVersion)
+		fmt.Fprintf(stdout, "etcdutl version: %s\nAPI version: %s\n", buildinfo.Version, buildinfo.APIVersion)
 		return nil
 	case "snapshot":
 		if len(args) < 2 {

@@ -2,24 +2,24 @@ package main
 
 import (
 	"encoding/json"
-	"etcdx/etcdctl/printer"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/dustin/go-humanize"
 
-	"etcdx/server/embed"
-	"etcdx/server/snapshot"
+	"etcdx/etcdutl/offline"
+	"etcdx/pkg/table"
+	"etcdx/server/membership"
 )
 
 func restore(args []string, stdout io.Writer) error {
 	fs := newFlags("snapshot restore")
 	dataDir := fs.String("data-dir", "", "Path to the output data directory (default <name>.etcd)")
-	name := fs.String("name", embed.DefaultName, "Human-readable name for this member")
+	name := fs.String("name", membership.DefaultName, "Human-readable name for this member")
 	initialCluster := fs.String("initial-cluster", "", "Initial cluster configuration for restore bootstrap (default <name>=<initial-advertise-peer-urls>)")
-	token := fs.String("initial-cluster-token", embed.DefaultInitialClusterToken, "Initial cluster token for the etcd cluster during restore bootstrap")
-	peerURLs := fs.StringSlice("initial-advertise-peer-urls", []string{embed.DefaultListenPeerURLs}, "List of this member's peer URLs to advertise to the rest of the cluster")
+	token := fs.String("initial-cluster-token", membership.DefaultToken, "Initial cluster token for the etcd cluster during restore bootstrap")
+	peerURLs := fs.StringSlice("initial-advertise-peer-urls", []string{membership.DefaultPeerURL}, "List of this member's peer URLs to advertise to the rest of the cluster")
 	skipHash := fs.Bool("skip-hash-check", false, "Ignore snapshot integrity hash value (required if copied from data directory)")
 	bump := fs.Int64("bump-revision", 0, "How much to increase the latest revision after restore")
 	markCompacted := fs.Bool("mark-compacted", false, "Mark the latest revision after restore as the point of scheduled compaction (required if --bump-revision > 0)")
@@ -45,11 +45,11 @@ func restore(args []string, stdout io.Writer) error {
 		}
 		ic = strings.Join(parts, ",")
 	}
-	cluster, err := embed.ParseInitialCluster(ic)
+	cluster, err := membership.ParseInitialCluster(ic)
 	if err != nil {
 		return usageError{fmt.Errorf("--initial-cluster: %w", err)}
 	}
-	if err := snapshot.Restore(snapshot.RestoreConfig{SnapshotPath: file, DataDir: dir, Name: *name, PeerURLs: *peerURLs,
+	if err := offline.Restore(offline.RestoreConfig{SnapshotPath: file, DataDir: dir, Name: *name, PeerURLs: *peerURLs,
 		InitialCluster: cluster, InitialClusterToken: *token, SkipHashCheck: *skipHash,
 		BumpRevision: *bump, MarkCompacted: *markCompacted}); err != nil {
 		return err
@@ -69,7 +69,7 @@ func status(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	st, err := snapshot.GetStatus(file)
+	st, err := offline.GetStatus(file)
 	if err != nil {
 		return err
 	}
@@ -78,7 +78,7 @@ func status(args []string, stdout io.Writer) error {
 	case "json":
 		return json.NewEncoder(stdout).Encode(st)
 	case "table":
-		printer.Table(stdout, []string{"HASH", "REVISION", "TOTAL KEYS", "TOTAL SIZE", "VERSION"},
+		table.Write(stdout, []string{"HASH", "REVISION", "TOTAL KEYS", "TOTAL SIZE", "VERSION"},
 			[][]string{{fmt.Sprintf("%x", st.Hash), fmt.Sprint(st.Revision), fmt.Sprint(st.TotalKey), size, st.Version}})
 	default:
 		fmt.Fprintf(stdout, "%x, %d, %d, %s, %s\n", st.Hash, st.Revision, st.TotalKey, size, st.Version)

@@ -3,7 +3,7 @@ module etcdx/server
 go 1.26.0
 
 require (
-	etcdx/discovery v0.0.0
+	etcdx/pkg v0.0.0
 	github.com/coreos/go-semver v0.3.1
 	github.com/google/btree v1.1.3
 	github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus v1.1.1
@@ -43,4 +43,4 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261005182115-fad411399dd8 // indirect
 )
 
-replace etcdx/discovery => ../discovery
+replace etcdx/pkg => ../pkg

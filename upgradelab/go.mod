@@ -16,7 +16,6 @@ require (
 )
 
 require (
-	etcdx/discovery v0.0.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/google/btree v1.1.3 // indirect
 	github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus v1.1.1 // indirect
@@ -32,6 +31,7 @@ require (
 )
 
 require (
+	etcdx/pkg v0.0.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect
 	github.com/coreos/go-systemd/v22 v22.5.0 // indirect
@@ -59,4 +59,4 @@ require (
 
 replace etcdx/server => ../server
 
-replace etcdx/discovery => ../discovery
+replace etcdx/pkg => ../pkg

@@ -20,8 +20,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"etcdx/discovery/registry"
 	"etcdx/discovery/service"
+	"etcdx/server/discovery"
 	"etcdx/server/version"
 )
 
@@ -135,7 +135,7 @@ func parse(fs *pflag.FlagSet, args []string, c *clientFlags, needToken bool) err
 		return usageError{errors.New("--endpoints must not be empty")}
 	}
 	if needToken {
-		if err := registry.ValidToken(c.token); err != nil {
+		if err := discovery.ValidToken(c.token); err != nil {
 			return usageError{fmt.Errorf("--token: %w", err)}
 		}
 	}
@@ -167,11 +167,11 @@ func newToken(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		c.token = t
-	} else if err := registry.ValidToken(c.token); err != nil {
+	} else if err := discovery.ValidToken(c.token); err != nil {
 		return usageError{fmt.Errorf("--token: %w", err)}
 	}
 	return c.do(func(ctx context.Context, cli *clientv3.Client) error {
-		if err := registry.Create(ctx, cli, c.token, size); err != nil {
+		if err := discovery.Create(ctx, cli, c.token, size); err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, c.token)
@@ -191,9 +191,9 @@ func status(args []string, stdout, stderr io.Writer) error {
 	if format != "simple" && format != "json" {
 		return usageError{fmt.Errorf("--write-out: unknown format %q (want simple or json)", format)}
 	}
-	var st registry.State
+	var st discovery.State
 	if err := c.do(func(ctx context.Context, cli *clientv3.Client) (err error) {
-		st, err = registry.Read(ctx, cli, c.token)
+		st, err = discovery.Read(ctx, cli, c.token)
 		return err
 	}); err != nil {
 		return err
@@ -229,7 +229,7 @@ func deleteToken(args []string, stdout, stderr io.Writer) error {
 	}
 	var n int64
 	if err := c.do(func(ctx context.Context, cli *clientv3.Client) (err error) {
-		n, err = registry.Delete(ctx, cli, c.token)
+		n, err = discovery.Delete(ctx, cli, c.token)
 		return err
 	}); err != nil {
 		return err

@@ -17,7 +17,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"etcdx/discovery/registry"
+	"etcdx/server/discovery"
 )
 
 // Config is what the API needs.
@@ -53,7 +53,7 @@ type RegisteredInfo struct {
 }
 
 // Info turns a token state into its JSON form.
-func Info(st registry.State, endpoints []string) TokenInfo {
+func Info(st discovery.State, endpoints []string) TokenInfo {
 	info := TokenInfo{Token: st.Token, Size: st.Size, Endpoints: endpoints, Registered: []RegisteredInfo{}, Complete: st.Complete()}
 	for i, m := range st.Members {
 		r := RegisteredInfo{ID: m.ID(), Name: m.Name(), PeerURLs: m.PeerURLs(), CreateRevision: m.CreateRevision}
@@ -124,15 +124,15 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 			httpError(w, http.StatusInternalServerError, err.Error())
 			return
 		}
-	} else if err := registry.ValidToken(token); err != nil {
+	} else if err := discovery.ValidToken(token); err != nil {
 		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 	defer cancel()
-	if err := registry.Create(ctx, a.cfg.Client, token, size); err != nil {
+	if err := discovery.Create(ctx, a.cfg.Client, token, size); err != nil {
 		status := http.StatusServiceUnavailable
-		if errors.Is(err, registry.ErrTokenExists) {
+		if errors.Is(err, discovery.ErrTokenExists) {
 			status = http.StatusConflict
 		}
 		httpError(w, status, err.Error())
@@ -151,7 +151,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 // tokenRequest reads and checks the {token} of the path, answering 400 when it is bad.
 func tokenRequest(w http.ResponseWriter, r *http.Request) (string, bool) {
 	token := r.PathValue("token")
-	if err := registry.ValidToken(token); err != nil {
+	if err := discovery.ValidToken(token); err != nil {
 		httpError(w, http.StatusBadRequest, err.Error())
 		return "", false
 	}
@@ -165,12 +165,12 @@ func (a *api) show(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 	defer cancel()
-	st, err := registry.Read(ctx, a.cfg.Client, token)
+	st, err := discovery.Read(ctx, a.cfg.Client, token)
 	switch {
-	case errors.Is(err, registry.ErrSizeNotFound):
+	case errors.Is(err, discovery.ErrSizeNotFound):
 		httpError(w, http.StatusNotFound, "no such discovery token: "+token)
 		return
-	case errors.Is(err, registry.ErrBadSizeKey):
+	case errors.Is(err, discovery.ErrBadSizeKey):
 		httpError(w, http.StatusConflict, err.Error())
 		return
 	case err != nil:
@@ -187,7 +187,7 @@ func (a *api) remove(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 	defer cancel()
-	n, err := registry.Delete(ctx, a.cfg.Client, token)
+	n, err := discovery.Delete(ctx, a.cfg.Client, token)
 	switch {
 	case err != nil:
 		httpError(w, http.StatusServiceUnavailable, err.Error())

@@ -6,7 +6,7 @@ import (
 
 	"etcdx/etcdctl/cli"
 	"etcdx/etcdctl/printer"
-	"etcdx/server/version"
+	"etcdx/pkg/buildinfo"
 )
 
 // App is etcdctl.
@@ -37,8 +37,8 @@ func App() *cli.App {
 					return err
 				}},
 			{Name: "version", Short: "Prints the version of etcdctl", Run: func(c *cli.Ctx) error {
-				fmt.Fprintln(c.Stdout, "etcdctl version:", version.Version)
-				fmt.Fprintln(c.Stdout, "API version:", version.APIVersion)
+				fmt.Fprintln(c.Stdout, "etcdctl version:", buildinfo.Version)
+				fmt.Fprintln(c.Stdout, "API version:", buildinfo.APIVersion)
 				return nil
 			}},
 		},

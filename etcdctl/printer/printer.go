@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"etcdx/etcdctl/cli"
+	"etcdx/pkg/table"
 )
 
 // Formats lists the accepted --write-out values.
@@ -65,7 +66,7 @@ func (p *Printer) Print(r any) error {
 	case "table":
 		if t, ok := r.(tabler); ok {
 			hdr, rows := t.Table()
-			Table(p.W, hdr, rows)
+			table.Write(p.W, hdr, rows)
 			return nil
 		}
 	case "fields":
@@ -121,38 +122,4 @@ func (p *Printer) Bytes(b []byte) string {
 		sb.WriteString(h[i : i+2])
 	}
 	return sb.String()
-}
-
-// Table draws upstream's bordered table: centred upper-case headers, right-aligned cells.
-func Table(w io.Writer, header []string, rows [][]string) {
-	widths := make([]int, len(header))
-	up := make([]string, len(header))
-	for i, h := range header {
-		up[i] = strings.ToUpper(strings.ReplaceAll(h, "_", " "))
-		widths[i] = len(up[i])
-	}
-	for _, r := range rows {
-		for i, c := range r {
-			widths[i] = max(widths[i], len(c))
-		}
-	}
-	line := "+"
-	for _, n := range widths {
-		line += strings.Repeat("-", n+2) + "+"
-	}
-	cells := make([]string, len(header))
-	fmt.Fprintln(w, line)
-	for i, h := range up {
-		left := (widths[i] - len(h)) / 2
-		cells[i] = " " + strings.Repeat(" ", left) + h + strings.Repeat(" ", widths[i]-len(h)-left) + " "
-	}
-	fmt.Fprintln(w, "|"+strings.Join(cells, "|")+"|")
-	fmt.Fprintln(w, line)
-	for _, r := range rows {
-		for i, c := range r {
-			cells[i] = " " + strings.Repeat(" ", widths[i]-len(c)) + c + " "
-		}
-		fmt.Fprintln(w, "|"+strings.Join(cells, "|")+"|")
-	}
-	fmt.Fprintln(w, line)
 }

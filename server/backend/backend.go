@@ -1,11 +1,10 @@
-// Package backend wraps the member's bbolt file: upstream etcd's bucket layout, one long-lived
-// batch write transaction committed on a timer or after enough writes, and read transactions
-// that always see committed data. Callers that need to read their own uncommitted writes keep
+// Package backend runs a bbolt file: one long-lived batch write transaction committed on a timer
+// or after enough writes, and read transactions that always see committed data. It knows nothing
+// of what the file holds (that is package schema). Callers that need to read their own uncommitted writes keep
 // them in memory until the commit hook tells them the data is on disk.
 package backend
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -18,28 +17,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Bucket names and meta keys as upstream etcd lays them out, so data files interchange.
+// Batching defaults, as upstream.
 var (
-	Key            = []byte("key")
-	Meta           = []byte("meta")
-	Lease          = []byte("lease")
-	Alarm          = []byte("alarm")
-	Cluster        = []byte("cluster")
-	Members        = []byte("members")
-	MembersRemoved = []byte("members_removed")
-	Auth           = []byte("auth")
-	AuthUsers      = []byte("authUsers")
-	AuthRoles      = []byte("authRoles")
-
-	MetaConsistentIndex    = []byte("consistent_index")
-	MetaTerm               = []byte("term")
-	MetaScheduledCompact   = []byte("scheduledCompactRev")
-	MetaFinishedCompact    = []byte("finishedCompactRev")
-	MetaConfState          = []byte("confState")
-	MetaStorageVersion     = []byte("storageVersion")
-	ClusterClusterVersion  = []byte("clusterVersion")
-	ClusterDowngrade       = []byte("downgrade")
-	allBuckets             = [][]byte{Key, Meta, Lease, Alarm, Cluster, Members, MembersRemoved, Auth, AuthUsers, AuthRoles}
 	defaultBatchInterval   = 100 * time.Millisecond
 	defaultBatchLimit      = 10000
 	defaultInitialMmapSize = int64(10 << 30)
@@ -48,9 +27,11 @@ var (
 // ErrLocked means another process holds the file.
 var ErrLocked = errors.New("backend: database file is locked by another process")
 
-// Config says where the file is and how writes are batched.
+// Config says where the file is, which buckets it must have and how writes are batched.
 type Config struct {
-	Path          string
+	Path string
+	// Buckets are created when the file is opened or replaced (schema.Buckets for a member).
+	Buckets       [][]byte
 	BatchInterval time.Duration
 	BatchLimit    int
 	Logger        *slog.Logger
@@ -100,12 +81,7 @@ func Open(cfg Config) (*Backend, error) {
 	}
 	b := &Backend{cfg: cfg, log: cfg.Logger, db: db, stop: make(chan struct{}), done: make(chan struct{})}
 	if err := db.Update(func(tx *bolt.Tx) error {
-		for _, name := range allBuckets {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return fmt.Errorf("create bucket %s: %w", name, err)
-			}
-		}
-		return nil
+		return createBuckets(tx, cfg.Buckets)
 	}); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("backend: %s: %w", cfg.Path, err)
@@ -118,19 +94,38 @@ func Open(cfg Config) (*Backend, error) {
 	return b, nil
 }
 
-func openDB(path string, timeout time.Duration) (db *bolt.DB, err error) {
-	// bbolt panics on some malformed files; a damaged data file must be an error, not a crash.
+func createBuckets(tx *bolt.Tx, names [][]byte) error {
+	for _, name := range names {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("create bucket %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func openDB(path string, timeout time.Duration) (*bolt.DB, error) {
+	return OpenFile(path, &bolt.Options{Timeout: timeout, InitialMmapSize: int(defaultInitialMmapSize), FreelistType: bolt.FreelistMapType})
+}
+
+// OpenFile opens a bbolt file safely, for the server and for offline tools alike: a damaged file
+// (on which bbolt may panic) is an error naming the file, and a file another process holds
+// (opts.Timeout passed waiting for its lock) is ErrLocked.
+func OpenFile(path string, opts *bolt.Options) (db *bolt.DB, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			db, err = nil, fmt.Errorf("backend: %s is not a valid database file: %v", path, r)
+			db, err = nil, fmt.Errorf("%s is not a valid database file: %v", path, r)
 		}
 	}()
-	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, InitialMmapSize: int(defaultInitialMmapSize), FreelistType: bolt.FreelistMapType})
+	mode := os.FileMode(0o600)
+	if opts != nil && opts.ReadOnly {
+		mode = 0o400
+	}
+	db, err = bolt.Open(path, mode, opts)
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, fmt.Errorf("%w: %s", ErrLocked, path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("backend: open %s: %w", path, err)
+		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	return db, nil
 }
@@ -379,32 +374,6 @@ func (b *Backend) Close() error {
 	return b.closeErr
 }
 
-// Uint64 helpers for meta values, big-endian as upstream stores them.
-func PutUint64(v uint64) []byte {
-	b := make([]byte, 8)
-	binary.BigEndian.PutUint64(b, v)
-	return b
-}
-
-// GetUint64 reads a big-endian uint64; missing or short values read as zero.
-func GetUint64(b []byte) uint64 {
-	if len(b) != 8 {
-		return 0
-	}
-	return binary.BigEndian.Uint64(b)
-}
-
-// ReadConsistentIndex returns the applied raft index and term stored in meta.
-func (b *Backend) ReadConsistentIndex() (index, term uint64) {
-	_ = b.View(func(tx *bolt.Tx) error {
-		m := tx.Bucket(Meta)
-		index = GetUint64(m.Get(MetaConsistentIndex))
-		term = GetUint64(m.Get(MetaTerm))
-		return nil
-	})
-	return index, term
-}
-
 // ReadSnapshot opens a read transaction on the committed state now and returns a reader that
 // streams it, with its size. The caller must Close the reader. Starting the transaction here,
 // not in the reader, pins exactly the state at the call.
@@ -455,14 +424,7 @@ func (b *Backend) ReplaceWith(path string) error {
 		return err
 	}
 	b.db = db
-	if err := db.Update(func(tx *bolt.Tx) error {
-		for _, name := range allBuckets {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
+	if err := db.Update(func(tx *bolt.Tx) error { return createBuckets(tx, b.cfg.Buckets) }); err != nil {
 		return fmt.Errorf("backend: prepare replaced file: %w", err)
 	}
 	tx, err := db.Begin(true)

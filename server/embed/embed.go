@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -28,6 +27,7 @@ import (
 
 	"etcdx/server/etcdserver"
 	"etcdx/server/httpapi"
+	"etcdx/server/membership"
 	"etcdx/server/tlsutil"
 	"etcdx/server/v3rpc"
 )
@@ -71,13 +71,13 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Upstream defaults.
+// Upstream defaults (those that name a member are membership's, shared with etcdutl).
 const (
-	DefaultName                = "default"
+	DefaultName                = membership.DefaultName
 	DefaultListenClientURLs    = "http://localhost:2379"
-	DefaultListenPeerURLs      = "http://localhost:2380"
+	DefaultListenPeerURLs      = membership.DefaultPeerURL
 	DefaultInitialClusterState = "new"
-	DefaultInitialClusterToken = "etcd-cluster"
+	DefaultInitialClusterToken = membership.DefaultToken
 )
 
 // NewConfig returns upstream etcd's defaults.
@@ -135,7 +135,7 @@ func (c *Config) Validate() error {
 		{"listen-peer-urls", c.ListenPeerUrls}, {"initial-advertise-peer-urls", c.AdvertisePeerUrls},
 		{"listen-metrics-urls", c.ListenMetricsUrls}} {
 		for _, u := range group.urls {
-			if _, err := parseURL(u); err != nil {
+			if _, err := membership.ParseURL(u); err != nil {
 				return fmt.Errorf("--%s: %w", group.flag, err)
 			}
 		}
@@ -185,58 +185,10 @@ func (c *Config) Validate() error {
 	if c.DiscoveryCfg.enabled() {
 		return nil
 	}
-	if _, err := ParseInitialCluster(c.InitialCluster); err != nil {
+	if _, err := membership.ParseInitialCluster(c.InitialCluster); err != nil {
 		return fmt.Errorf("--initial-cluster: %w", err)
 	}
 	return nil
-}
-
-// ParseInitialCluster reads "name=url,name=url2,other=url3".
-func ParseInitialCluster(s string) (map[string][]string, error) {
-	m := map[string][]string{}
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		name, u, ok := strings.Cut(part, "=")
-		if !ok || name == "" {
-			return nil, fmt.Errorf("%q is not of the form name=url", part)
-		}
-		if _, err := parseURL(u); err != nil {
-			return nil, err
-		}
-		m[name] = append(m[name], u)
-	}
-	if len(m) == 0 {
-		return nil, fmt.Errorf("empty initial cluster")
-	}
-	for _, urls := range m {
-		sort.Strings(urls)
-	}
-	return m, nil
-}
-
-func parseURL(s string) (*url.URL, error) {
-	u, err := url.Parse(s)
-	if err != nil {
-		return nil, fmt.Errorf("invalid URL %q: %w", s, err)
-	}
-	switch u.Scheme {
-	case "http", "https":
-	default:
-		return nil, fmt.Errorf("URL %q: scheme must be http or https", s)
-	}
-	if u.Host == "" {
-		return nil, fmt.Errorf("URL %q has no host:port", s)
-	}
-	if _, _, err := net.SplitHostPort(u.Host); err != nil {
-		return nil, fmt.Errorf("URL %q: %w", s, err)
-	}
-	if u.Path != "" && u.Path != "/" {
-		return nil, fmt.Errorf("URL %q must not have a path", s)
-	}
-	return u, nil
 }
 
 // NewLogger builds the JSON logger for a level name.
@@ -314,7 +266,7 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 			return nil, fmt.Errorf("peer TLS: %w", err)
 		}
 	}
-	ic, _ := ParseInitialCluster(cfg.InitialCluster)
+	ic, _ := membership.ParseInitialCluster(cfg.InitialCluster)
 	token := cfg.InitialClusterToken
 	var discover func(context.Context, uint64) (map[string][]string, error)
 	if cfg.DiscoveryCfg.enabled() {
@@ -356,7 +308,7 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 func (e *Etcd) listenAll(urls []string) ([]net.Listener, error) {
 	var ls []net.Listener
 	for _, s := range urls {
-		u, err := parseURL(s)
+		u, err := membership.ParseURL(s)
 		if err != nil {
 			return ls, err
 		}

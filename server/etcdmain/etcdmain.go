@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
+	"etcdx/pkg/buildinfo"
 	"etcdx/server/embed"
 	"etcdx/server/etcdserver"
 	"etcdx/server/tlsutil"
@@ -367,7 +368,7 @@ func Main(args []string, environ []string, stderr io.Writer) int {
 		}
 		return 1
 	}
-	if err := version.CheckBuild(); err != nil {
+	if err := version.CheckBuild(buildinfo.Version); err != nil {
 		fmt.Fprintf(stderr, "etcd: %v\n", err)
 		return 1
 	}

@@ -8,6 +8,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"etcdx/server/backend"
+	"etcdx/server/schema"
 )
 
 // alarmStore keeps active alarms; the alarm bucket holds each as its encoded AlarmMember key.
@@ -19,10 +20,10 @@ type alarmStore struct {
 func loadAlarms(be *backend.Backend) (*alarmStore, error) {
 	a := &alarmStore{alarms: map[pb.AlarmType]map[uint64]bool{}}
 	err := be.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(backend.Alarm).ForEach(func(k, _ []byte) error {
-			var m pb.AlarmMember
-			if err := m.Unmarshal(k); err != nil {
-				return fmt.Errorf("alarm record: %w", err)
+		return tx.Bucket(schema.Alarm).ForEach(func(k, _ []byte) error {
+			m, err := schema.ParseAlarmKey(k)
+			if err != nil {
+				return err
 			}
 			a.set(m.Alarm, m.MemberID, true)
 			return nil
@@ -72,7 +73,7 @@ func (a *alarmStore) list(t pb.AlarmType) []*pb.AlarmMember {
 func (a *alarmStore) apply(b *backend.BatchTx, r *pb.AlarmRequest, self uint64) (*pb.AlarmResponse, error) {
 	resp := &pb.AlarmResponse{Header: &pb.ResponseHeader{}}
 	m := &pb.AlarmMember{MemberID: r.MemberID, Alarm: r.Alarm}
-	key, err := m.Marshal()
+	key, err := schema.AlarmKey(m)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +82,7 @@ func (a *alarmStore) apply(b *backend.BatchTx, r *pb.AlarmRequest, self uint64) 
 		if r.Alarm == pb.AlarmType_NONE {
 			return resp, nil
 		}
-		if err := b.Put(backend.Alarm, key, nil); err != nil {
+		if err := b.Put(schema.Alarm, key, nil); err != nil {
 			return nil, err
 		}
 		a.set(r.Alarm, r.MemberID, true)
@@ -93,7 +94,7 @@ func (a *alarmStore) apply(b *backend.BatchTx, r *pb.AlarmRequest, self uint64) 
 		if !on {
 			return resp, nil
 		}
-		if err := b.Delete(backend.Alarm, key); err != nil {
+		if err := b.Delete(schema.Alarm, key); err != nil {
 			return nil, err
 		}
 		a.set(r.Alarm, r.MemberID, false)

@@ -3,7 +3,6 @@ package etcdserver
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -13,7 +12,9 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 
 	"etcdx/server/backend"
+	"etcdx/server/membership"
 	"etcdx/server/mvcc"
+	"etcdx/server/schema"
 	"etcdx/server/version"
 )
 
@@ -59,10 +60,7 @@ func (s *Server) applyEntry(e raftpb.Entry) {
 	}
 	// The consistent index goes into the same batch as the entry's changes, so a crash leaves
 	// either both or neither.
-	err := b.Put(backend.Meta, backend.MetaConsistentIndex, backend.PutUint64(e.Index))
-	if err == nil {
-		err = b.Put(backend.Meta, backend.MetaTerm, backend.PutUint64(e.Term))
-	}
+	err := schema.PutConsistentIndex(b, e.Index, e.Term)
 	if uerr := b.Unlock(); err == nil {
 		err = uerr
 	}
@@ -92,62 +90,22 @@ func (s *Server) replayApplied(e raftpb.Entry) {
 		s.log.Error("skipping undecodable conf change", "index", e.Index, "error", err)
 		return
 	}
-	m, err := decodeConfMember(cc)
+	m, err := membership.DecodeConfChange(cc)
 	if err == nil {
-		err = validateConfChange(s.replayMem, cc, m)
+		err = s.replayMem.Validate(cc, m)
 	}
 	if err != nil {
 		cc.NodeID = raft.None
 	} else {
-		applyMemberChange(s.replayMem, cc, m)
+		s.replayMem.Apply(cc, m)
 	}
 	s.confState = *s.node.ApplyConfChange(cc)
 }
 
-func decodeConfMember(cc raftpb.ConfChange) (*Member, error) {
-	var m Member
-	if len(cc.Context) > 0 {
-		if err := json.Unmarshal(cc.Context, &m); err != nil {
-			return nil, fmt.Errorf("decode member in conf change: %w", err)
-		}
-	}
-	m.ID = cc.NodeID
-	switch cc.Type {
-	case raftpb.ConfChangeAddLearnerNode:
-		m.IsLearner = true
-	case raftpb.ConfChangeAddNode:
-		m.IsLearner = false
-	}
-	return &m, nil
-}
-
-// applyMemberChange computes the member record a valid change leaves behind and records it in
-// mem (in memory). It returns the record and whether the member was removed.
-func applyMemberChange(mem *membership, cc raftpb.ConfChange, m *Member) (*Member, bool) {
-	if cc.Type == raftpb.ConfChangeRemoveNode {
-		mem.applyInMemory(m, true)
-		return m, true
-	}
-	if old := mem.get(m.ID); old != nil {
-		// Promotion or URL update keeps the published name and client URLs.
-		if m.Name == "" {
-			m.Name = old.Name
-		}
-		if len(m.ClientURLs) == 0 {
-			m.ClientURLs = old.ClientURLs
-		}
-		if cc.Type == raftpb.ConfChangeUpdateNode {
-			m.IsLearner = old.IsLearner
-		}
-	}
-	mem.applyInMemory(m, false)
-	return m, false
-}
-
 func (s *Server) applyConfChange(b *backend.BatchTx, cc raftpb.ConfChange) *applyResult {
-	m, err := decodeConfMember(cc)
+	m, err := membership.DecodeConfChange(cc)
 	if err == nil {
-		err = validateConfChange(s.mem, cc, m)
+		err = s.mem.Validate(cc, m)
 	}
 	if err != nil {
 		// Every member rejects the same change the same way; raft is told it was a no-op.
@@ -156,9 +114,9 @@ func (s *Server) applyConfChange(b *backend.BatchTx, cc raftpb.ConfChange) *appl
 		return &applyResult{err: err}
 	}
 	s.confState = *s.node.ApplyConfChange(cc)
-	rec, removed := applyMemberChange(s.mem, cc, m)
+	rec, removed := s.mem.Apply(cc, m)
 	if removed {
-		if err := s.mem.remove(b, rec.ID); err != nil {
+		if err := s.mem.Remove(b, rec.ID); err != nil {
 			return &applyResult{err: err}
 		}
 		s.tr.RemovePeer(rec.ID)
@@ -173,7 +131,7 @@ func (s *Server) applyConfChange(b *backend.BatchTx, cc raftpb.ConfChange) *appl
 		}
 		return &applyResult{}
 	}
-	if err := s.mem.save(b, rec); err != nil {
+	if err := s.mem.Save(b, rec); err != nil {
 		return &applyResult{err: err}
 	}
 	s.tr.AddPeer(rec.ID, rec.PeerURLs)
@@ -243,7 +201,7 @@ func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest) *ap
 		return &applyResult{resp: &pb.LeaseRevokeResponse{Header: &pb.ResponseHeader{Revision: s.kv.Rev()}}}
 	case r.LeaseCheckpoint != nil:
 		var persist *backend.BatchTx
-		if version.LeaseCheckpointPersist.On(s.ClusterVersion()) {
+		if version.LeaseCheckpointPersist.On(version.Local(), s.ClusterVersion()) {
 			persist = b
 		}
 		for _, cp := range r.LeaseCheckpoint.Checkpoints {
@@ -260,15 +218,15 @@ func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest) *ap
 		return &applyResult{resp: resp, err: err}
 	case r.ClusterMemberAttrSet != nil:
 		a := r.ClusterMemberAttrSet
-		m := s.mem.get(a.Member_ID)
+		m := s.mem.Get(a.Member_ID)
 		if m == nil {
 			return &applyResult{err: fmt.Errorf("member %x not found", a.Member_ID)}
 		}
 		m.Name, m.ClientURLs = a.MemberAttributes.Name, a.MemberAttributes.ClientUrls
-		if v := attrsVersion(a.MemberAttributes); v != "" {
+		if v := membership.PublishedVersion(a.MemberAttributes); v != "" {
 			m.ServerVersion = v
 		}
-		if err := s.mem.save(b, m); err != nil {
+		if err := s.mem.Save(b, m); err != nil {
 			return &applyResult{err: err}
 		}
 		s.wakeVersions()

@@ -14,60 +14,36 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"etcdx/server/membership"
+	"etcdx/server/schema"
 	"etcdx/server/version"
 	"etcdx/server/wal"
 )
 
-// Membership errors with upstream's wording.
-var (
-	ErrMemberNotFound  = errors.New("etcdserver: member not found")
-	ErrMemberExist     = errors.New("etcdserver: member ID already exist")
-	ErrPeerURLExist    = errors.New("etcdserver: Peer URLs already exists")
-	ErrIDRemoved       = errors.New("etcdserver: member ID has been removed")
-	ErrNotLearner      = errors.New("etcdserver: can only promote a learner member")
-	ErrLearnerNotReady = errors.New("etcdserver: can only promote a learner member which is in sync with leader")
-	ErrTooManyLearners = errors.New("etcdserver: too many learner members in cluster")
-	ErrNotForLearner   = errors.New("etcdserver: rpc not supported for learner")
-)
-
-// maxLearners is upstream's default limit.
-const maxLearners = 1
+// ErrNotForLearner refuses requests a learner cannot serve, with upstream's wording.
+var ErrNotForLearner = errors.New("etcdserver: rpc not supported for learner")
 
 // learnerReadyFraction: a learner may be promoted once it has this much of the leader's log.
 const learnerReadyFraction = 0.9
 
-// membersPath serves the member list to members that join an existing cluster.
-const membersPath = "/members"
-
-// memberPromotePrefix forwards a promotion to the leader, which alone knows learner progress.
-const memberPromotePrefix = "/members/promote/"
-
 // AddMember adds a voting member or a learner and returns the new member and the list after.
-func (s *Server) AddMember(ctx context.Context, peerURLs []string, learner bool) (*Member, []Member, error) {
+func (s *Server) AddMember(ctx context.Context, peerURLs []string, learner bool) (*membership.Member, []membership.Member, error) {
 	if err := s.memberBarrier(ctx); err != nil {
 		return nil, nil, err
 	}
-	for _, m := range s.mem.list() {
-		for _, u := range m.PeerURLs {
-			for _, nu := range peerURLs {
-				if u == nu {
-					return nil, nil, ErrPeerURLExist
-				}
-			}
-		}
+	if s.mem.PeerURLInUse(peerURLs) {
+		return nil, nil, membership.ErrPeerURLExist
 	}
-	if dg := s.DowngradeInfo(); dg.Enabled {
-		// The new member's version is unknown until it starts: the downgrade could not finish.
-		return nil, nil, &PreconditionError{fmt.Sprintf("etcdserver: cannot add a member while a downgrade to %s is in progress; finish or cancel the downgrade first", dg.Target())}
+	if err := s.versionCluster().CheckMemberAdd(); err != nil {
+		return nil, nil, err
 	}
 	if err := s.mayAddMember(learner); err != nil {
 		return nil, nil, err
 	}
-	if learner && s.mem.learnerCount() >= maxLearners {
-		return nil, nil, ErrTooManyLearners
+	if learner && s.mem.LearnerCount() >= membership.MaxLearners {
+		return nil, nil, membership.ErrTooManyLearners
 	}
-	now := time.Now()
-	m := Member{ID: memberIDAt(peerURLs, now), PeerURLs: peerURLs, IsLearner: learner}
+	m := membership.Member{ID: membership.AddedMemberID(peerURLs, time.Now()), PeerURLs: peerURLs, IsLearner: learner}
 	cc := raftpb.ConfChange{Type: raftpb.ConfChangeAddNode, NodeID: m.ID}
 	if learner {
 		cc.Type = raftpb.ConfChangeAddLearnerNode
@@ -75,7 +51,7 @@ func (s *Server) AddMember(ctx context.Context, peerURLs []string, learner bool)
 	if err := s.configure(ctx, cc, m); err != nil {
 		return nil, nil, err
 	}
-	return &m, s.mem.list(), nil
+	return &m, s.mem.List(), nil
 }
 
 // memberBarrier brings this member's view of the membership up to date with every change the
@@ -85,29 +61,14 @@ func (s *Server) memberBarrier(ctx context.Context) error {
 	return s.LinearizableReadNotify(ctx)
 }
 
-// memberIDAt is how upstream names a member added at run time: its URLs and the time.
-func memberIDAt(peerURLs []string, now time.Time) uint64 {
-	return MemberID(peerURLs, strconv.FormatInt(now.Unix(), 10))
-}
-
-func (m *membership) learnerCount() int {
-	n := 0
-	for _, mem := range m.list() {
-		if mem.IsLearner {
-			n++
-		}
-	}
-	return n
-}
-
 // RemoveMember removes a member.
-func (s *Server) RemoveMember(ctx context.Context, id uint64) ([]Member, error) {
+func (s *Server) RemoveMember(ctx context.Context, id uint64) ([]membership.Member, error) {
 	if err := s.memberBarrier(ctx); err != nil {
 		return nil, err
 	}
-	m := s.mem.get(id)
+	m := s.mem.Get(id)
 	if m == nil {
-		return nil, ErrMemberNotFound
+		return nil, membership.ErrMemberNotFound
 	}
 	if err := s.mayRemoveMember(m); err != nil {
 		return nil, err
@@ -115,54 +76,54 @@ func (s *Server) RemoveMember(ctx context.Context, id uint64) ([]Member, error) 
 	if err := s.configure(ctx, raftpb.ConfChange{Type: raftpb.ConfChangeRemoveNode, NodeID: id}, *m); err != nil {
 		return nil, err
 	}
-	return s.mem.list(), nil
+	return s.mem.List(), nil
 }
 
 // UpdateMember changes a member's peer URLs.
-func (s *Server) UpdateMember(ctx context.Context, id uint64, peerURLs []string) ([]Member, error) {
+func (s *Server) UpdateMember(ctx context.Context, id uint64, peerURLs []string) ([]membership.Member, error) {
 	if err := s.memberBarrier(ctx); err != nil {
 		return nil, err
 	}
-	m := s.mem.get(id)
+	m := s.mem.Get(id)
 	if m == nil {
-		return nil, ErrMemberNotFound
+		return nil, membership.ErrMemberNotFound
 	}
 	m.PeerURLs = peerURLs
 	if err := s.configure(ctx, raftpb.ConfChange{Type: raftpb.ConfChangeUpdateNode, NodeID: id}, *m); err != nil {
 		return nil, err
 	}
-	return s.mem.list(), nil
+	return s.mem.List(), nil
 }
 
 // PromoteMember makes a caught-up learner a voter. Only the leader knows how far a learner is,
 // so followers forward the request.
-func (s *Server) PromoteMember(ctx context.Context, id uint64) ([]Member, error) {
+func (s *Server) PromoteMember(ctx context.Context, id uint64) ([]membership.Member, error) {
 	if s.Leader() != s.id {
 		return s.forwardPromote(ctx, id)
 	}
-	m := s.mem.get(id)
+	m := s.mem.Get(id)
 	if m == nil {
-		return nil, ErrMemberNotFound
+		return nil, membership.ErrMemberNotFound
 	}
 	if !m.IsLearner {
-		return nil, ErrNotLearner
+		return nil, membership.ErrNotLearner
 	}
 	st := s.node.Status()
 	lp, ok := st.Progress[s.id]
 	fp, ok2 := st.Progress[id]
 	if !ok || !ok2 || float64(fp.Match) < float64(lp.Match)*learnerReadyFraction {
-		return nil, ErrLearnerNotReady
+		return nil, membership.ErrLearnerNotReady
 	}
 	m.IsLearner = false
 	if err := s.configure(ctx, raftpb.ConfChange{Type: raftpb.ConfChangeAddNode, NodeID: id}, *m); err != nil {
 		return nil, err
 	}
-	return s.mem.list(), nil
+	return s.mem.List(), nil
 }
 
 // configure proposes a configuration change and waits until it is applied.
-func (s *Server) configure(ctx context.Context, cc raftpb.ConfChange, m Member) error {
-	ctxb, err := json.Marshal(m)
+func (s *Server) configure(ctx context.Context, cc raftpb.ConfChange, m membership.Member) error {
+	ctxb, err := membership.ConfChangeContext(m)
 	if err != nil {
 		return err
 	}
@@ -203,46 +164,9 @@ func (s *Server) configure(ctx context.Context, cc raftpb.ConfChange, m Member) 
 	}
 }
 
-// validateConfChange is checked by every member when the change applies, so all agree on
-// whether it takes effect.
-func validateConfChange(mem *membership, cc raftpb.ConfChange, m *Member) error {
-	existing := mem.get(cc.NodeID)
-	if mem.isRemoved(cc.NodeID) {
-		return ErrIDRemoved
-	}
-	switch cc.Type {
-	case raftpb.ConfChangeAddNode, raftpb.ConfChangeAddLearnerNode:
-		if existing != nil {
-			if cc.Type == raftpb.ConfChangeAddNode && existing.IsLearner {
-				return nil // promotion
-			}
-			return ErrMemberExist
-		}
-		// Checked again here because two adds sent to different members can both pass the
-		// proposer's check; the applied order decides which one is too many.
-		if cc.Type == raftpb.ConfChangeAddLearnerNode && mem.learnerCount() >= maxLearners {
-			return ErrTooManyLearners
-		}
-		for _, o := range mem.list() {
-			for _, u := range o.PeerURLs {
-				for _, nu := range m.PeerURLs {
-					if u == nu {
-						return ErrPeerURLExist
-					}
-				}
-			}
-		}
-	case raftpb.ConfChangeRemoveNode, raftpb.ConfChangeUpdateNode:
-		if existing == nil {
-			return ErrMemberNotFound
-		}
-	}
-	return nil
-}
-
 // IsLearner reports whether this member is a learner.
 func (s *Server) IsLearner() bool {
-	m := s.mem.get(s.id)
+	m := s.mem.Get(s.id)
 	return m != nil && m.IsLearner
 }
 
@@ -260,7 +184,7 @@ func (s *Server) serveMembers(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(headerDowngradeTarget, dg.TargetVersion)
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(s.mem.list())
+	json.NewEncoder(w).Encode(s.mem.List())
 }
 
 func (s *Server) servePromote(w http.ResponseWriter, r *http.Request) {
@@ -281,9 +205,9 @@ func (s *Server) servePromote(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		status := http.StatusInternalServerError
 		switch {
-		case errors.Is(err, ErrMemberNotFound):
+		case errors.Is(err, membership.ErrMemberNotFound):
 			status = http.StatusNotFound
-		case errors.Is(err, ErrNotLearner), errors.Is(err, ErrLearnerNotReady):
+		case errors.Is(err, membership.ErrNotLearner), errors.Is(err, membership.ErrLearnerNotReady):
 			status = http.StatusConflict
 		}
 		http.Error(w, err.Error(), status)
@@ -292,19 +216,19 @@ func (s *Server) servePromote(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(ms)
 }
 
-func (s *Server) forwardPromote(ctx context.Context, id uint64) ([]Member, error) {
+func (s *Server) forwardPromote(ctx context.Context, id uint64) ([]membership.Member, error) {
 	out, err := s.forwardToLeader(ctx, fmt.Sprintf("%s%x", memberPromotePrefix, id), nil)
 	if err != nil {
 		// The leader's answer ends with its error text; one text is a prefix of another
 		// ("...a learner member" / "...a learner member which is in sync with leader").
-		for _, known := range []error{ErrMemberNotFound, ErrNotLearner, ErrLearnerNotReady} {
+		for _, known := range []error{membership.ErrMemberNotFound, membership.ErrNotLearner, membership.ErrLearnerNotReady} {
 			if strings.HasSuffix(err.Error(), ": "+known.Error()) {
 				return nil, known
 			}
 		}
 		return nil, err
 	}
-	var ms []Member
+	var ms []membership.Member
 	if err := json.Unmarshal(out, &ms); err != nil {
 		return nil, fmt.Errorf("decode leader's member list: %w", err)
 	}
@@ -320,7 +244,7 @@ const (
 
 // remoteCluster is what a peer says about the cluster a member is about to join.
 type remoteCluster struct {
-	members   []Member
+	members   []membership.Member
 	id        uint64
 	version   version.Level
 	downgrade version.DowngradeInfo
@@ -378,12 +302,12 @@ func (s *Server) joinExisting(rcfg *raft.Config) error {
 		return err
 	}
 	members, cid := rc.members, rc.id
-	if err := version.CheckRun(version.Local(), rc.version, rc.downgrade); err != nil {
-		return fmt.Errorf("cannot join the cluster: %w", err)
+	if err := version.CheckJoin(version.Local(), rc.version, rc.downgrade); err != nil {
+		return err
 	}
-	var self *Member
+	var self *membership.Member
 	for i := range members {
-		if SameURLs(members[i].PeerURLs, cfg.PeerURLs) {
+		if membership.SameURLs(members[i].PeerURLs, cfg.PeerURLs) {
 			self = &members[i]
 		}
 	}
@@ -392,12 +316,12 @@ func (s *Server) joinExisting(rcfg *raft.Config) error {
 			cfg.PeerURLs, cfg.Name, strings.Join(cfg.PeerURLs, ","))
 	}
 	s.id = self.ID
-	w, err := wal.Create(cfg.walDir(), EncodeWALMetadata(s.id, cid))
+	w, err := wal.Create(cfg.walDir(), schema.WALMetadata{NodeID: s.id, ClusterID: cid}.Encode())
 	if err != nil {
 		return err
 	}
 	s.wal = w
-	if s.mem, err = loadMembership(s.be, cid); err != nil {
+	if s.mem, err = membership.Load(s.be, cid); err != nil {
 		return err
 	}
 	s.initialPeers = members
@@ -420,7 +344,7 @@ const healthInterval = 5 * time.Second
 // connectedVoters counts the voters (this member included) whose stream to us has been open since
 // before since, out of all voters.
 func (s *Server) connectedVoters(since time.Time) (connected, voters int) {
-	for _, m := range s.mem.list() {
+	for _, m := range s.mem.List() {
 		if m.IsLearner {
 			continue
 		}
@@ -443,12 +367,12 @@ func (s *Server) mayAddMember(learner bool) error {
 		return nil
 	}
 	started, members := 0, 1 // the new member, not started yet
-	for _, m := range s.mem.list() {
+	for _, m := range s.mem.List() {
 		if m.IsLearner {
 			continue
 		}
 		members++
-		if m.Name != "" {
+		if m.Started() {
 			started++
 		}
 	}
@@ -464,17 +388,17 @@ func (s *Server) mayAddMember(learner bool) error {
 
 // mayRemoveMember refuses removing a voter when the rest would not have a started, connected
 // quorum. A member that is down is always safe to remove.
-func (s *Server) mayRemoveMember(m *Member) error {
+func (s *Server) mayRemoveMember(m *membership.Member) error {
 	if !s.cfg.StrictReconfigCheck || m.IsLearner {
 		return nil
 	}
 	started, members := 0, 0
-	for _, o := range s.mem.list() {
+	for _, o := range s.mem.List() {
 		if o.IsLearner || o.ID == m.ID {
 			continue
 		}
 		members++
-		if o.Name != "" {
+		if o.Started() {
 			started++
 		}
 	}

@@ -1,5 +1,3 @@
-// Package etcdserver is one etcd member: it proposes client writes through raft, persists the
-// log in the WAL, applies committed entries to the MVCC store and lessor, and serves reads.
 package etcdserver
 
 import (
@@ -8,10 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"etcdx/server/schema"
 )
 
 // Config is everything a member needs to start.
@@ -66,12 +65,11 @@ const (
 	GRPCOverheadBytes = 512 * 1024
 )
 
-func (c *Config) memberDir() string { return filepath.Join(c.DataDir, "member") }
-func (c *Config) walDir() string    { return filepath.Join(c.memberDir(), "wal") }
-func (c *Config) snapDir() string   { return filepath.Join(c.memberDir(), "snap") }
+func (c *Config) walDir() string  { return schema.WALDir(c.DataDir) }
+func (c *Config) snapDir() string { return schema.SnapDir(c.DataDir) }
 
 // BackendPath is where the bbolt file lives.
-func (c *Config) BackendPath() string { return filepath.Join(c.snapDir(), "db") }
+func (c *Config) BackendPath() string { return schema.BackendPath(c.DataDir) }
 
 func (c *Config) heartbeat() time.Duration { return time.Duration(c.TickMs) * time.Millisecond }
 

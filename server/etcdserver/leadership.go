@@ -20,7 +20,7 @@ func (s *Server) MoveLeader(ctx context.Context, target uint64) error {
 	if target == s.id {
 		return nil
 	}
-	m := s.mem.get(target)
+	m := s.mem.Get(target)
 	if m == nil || m.IsLearner {
 		return ErrBadTransferee
 	}
@@ -58,7 +58,7 @@ func (s *Server) TransferLeadershipAway(ctx context.Context) {
 		if id == s.id || pr.IsLearner {
 			continue
 		}
-		if m := s.mem.get(id); m == nil || m.IsLearner {
+		if m := s.mem.Get(id); m == nil || m.IsLearner {
 			continue
 		}
 		if best == raft.None || pr.Match > bestMatch {

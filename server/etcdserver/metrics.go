@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"etcdx/pkg/buildinfo"
 	"etcdx/server/version"
 )
 
@@ -67,7 +68,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	m.serverVersion.WithLabelValues(version.Version).Set(1)
+	m.serverVersion.WithLabelValues(buildinfo.Version).Set(1)
 	return m
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,19 +15,27 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"etcdx/pkg/buildinfo"
 	"etcdx/server/lease"
 	"etcdx/server/version"
 )
 
-// Lease calls that only the leader can answer travel to it over the peer port, as upstream.
+// What the peer listener serves besides raft, at upstream's paths.
 const (
+	// Lease calls that only the leader can answer travel to it over the peer port.
 	leasePath         = "/leases"
 	leaseInternalPath = "/leases/internal"
+	// membersPath serves the member list to members that join an existing cluster.
+	membersPath = "/members"
+	// memberPromotePrefix forwards a promotion to the leader, which alone knows learner progress.
+	memberPromotePrefix = "/members/promote/"
+	// downgradeEnabledPath answers "true" or "false", as upstream's does.
+	downgradeEnabledPath = "/downgrade/enabled"
 )
 
 // Process hands a message from a peer to raft (transport.Raft).
 func (s *Server) Process(ctx context.Context, m raftpb.Message) error {
-	if s.mem.isRemoved(m.From) {
+	if s.mem.IsRemoved(m.From) {
 		return fmt.Errorf("message from removed member %x", m.From)
 	}
 	if m.Type == raftpb.MsgProp && onlyNormalEntries(m.Entries) {
@@ -39,23 +48,11 @@ func (s *Server) Process(ctx context.Context, m raftpb.Message) error {
 // CheckPeerVersion refuses peers whose binary may not run in this cluster (transport.Raft).
 func (s *Server) CheckPeerVersion(serverVersion, minClusterVersion string) error {
 	cluster, dg, _ := s.vers.get()
-	if err := version.CheckPeer(version.Local(), cluster, dg, serverVersion); err != nil {
-		return err
-	}
-	if minClusterVersion != "" {
-		min, err := version.ParseLevel(minClusterVersion)
-		if err != nil {
-			return fmt.Errorf("peer announced an unreadable minimum cluster version %q", minClusterVersion)
-		}
-		if version.Local().Less(min) {
-			return fmt.Errorf("peer version %s needs a cluster version of at least %s, but this member runs %s", serverVersion, min, version.Version)
-		}
-	}
-	return nil
+	return version.CheckPeer(buildinfo.Version, cluster, dg, serverVersion, minClusterVersion)
 }
 
 // IsIDRemoved reports whether id was removed from the cluster (transport.Raft).
-func (s *Server) IsIDRemoved(id uint64) bool { return s.mem.isRemoved(id) }
+func (s *Server) IsIDRemoved(id uint64) bool { return s.mem.IsRemoved(id) }
 
 // ReportUnreachable tells raft a peer could not be reached (transport.Raft).
 func (s *Server) ReportUnreachable(id uint64) { s.node.ReportUnreachable(id) }
@@ -151,7 +148,7 @@ func (s *Server) forwardToLeader(ctx context.Context, path string, body []byte) 
 	if lead == raft.None {
 		return nil, ErrNoLeader
 	}
-	m := s.mem.get(lead)
+	m := s.mem.Get(lead)
 	if m == nil {
 		return nil, ErrNoLeader
 	}
@@ -196,4 +193,13 @@ func onlyNormalEntries(ents []raftpb.Entry) bool {
 		}
 	}
 	return true
+}
+
+func (s *Server) serveDowngradeEnabled(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	fmt.Fprint(w, strconv.FormatBool(s.DowngradeInfo().Enabled))
 }

@@ -9,18 +9,21 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"etcdx/pkg/buildinfo"
 	"etcdx/server/backend"
 	"etcdx/server/lease"
+	"etcdx/server/membership"
 	"etcdx/server/mvcc"
+	"etcdx/server/schema"
 	"etcdx/server/snap"
 	"etcdx/server/transport"
 	"etcdx/server/version"
@@ -40,18 +43,6 @@ var (
 	ErrNotLeader       = errors.New("etcdserver: not leader")
 )
 
-// walMetadata is written at the start of every WAL segment.
-type walMetadata struct {
-	NodeID    uint64 `json:"nodeID"`
-	ClusterID uint64 `json:"clusterID"`
-}
-
-// EncodeWALMetadata is the metadata a member's WAL starts with.
-func EncodeWALMetadata(nodeID, clusterID uint64) []byte {
-	b, _ := json.Marshal(walMetadata{NodeID: nodeID, ClusterID: clusterID})
-	return b
-}
-
 // Server is one member.
 type Server struct {
 	cfg Config
@@ -61,7 +52,7 @@ type Server struct {
 	be  *backend.Backend
 	kv  *mvcc.Store
 	les *lease.Lessor
-	mem *membership
+	mem *membership.Membership
 
 	node    raft.Node
 	storage *raft.MemoryStorage
@@ -91,11 +82,11 @@ type Server struct {
 	msgSnapC       chan raftpb.Message
 	confState      raftpb.ConfState
 	// replayMem is the membership as of the last replayed entry (see replayApplied).
-	replayMem *membership
+	replayMem *membership.Membership
 	// removedSelf is set once this member applied its own removal.
 	removedSelf atomic.Bool
 	// initialPeers are the members known at start; the transport streams to them.
-	initialPeers []Member
+	initialPeers []membership.Member
 	// replayedTo is the consistent index found in the database at start: entries up to it are
 	// already applied and only their conf changes are replayed into raft.
 	replayedTo uint64
@@ -141,7 +132,7 @@ func New(cfg Config) (*Server, error) {
 		draining: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{})}
 	var err error
 	var commitObserve func(time.Duration)
-	s.be, err = backend.Open(backend.Config{Path: cfg.BackendPath(), Logger: lg,
+	s.be, err = backend.Open(backend.Config{Path: cfg.BackendPath(), Buckets: schema.Buckets, Logger: lg,
 		ObserveCommit: func(d time.Duration) {
 			if commitObserve != nil {
 				commitObserve(d)
@@ -164,7 +155,8 @@ func New(cfg Config) (*Server, error) {
 		return fail(err)
 	}
 	if wal.Exist(cfg.walDir()) {
-		if err := checkStorageAndCluster(s.vers, cfg.DataDir); err != nil {
+		cluster, dg, storage := s.vers.get()
+		if err := version.CheckStart(buildinfo.Version, storage, cluster, dg, cfg.DataDir); err != nil {
 			return fail(err)
 		}
 	}
@@ -206,8 +198,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return fail(err)
 	}
-	s.tr = transport.New(transport.Config{ID: s.id, ClusterID: s.mem.clusterID(), ServerVersion: version.Version,
-		MinClusterVersion: version.MinClusterVersion(), Raft: s, Logger: lg.With("component", "transport"), TLS: cfg.PeerTLS})
+	s.tr = transport.New(transport.Config{ID: s.id, ClusterID: s.mem.ClusterID(), ServerVersion: buildinfo.Version,
+		MinClusterVersion: version.MinClusterVersion(version.Local()), Raft: s, Logger: lg.With("component", "transport"), TLS: cfg.PeerTLS})
 	s.peerClient = cfg.peerHTTPClient(10 * time.Second)
 	for _, m := range s.initialPeers {
 		s.tr.AddPeer(m.ID, m.PeerURLs)
@@ -224,7 +216,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) bootstrap(rcfg *raft.Config) error {
 	if s.cfg.NewCluster && s.cfg.Discover != nil {
 		s.log.Info("bootstrapping cluster using v3 discovery")
-		ic, err := s.cfg.Discover(context.Background(), MemberID(s.cfg.PeerURLs, s.cfg.InitialClusterToken))
+		ic, err := s.cfg.Discover(context.Background(), membership.MemberID(s.cfg.PeerURLs, s.cfg.InitialClusterToken))
 		if err != nil {
 			return &DiscoveryError{Op: "join", Err: err}
 		}
@@ -234,38 +226,27 @@ func (s *Server) bootstrap(rcfg *raft.Config) error {
 	if !cfg.NewCluster {
 		return s.joinExisting(rcfg)
 	}
-	self, ok := cfg.InitialCluster[cfg.Name]
-	if !ok {
-		return fmt.Errorf("couldn't find local name %q in the initial cluster configuration", cfg.Name)
+	in, err := membership.NewInitial(cfg.Name, cfg.PeerURLs, cfg.InitialCluster, cfg.InitialClusterToken)
+	if err != nil {
+		return err
 	}
-	if !SameURLs(self, cfg.PeerURLs) {
-		return fmt.Errorf("--initial-cluster has %s=%v but missing from --initial-advertise-peer-urls=%v", cfg.Name, self, cfg.PeerURLs)
-	}
-	var peers []raft.Peer
-	var ids []uint64
-	names := make([]string, 0, len(cfg.InitialCluster))
-	for n := range cfg.InitialCluster {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		m := Member{ID: MemberID(cfg.InitialCluster[n], cfg.InitialClusterToken), PeerURLs: cfg.InitialCluster[n], Name: n}
-		ctx, err := json.Marshal(m)
+	peers := make([]raft.Peer, 0, len(in.Members))
+	for _, m := range in.Members {
+		ctx, err := membership.ConfChangeContext(m)
 		if err != nil {
-			return fmt.Errorf("encode member: %w", err)
+			return err
 		}
 		peers = append(peers, raft.Peer{ID: m.ID, Context: ctx})
-		ids = append(ids, m.ID)
-		s.initialPeers = append(s.initialPeers, m)
 	}
-	s.id = MemberID(cfg.PeerURLs, cfg.InitialClusterToken)
-	cid := ClusterID(ids)
-	w, err := wal.Create(cfg.walDir(), EncodeWALMetadata(s.id, cid))
+	s.initialPeers = in.Members
+	s.id = in.SelfID
+	cid := in.ClusterID
+	w, err := wal.Create(cfg.walDir(), schema.WALMetadata{NodeID: s.id, ClusterID: cid}.Encode())
 	if err != nil {
 		return err
 	}
 	s.wal = w
-	if s.mem, err = loadMembership(s.be, cid); err != nil {
+	if s.mem, err = membership.Load(s.be, cid); err != nil {
 		return err
 	}
 	rcfg.ID = s.id
@@ -314,23 +295,23 @@ func (s *Server) restart(rcfg *raft.Config) error {
 	if !opened {
 		return fmt.Errorf("no usable snapshot matches the WAL in %s", cfg.walDir())
 	}
-	var meta walMetadata
-	if err := json.Unmarshal(md, &meta); err != nil {
+	meta, err := schema.DecodeWALMetadata(md)
+	if err != nil {
 		return fmt.Errorf("WAL metadata in %s: %w", cfg.walDir(), err)
 	}
 	s.id = meta.NodeID
-	if s.mem, err = loadMembership(s.be, meta.ClusterID); err != nil {
+	if s.mem, err = membership.Load(s.be, meta.ClusterID); err != nil {
 		return err
 	}
-	s.initialPeers = s.mem.list()
-	cindex, _ := s.be.ReadConsistentIndex()
-	s.replayMem = memoryMembership(membershipState{})
+	s.initialPeers = s.mem.List()
+	cindex, _ := s.consistentIndex()
+	s.replayMem = membership.FromState(membership.State{})
 	if !raft.IsEmptySnap(sn) {
-		var st membershipState
+		var st membership.State
 		if err := json.Unmarshal(sn.Data, &st); err != nil {
 			return fmt.Errorf("membership in snapshot %d: %w", sn.Metadata.Index, err)
 		}
-		s.replayMem = memoryMembership(st)
+		s.replayMem = membership.FromState(st)
 		if cindex < sn.Metadata.Index {
 			// Crashed between recording a snapshot from the leader and swapping its database in.
 			if _, err := os.Stat(s.snapDBPath(sn.Metadata.Index)); err == nil {
@@ -346,11 +327,11 @@ func (s *Server) restart(rcfg *raft.Config) error {
 				if s.alarms, err = loadAlarms(s.be); err != nil {
 					return err
 				}
-				if s.mem, err = loadMembership(s.be, meta.ClusterID); err != nil {
+				if s.mem, err = membership.Load(s.be, meta.ClusterID); err != nil {
 					return err
 				}
-				s.initialPeers = s.mem.list()
-				cindex, _ = s.be.ReadConsistentIndex()
+				s.initialPeers = s.mem.List()
+				cindex, _ = s.consistentIndex()
 				s.log.Info("finished installing the snapshot received before the last stop", "index", sn.Metadata.Index)
 			}
 		}
@@ -370,7 +351,7 @@ func (s *Server) restart(rcfg *raft.Config) error {
 		return fmt.Errorf("append WAL entries: %w", err)
 	}
 	s.replayedTo = cindex
-	_, s.appliedTerm = s.be.ReadConsistentIndex()
+	_, s.appliedTerm = s.consistentIndex()
 	s.appliedIndex.Store(sn.Metadata.Index)
 	s.applyW.advance(sn.Metadata.Index)
 	rcfg.ID = s.id
@@ -381,20 +362,13 @@ func (s *Server) restart(rcfg *raft.Config) error {
 	return nil
 }
 
-// SameURLs reports whether two URL lists hold the same URLs in any order.
-func SameURLs(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	x, y := append([]string(nil), a...), append([]string(nil), b...)
-	sort.Strings(x)
-	sort.Strings(y)
-	for i := range x {
-		if x[i] != y[i] {
-			return false
-		}
-	}
-	return true
+// consistentIndex is the last applied index and term the backend has committed.
+func (s *Server) consistentIndex() (index, term uint64) {
+	_ = s.be.View(func(tx *bolt.Tx) error {
+		index, term = schema.ReadConsistentIndex(tx)
+		return nil
+	})
+	return index, term
 }
 
 // Start runs the member's loops.
@@ -416,7 +390,7 @@ func (s *Server) Start() {
 func (s *Server) ID() uint64 { return s.id }
 
 // ClusterID is the cluster's ID.
-func (s *Server) ClusterID() uint64 { return s.mem.clusterID() }
+func (s *Server) ClusterID() uint64 { return s.mem.ClusterID() }
 
 // Leader is the current leader's ID (0: none known).
 func (s *Server) Leader() uint64 { return s.lead.Load() }
@@ -621,7 +595,7 @@ func (s *Server) snapshot(index uint64) error {
 	if err := s.be.Commit(); err != nil {
 		return err
 	}
-	data, err := json.Marshal(s.mem.state())
+	data, err := json.Marshal(s.mem.State())
 	if err != nil {
 		return fmt.Errorf("encode membership: %w", err)
 	}
@@ -851,7 +825,7 @@ func (s *Server) leaseLoop() {
 func (s *Server) publish() {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
-		err := s.proposeApplied(ctx, &pb.InternalRaftRequest{ClusterMemberAttrSet: memberAttrs(s.id, s.cfg.Name, s.cfg.ClientURLs)})
+		err := s.proposeApplied(ctx, &pb.InternalRaftRequest{ClusterMemberAttrSet: membership.Publish(s.id, s.cfg.Name, s.cfg.ClientURLs, buildinfo.Version)})
 		cancel()
 		if err == nil {
 			s.log.Info("published local member to cluster", "name", s.cfg.Name, "client-urls", s.cfg.ClientURLs)
@@ -903,7 +877,7 @@ func (s *Server) ReadyNotify() <-chan struct{} { return s.ready }
 func (s *Server) Done() <-chan struct{} { return s.done }
 
 // Version is the server version this member runs.
-func (s *Server) Version() string { return version.Version }
+func (s *Server) Version() string { return buildinfo.Version }
 
 // AppliedIndex is the last applied raft index.
 func (s *Server) AppliedIndex() uint64 { return s.appliedIndex.Load() }
@@ -912,7 +886,7 @@ func (s *Server) AppliedIndex() uint64 { return s.appliedIndex.Load() }
 func (s *Server) CommittedIndex() uint64 { return s.committedIndex.Load() }
 
 // Members lists the cluster's members.
-func (s *Server) Members() []Member { return s.mem.list() }
+func (s *Server) Members() []membership.Member { return s.mem.List() }
 
 // raftLogger adapts slog to raft's logger interface.
 type raftLogger struct{ l *slog.Logger }

@@ -5,16 +5,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+
+	"etcdx/server/membership"
+	"etcdx/server/schema"
 )
 
 // snapDBPath is where a database received from the leader waits until its snapshot applies.
-func (s *Server) snapDBPath(index uint64) string {
-	return filepath.Join(s.cfg.snapDir(), fmt.Sprintf("%016x.snap.db", index))
-}
+func (s *Server) snapDBPath(index uint64) string { return schema.SnapDBPath(s.cfg.DataDir, index) }
 
 // ReceiveSnapshotDB stores the database that came with a snapshot message (transport.Raft).
 func (s *Server) ReceiveSnapshotDB(index uint64, r io.Reader) error {
@@ -46,7 +46,7 @@ func (s *Server) ReceiveSnapshotDB(index uint64, r io.Reader) error {
 // goroutine calls it between batches, so the database is exactly the applied state) and streams
 // it in the background.
 func (s *Server) sendSnapshot(m raftpb.Message) {
-	data, err := json.Marshal(s.mem.state())
+	data, err := json.Marshal(s.mem.State())
 	if err != nil {
 		s.log.Error("encode membership for snapshot", "error", err)
 		s.node.ReportSnapshot(m.To, raft.SnapshotFailure)
@@ -93,12 +93,12 @@ func (s *Server) reloadState() error {
 	if err := s.kv.Reload(); err != nil {
 		return err
 	}
-	mem, err := loadMembership(s.be, s.mem.clusterID())
+	mem, err := membership.Load(s.be, s.mem.ClusterID())
 	if err != nil {
 		return err
 	}
-	s.mem.replace(mem)
-	for _, m := range s.mem.list() {
+	s.mem.Replace(mem)
+	for _, m := range s.mem.List() {
 		s.tr.AddPeer(m.ID, m.PeerURLs)
 	}
 	alarms, err := loadAlarms(s.be)

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"etcdx/pkg/buildinfo"
 	"etcdx/server/etcdserver"
 	"etcdx/server/version"
 )
@@ -46,7 +47,7 @@ func VersionHandler(vs VersionSource) http.Handler {
 			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		v := Versions{Server: version.Version, Cluster: NotDecided}
+		v := Versions{Server: buildinfo.Version, Cluster: NotDecided}
 		if cv := vs.ClusterVersion(); !cv.IsZero() {
 			v.Cluster = cv.Full()
 		}

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	"google.golang.org/protobuf/encoding/protowire"
 
 	"etcdx/server/backend"
+	"etcdx/server/schema"
 )
 
 var (
@@ -75,12 +75,12 @@ func New(be *backend.Backend, minTTL int64) (*Lessor, error) {
 func (l *Lessor) Reload() error {
 	leases := map[int64]*Lease{}
 	err := l.be.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(backend.Lease).ForEach(func(k, v []byte) error {
-			id, ttl, remaining, err := decodeLease(v)
+		return tx.Bucket(schema.Lease).ForEach(func(k, v []byte) error {
+			rec, err := schema.DecodeLease(v)
 			if err != nil {
 				return fmt.Errorf("lease %x: %w", k, err)
 			}
-			leases[id] = &Lease{ID: id, TTL: ttl, remaining: remaining, expiry: forever, keys: map[string]struct{}{}}
+			leases[rec.ID] = &Lease{ID: rec.ID, TTL: rec.TTL, remaining: rec.RemainingTTL, expiry: forever, keys: map[string]struct{}{}}
 			return nil
 		})
 	})
@@ -99,58 +99,6 @@ func (l *Lessor) Reload() error {
 	return nil
 }
 
-// encodeLease writes upstream's leasepb.Lease: ID (1), TTL (2), RemainingTTL (3).
-func encodeLease(id, ttl, remaining int64) []byte {
-	var b []byte
-	if id != 0 {
-		b = protowire.AppendTag(b, 1, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(id))
-	}
-	if ttl != 0 {
-		b = protowire.AppendTag(b, 2, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(ttl))
-	}
-	if remaining != 0 {
-		b = protowire.AppendTag(b, 3, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(remaining))
-	}
-	return b
-}
-
-func decodeLease(b []byte) (id, ttl, remaining int64, err error) {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return 0, 0, 0, protowire.ParseError(n)
-		}
-		b = b[n:]
-		if typ != protowire.VarintType {
-			n = protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return 0, 0, 0, protowire.ParseError(n)
-			}
-			b = b[n:]
-			continue
-		}
-		v, n := protowire.ConsumeVarint(b)
-		if n < 0 {
-			return 0, 0, 0, protowire.ParseError(n)
-		}
-		b = b[n:]
-		switch num {
-		case 1:
-			id = int64(v)
-		case 2:
-			ttl = int64(v)
-		case 3:
-			remaining = int64(v)
-		}
-	}
-	return id, ttl, remaining, nil
-}
-
-func leaseKey(id int64) []byte { return backend.PutUint64(uint64(id)) }
-
 // Grant creates a lease (applied from raft) inside the caller's batch.
 func (l *Lessor) Grant(b *backend.BatchTx, id, ttl int64) (*Info, error) {
 	if id == 0 {
@@ -165,7 +113,7 @@ func (l *Lessor) Grant(b *backend.BatchTx, id, ttl int64) (*Info, error) {
 	if l.Exists(id) {
 		return nil, ErrExists
 	}
-	if err := b.Put(backend.Lease, leaseKey(id), encodeLease(id, ttl, 0)); err != nil {
+	if err := b.Put(schema.Lease, schema.LeaseKey(id), schema.LeaseRecord{ID: id, TTL: ttl}.Encode()); err != nil {
 		return nil, err
 	}
 	ls := &Lease{ID: id, TTL: ttl, expiry: forever, keys: map[string]struct{}{}}
@@ -210,7 +158,7 @@ func (l *Lessor) Forget(id int64, b *backend.BatchTx) error {
 		return ErrNotFound
 	}
 	delete(l.leases, id)
-	return b.Delete(backend.Lease, leaseKey(id))
+	return b.Delete(schema.Lease, schema.LeaseKey(id))
 }
 
 // Renew restarts a lease's TTL (leader only) and returns the TTL. checkpointed reports that the
@@ -244,7 +192,7 @@ func (l *Lessor) Checkpoint(b *backend.BatchTx, id, remaining int64) error {
 	if b == nil {
 		return nil
 	}
-	return b.Put(backend.Lease, leaseKey(id), encodeLease(id, ls.TTL, remaining))
+	return b.Put(schema.Lease, schema.LeaseKey(id), schema.LeaseRecord{ID: id, TTL: ls.TTL, RemainingTTL: remaining}.Encode())
 }
 
 // Remaining returns, for the leader's checkpoint round, the remaining TTL of every lease that

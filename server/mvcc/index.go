@@ -4,6 +4,8 @@ import (
 	"bytes"
 
 	"github.com/google/btree"
+
+	"etcdx/server/schema"
 )
 
 // treeIndex maps keys to their keyIndex in key order. It is not safe for concurrent use; the
@@ -21,7 +23,7 @@ func (ti *treeIndex) lookup(key []byte) *keyIndex {
 	return ki
 }
 
-func (ti *treeIndex) put(key []byte, rev Revision) {
+func (ti *treeIndex) put(key []byte, rev schema.Revision) {
 	ki := ti.lookup(key)
 	if ki == nil {
 		ki = &keyIndex{key: append([]byte(nil), key...)}
@@ -30,7 +32,7 @@ func (ti *treeIndex) put(key []byte, rev Revision) {
 	ki.put(rev)
 }
 
-func (ti *treeIndex) restore(key []byte, rev, created Revision, ver int64) {
+func (ti *treeIndex) restore(key []byte, rev, created schema.Revision, ver int64) {
 	ki := ti.lookup(key)
 	if ki == nil {
 		ki = &keyIndex{key: append([]byte(nil), key...)}
@@ -39,7 +41,7 @@ func (ti *treeIndex) restore(key []byte, rev, created Revision, ver int64) {
 	ki.restore(rev, created, ver)
 }
 
-func (ti *treeIndex) tombstone(key []byte, rev Revision) error {
+func (ti *treeIndex) tombstone(key []byte, rev schema.Revision) error {
 	ki := ti.lookup(key)
 	if ki == nil {
 		return errKeyNotFound
@@ -47,10 +49,10 @@ func (ti *treeIndex) tombstone(key []byte, rev Revision) error {
 	return ki.tombstone(rev)
 }
 
-func (ti *treeIndex) get(key []byte, atRev int64) (mod, created Revision, ver int64, err error) {
+func (ti *treeIndex) get(key []byte, atRev int64) (mod, created schema.Revision, ver int64, err error) {
 	ki := ti.lookup(key)
 	if ki == nil {
-		return Revision{}, Revision{}, 0, errKeyNotFound
+		return schema.Revision{}, schema.Revision{}, 0, errKeyNotFound
 	}
 	return ki.get(atRev)
 }
@@ -74,7 +76,7 @@ func (ti *treeIndex) visit(key, end []byte, fn func(*keyIndex) bool) {
 
 type keyRev struct {
 	key []byte
-	rev Revision
+	rev schema.Revision
 }
 
 // revisions returns up to limit (0: all) live keys in the range at atRev and how many there are.
@@ -93,8 +95,8 @@ func (ti *treeIndex) revisions(key, end []byte, atRev int64, limit int) ([]keyRe
 	return out, total
 }
 
-func (ti *treeIndex) compact(atRev int64) map[Revision]struct{} {
-	keep := make(map[Revision]struct{})
+func (ti *treeIndex) compact(atRev int64) map[schema.Revision]struct{} {
+	keep := make(map[schema.Revision]struct{})
 	var empty []*keyIndex
 	ti.tree.Ascend(func(ki *keyIndex) bool {
 		if ki.compact(atRev, keep) {
@@ -108,8 +110,8 @@ func (ti *treeIndex) compact(atRev int64) map[Revision]struct{} {
 	return keep
 }
 
-func (ti *treeIndex) keep(atRev int64) map[Revision]struct{} {
-	keep := make(map[Revision]struct{})
+func (ti *treeIndex) keep(atRev int64) map[schema.Revision]struct{} {
+	keep := make(map[schema.Revision]struct{})
 	ti.tree.Ascend(func(ki *keyIndex) bool {
 		ki.keepAt(atRev, keep)
 		return true

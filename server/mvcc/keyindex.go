@@ -1,6 +1,10 @@
 package mvcc
 
-import "errors"
+import (
+	"errors"
+
+	"etcdx/server/schema"
+)
 
 var errKeyNotFound = errors.New("mvcc: key not found in index")
 
@@ -9,18 +13,18 @@ var errKeyNotFound = errors.New("mvcc: key not found in index")
 // means the key is currently deleted.
 type generation struct {
 	ver     int64
-	created Revision
-	revs    []Revision
+	created schema.Revision
+	revs    []schema.Revision
 }
 
 // keyIndex holds every revision of one key that has not been compacted away.
 type keyIndex struct {
 	key         []byte
-	modified    Revision
+	modified    schema.Revision
 	generations []generation
 }
 
-func (ki *keyIndex) put(rev Revision) {
+func (ki *keyIndex) put(rev schema.Revision) {
 	if len(ki.generations) == 0 {
 		ki.generations = append(ki.generations, generation{})
 	}
@@ -35,20 +39,20 @@ func (ki *keyIndex) put(rev Revision) {
 
 // restore starts or continues a generation from a stored value whose created revision and
 // version are known (earlier revisions may have been compacted).
-func (ki *keyIndex) restore(rev, created Revision, ver int64) {
+func (ki *keyIndex) restore(rev, created schema.Revision, ver int64) {
 	if len(ki.generations) == 0 || len(ki.generations[len(ki.generations)-1].revs) == 0 {
 		if len(ki.generations) == 0 {
 			ki.generations = append(ki.generations, generation{})
 		}
 		g := &ki.generations[len(ki.generations)-1]
-		g.created, g.ver, g.revs = created, ver, []Revision{rev}
+		g.created, g.ver, g.revs = created, ver, []schema.Revision{rev}
 		ki.modified = rev
 		return
 	}
 	ki.put(rev)
 }
 
-func (ki *keyIndex) tombstone(rev Revision) error {
+func (ki *keyIndex) tombstone(rev schema.Revision) error {
 	if len(ki.generations) == 0 || len(ki.generations[len(ki.generations)-1].revs) == 0 {
 		return errKeyNotFound
 	}
@@ -63,7 +67,7 @@ func (ki *keyIndex) isLive() bool {
 }
 
 // get returns the revision, creation revision and version of the key as of atRev.
-func (ki *keyIndex) get(atRev int64) (mod, created Revision, ver int64, err error) {
+func (ki *keyIndex) get(atRev int64) (mod, created schema.Revision, ver int64, err error) {
 	for i := len(ki.generations) - 1; i >= 0; i-- {
 		g := &ki.generations[i]
 		if len(g.revs) == 0 || g.revs[0].Main > atRev {
@@ -71,7 +75,7 @@ func (ki *keyIndex) get(atRev int64) (mod, created Revision, ver int64, err erro
 		}
 		last := i < len(ki.generations)-1 // ended by a tombstone
 		if last && g.revs[len(g.revs)-1].Main <= atRev {
-			return Revision{}, Revision{}, 0, errKeyNotFound
+			return schema.Revision{}, schema.Revision{}, 0, errKeyNotFound
 		}
 		n := len(g.revs) - 1
 		for n >= 0 && g.revs[n].Main > atRev {
@@ -79,12 +83,12 @@ func (ki *keyIndex) get(atRev int64) (mod, created Revision, ver int64, err erro
 		}
 		return g.revs[n], g.created, g.ver - int64(len(g.revs)-1-n), nil
 	}
-	return Revision{}, Revision{}, 0, errKeyNotFound
+	return schema.Revision{}, schema.Revision{}, 0, errKeyNotFound
 }
 
 // compact drops what compaction at atRev makes unreachable and records in keep the revisions at
 // or below atRev that must stay in the backend. It reports whether the index is now empty.
-func (ki *keyIndex) compact(atRev int64, keep map[Revision]struct{}) bool {
+func (ki *keyIndex) compact(atRev int64, keep map[schema.Revision]struct{}) bool {
 	gens := ki.generations
 	// Whole generations whose tombstone is at or below atRev are gone.
 	i := 0
@@ -106,7 +110,7 @@ func (ki *keyIndex) compact(atRev int64, keep map[Revision]struct{}) bool {
 }
 
 // keepAt computes what compact would keep, without changing anything.
-func (ki *keyIndex) keepAt(atRev int64, keep map[Revision]struct{}) {
+func (ki *keyIndex) keepAt(atRev int64, keep map[schema.Revision]struct{}) {
 	gens := ki.generations
 	i := 0
 	for i < len(gens)-1 && gens[i].revs[len(gens[i].revs)-1].Main <= atRev {

@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"etcdx/server/backend"
+	"etcdx/server/schema"
 )
 
 var (
@@ -83,23 +84,23 @@ func (s *Store) restore() error {
 	var scheduled, finished int64 = -1, -1
 	liveLease := map[string]int64{}
 	err := s.be.View(func(tx *bolt.Tx) error {
-		meta := tx.Bucket(backend.Meta)
-		if v := meta.Get(backend.MetaFinishedCompact); v != nil {
-			r, _, err := BytesToRev(v)
+		meta := tx.Bucket(schema.Meta)
+		if v := meta.Get(schema.MetaFinishedCompact); v != nil {
+			r, _, err := schema.ParseRevisionKey(v)
 			if err != nil {
 				return err
 			}
 			finished = r.Main
 		}
-		if v := meta.Get(backend.MetaScheduledCompact); v != nil {
-			r, _, err := BytesToRev(v)
+		if v := meta.Get(schema.MetaScheduledCompact); v != nil {
+			r, _, err := schema.ParseRevisionKey(v)
 			if err != nil {
 				return err
 			}
 			scheduled = r.Main
 		}
-		return tx.Bucket(backend.Key).ForEach(func(k, v []byte) error {
-			rev, tomb, err := BytesToRev(k)
+		return tx.Bucket(schema.Key).ForEach(func(k, v []byte) error {
+			rev, tomb, err := schema.ParseRevisionKey(k)
 			if err != nil {
 				return err
 			}
@@ -119,7 +120,7 @@ func (s *Store) restore() error {
 				}
 				delete(liveLease, string(kv.Key))
 			} else {
-				s.idx.restore(kv.Key, rev, Revision{Main: kv.CreateRevision}, kv.Version)
+				s.idx.restore(kv.Key, rev, schema.Revision{Main: kv.CreateRevision}, kv.Version)
 				if kv.Lease != 0 {
 					liveLease[string(kv.Key)] = kv.Lease
 				} else {
@@ -209,9 +210,9 @@ func (s *Store) rangeLocked(key, end []byte, ro RangeOptions, curRev int64, tx *
 	}
 	res.KVs = make([]mvccpb.KeyValue, len(krs))
 	fill := func(tx *bolt.Tx) error {
-		bk := tx.Bucket(backend.Key)
+		bk := tx.Bucket(schema.Key)
 		for i, kr := range krs {
-			rb := RevToBytes(kr.rev, false)
+			rb := schema.RevisionKey(kr.rev, false)
 			var v []byte
 			if !tx.Writable() {
 				v = s.buf[string(rb)]
@@ -286,7 +287,7 @@ func (t *TxnWrite) Range(key, end []byte, ro RangeOptions) (*RangeResult, error)
 // Put writes key=value with a lease (0: none) and returns the previous value, if any.
 func (t *TxnWrite) Put(key, value []byte, lease int64) error {
 	s := t.s
-	rev := Revision{Main: t.rev, Sub: int64(len(t.changes))}
+	rev := schema.Revision{Main: t.rev, Sub: int64(len(t.changes))}
 	created, ver := rev, int64(1)
 	var oldLease int64
 	if mod, c, v, err := s.idx.get(key, t.rev); err == nil {
@@ -320,7 +321,7 @@ func (t *TxnWrite) DeleteRange(key, end []byte) (int64, error) {
 		if old, err := t.valueAt(kr.rev); err == nil {
 			lease = old.Lease
 		}
-		rev := Revision{Main: t.rev, Sub: int64(len(t.changes))}
+		rev := schema.Revision{Main: t.rev, Sub: int64(len(t.changes))}
 		kv := mvccpb.KeyValue{Key: kr.key}
 		if err := t.store(rev, true, &kv); err != nil {
 			return 0, err
@@ -337,8 +338,8 @@ func (t *TxnWrite) DeleteRange(key, end []byte) (int64, error) {
 	return int64(len(krs)), nil
 }
 
-func (t *TxnWrite) valueAt(rev Revision) (*mvccpb.KeyValue, error) {
-	v := t.batch.Tx().Bucket(backend.Key).Get(RevToBytes(rev, false))
+func (t *TxnWrite) valueAt(rev schema.Revision) (*mvccpb.KeyValue, error) {
+	v := t.batch.Tx().Bucket(schema.Key).Get(schema.RevisionKey(rev, false))
 	if v == nil {
 		return nil, errKeyNotFound
 	}
@@ -346,13 +347,13 @@ func (t *TxnWrite) valueAt(rev Revision) (*mvccpb.KeyValue, error) {
 	return &kv, kv.Unmarshal(v)
 }
 
-func (t *TxnWrite) store(rev Revision, tombstone bool, kv *mvccpb.KeyValue) error {
+func (t *TxnWrite) store(rev schema.Revision, tombstone bool, kv *mvccpb.KeyValue) error {
 	b, err := kv.Marshal()
 	if err != nil {
 		return fmt.Errorf("mvcc: encode: %w", err)
 	}
-	rb := RevToBytes(rev, tombstone)
-	if err := t.batch.Put(backend.Key, rb, b); err != nil {
+	rb := schema.RevisionKey(rev, tombstone)
+	if err := t.batch.Put(schema.Key, rb, b); err != nil {
 		return err
 	}
 	t.s.buf[string(rb)] = b
@@ -399,7 +400,7 @@ func (s *Store) CompactIn(b *backend.BatchTx, rev int64) (<-chan struct{}, error
 		s.mu.Unlock()
 		return nil, ErrFutureRev
 	}
-	if err := b.Put(backend.Meta, backend.MetaScheduledCompact, RevToBytes(Revision{Main: rev}, false)); err != nil {
+	if err := b.Put(schema.Meta, schema.MetaScheduledCompact, schema.RevisionKey(schema.Revision{Main: rev}, false)); err != nil {
 		s.mu.Unlock()
 		return nil, err
 	}
@@ -417,12 +418,12 @@ func (s *Store) CompactIn(b *backend.BatchTx, rev int64) (<-chan struct{}, error
 }
 
 // compactBackend deletes unreachable revisions in small batches so writes keep flowing.
-func (s *Store) compactBackend(rev int64, keep map[Revision]struct{}, done chan struct{}) {
+func (s *Store) compactBackend(rev int64, keep map[schema.Revision]struct{}, done chan struct{}) {
 	defer close(done)
 	s.compactMu.Lock()
 	defer s.compactMu.Unlock()
-	end := RevToBytes(Revision{Main: rev + 1}, false)
-	from := RevToBytes(Revision{}, false)
+	end := schema.RevisionKey(schema.Revision{Main: rev + 1}, false)
+	from := schema.RevisionKey(schema.Revision{}, false)
 	const batchSize = 1000
 	for {
 		select {
@@ -432,12 +433,12 @@ func (s *Store) compactBackend(rev int64, keep map[Revision]struct{}, done chan 
 		default:
 		}
 		b := s.be.Batch()
-		c := b.Tx().Bucket(backend.Key).Cursor()
+		c := b.Tx().Bucket(schema.Key).Cursor()
 		var del [][]byte
 		var last []byte
 		for k, _ := c.Seek(from); k != nil && bytes.Compare(k, end) < 0 && len(del) < batchSize; k, _ = c.Next() {
 			last = append([]byte(nil), k...)
-			r, _, err := BytesToRev(k)
+			r, _, err := schema.ParseRevisionKey(k)
 			if err != nil {
 				continue
 			}
@@ -447,13 +448,13 @@ func (s *Store) compactBackend(rev int64, keep map[Revision]struct{}, done chan 
 		}
 		var err error
 		for _, k := range del {
-			if err = b.Delete(backend.Key, k); err != nil {
+			if err = b.Delete(schema.Key, k); err != nil {
 				break
 			}
 		}
 		finished := last == nil || len(del) < batchSize
 		if finished && err == nil {
-			err = b.Put(backend.Meta, backend.MetaFinishedCompact, RevToBytes(Revision{Main: rev}, false))
+			err = b.Put(schema.Meta, schema.MetaFinishedCompact, schema.RevisionKey(schema.Revision{Main: rev}, false))
 		}
 		uerr := b.Unlock()
 		if err != nil || uerr != nil {
@@ -490,13 +491,13 @@ func (s *Store) HashKV(rev int64) (hash uint32, hashRev, compactRev int64, err e
 	keep := s.idx.keep(compactRev)
 	s.mu.RUnlock()
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	h.Write(backend.Key)
-	lower := Revision{Main: compactRev + 1}
-	upper := RevToBytes(Revision{Main: rev + 1}, false)
+	h.Write(schema.Key)
+	lower := schema.Revision{Main: compactRev + 1}
+	upper := schema.RevisionKey(schema.Revision{Main: rev + 1}, false)
 	err = s.be.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(backend.Key).Cursor()
+		c := tx.Bucket(schema.Key).Cursor()
 		for k, v := c.First(); k != nil && bytes.Compare(k, upper) < 0; k, v = c.Next() {
-			r, _, err := BytesToRev(k)
+			r, _, err := schema.ParseRevisionKey(k)
 			if err != nil {
 				return err
 			}
@@ -533,8 +534,8 @@ type Event struct {
 
 // eventsBetween returns the changes with main revision in [from, to], in order. Caller holds mu.
 func (s *Store) eventsBetween(from, to int64) ([]Event, error) {
-	lo := RevToBytes(Revision{Main: from}, false)
-	hi := RevToBytes(Revision{Main: to + 1}, false)
+	lo := schema.RevisionKey(schema.Revision{Main: from}, false)
+	hi := schema.RevisionKey(schema.Revision{Main: to + 1}, false)
 	type rec struct {
 		k []byte
 		v []byte
@@ -549,7 +550,7 @@ func (s *Store) eventsBetween(from, to int64) ([]Event, error) {
 		}
 	}
 	err := s.be.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(backend.Key).Cursor()
+		c := tx.Bucket(schema.Key).Cursor()
 		for k, v := c.Seek(lo); k != nil && bytes.Compare(k, hi) < 0; k, v = c.Next() {
 			if !seen[string(k)] {
 				recs = append(recs, rec{append([]byte(nil), k...), append([]byte(nil), v...)})
@@ -563,7 +564,7 @@ func (s *Store) eventsBetween(from, to int64) ([]Event, error) {
 	sort.Slice(recs, func(i, j int) bool { return bytes.Compare(recs[i].k, recs[j].k) < 0 })
 	evs := make([]Event, 0, len(recs))
 	for _, r := range recs {
-		rev, tomb, err := BytesToRev(r.k)
+		rev, tomb, err := schema.ParseRevisionKey(r.k)
 		if err != nil {
 			return nil, err
 		}

@@ -10,11 +10,12 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"etcdx/server/backend"
+	"etcdx/server/schema"
 )
 
 func openStore(t *testing.T, path string) (*backend.Backend, *Store) {
 	t.Helper()
-	be, err := backend.Open(backend.Config{Path: path})
+	be, err := backend.Open(backend.Config{Path: path, Buckets: schema.Buckets})
 	if err != nil {
 		t.Fatal(err)
 	}

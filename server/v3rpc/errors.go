@@ -13,7 +13,9 @@ import (
 	"etcdx/server/backend"
 	"etcdx/server/etcdserver"
 	"etcdx/server/lease"
+	"etcdx/server/membership"
 	"etcdx/server/mvcc"
+	"etcdx/server/version"
 )
 
 var errorTable = []struct {
@@ -32,13 +34,13 @@ var errorTable = []struct {
 	{etcdserver.ErrStopped, rpctypes.ErrGRPCStopped},
 	{etcdserver.ErrTimeout, rpctypes.ErrGRPCTimeout},
 	{etcdserver.ErrBadTransferee, rpctypes.ErrGRPCBadLeaderTransferee},
-	{etcdserver.ErrMemberNotFound, rpctypes.ErrGRPCMemberNotFound},
-	{etcdserver.ErrMemberExist, rpctypes.ErrGRPCMemberExist},
-	{etcdserver.ErrPeerURLExist, rpctypes.ErrGRPCPeerURLExist},
-	{etcdserver.ErrIDRemoved, rpctypes.ErrGRPCMemberNotFound},
-	{etcdserver.ErrNotLearner, rpctypes.ErrGRPCMemberNotLearner},
-	{etcdserver.ErrLearnerNotReady, rpctypes.ErrGRPCLearnerNotReady},
-	{etcdserver.ErrTooManyLearners, rpctypes.ErrGRPCTooManyLearners},
+	{membership.ErrMemberNotFound, rpctypes.ErrGRPCMemberNotFound},
+	{membership.ErrMemberExist, rpctypes.ErrGRPCMemberExist},
+	{membership.ErrPeerURLExist, rpctypes.ErrGRPCPeerURLExist},
+	{membership.ErrIDRemoved, rpctypes.ErrGRPCMemberNotFound},
+	{membership.ErrNotLearner, rpctypes.ErrGRPCMemberNotLearner},
+	{membership.ErrLearnerNotReady, rpctypes.ErrGRPCLearnerNotReady},
+	{membership.ErrTooManyLearners, rpctypes.ErrGRPCTooManyLearners},
 	{etcdserver.ErrNotForLearner, rpctypes.ErrGRPCNotSupportedForLearner},
 	{lease.ErrNotFound, rpctypes.ErrGRPCLeaseNotFound},
 	{lease.ErrExists, rpctypes.ErrGRPCLeaseExist},
@@ -47,11 +49,11 @@ var errorTable = []struct {
 	{backend.ErrLocked, rpctypes.ErrGRPCStopped},
 	{etcdserver.ErrNotEnoughStartedMembers, rpctypes.ErrGRPCMemberNotEnoughStarted},
 	{etcdserver.ErrUnhealthy, rpctypes.ErrGRPCUnhealthy},
-	{etcdserver.ErrInvalidDowngradeTarget, rpctypes.ErrGRPCInvalidDowngradeTargetVersion},
-	{etcdserver.ErrWrongDowngradeFormat, rpctypes.ErrGRPCWrongDowngradeVersionFormat},
-	{etcdserver.ErrDowngradeInProcess, rpctypes.ErrGRPCDowngradeInProcess},
-	{etcdserver.ErrNoInflightDowngrade, rpctypes.ErrGRPCNoInflightDowngrade},
-	{etcdserver.ErrClusterVersionUnknown, rpctypes.ErrGRPCClusterVersionUnavailable},
+	{version.ErrInvalidDowngradeTarget, rpctypes.ErrGRPCInvalidDowngradeTargetVersion},
+	{version.ErrWrongDowngradeFormat, rpctypes.ErrGRPCWrongDowngradeVersionFormat},
+	{version.ErrDowngradeInProcess, rpctypes.ErrGRPCDowngradeInProcess},
+	{version.ErrNoInflightDowngrade, rpctypes.ErrGRPCNoInflightDowngrade},
+	{version.ErrClusterVersionUnknown, rpctypes.ErrGRPCClusterVersionUnavailable},
 	{context.Canceled, rpctypes.ErrGRPCCanceled},
 	{context.DeadlineExceeded, rpctypes.ErrGRPCDeadlineExceeded},
 }
@@ -69,7 +71,7 @@ func togRPCError(err error) error {
 			return e.grpc
 		}
 	}
-	var pe *etcdserver.PreconditionError
+	var pe *version.PreconditionError
 	if errors.As(err, &pe) {
 		return status.Error(codes.FailedPrecondition, pe.Msg)
 	}

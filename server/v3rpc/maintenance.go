@@ -12,7 +12,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"etcdx/pkg/buildinfo"
 	"etcdx/server/etcdserver"
+	"etcdx/server/membership"
 	"etcdx/server/version"
 )
 
@@ -35,7 +37,7 @@ func (m *maintenanceServer) Status(ctx context.Context, r *pb.StatusRequest) (*p
 	s := m.s
 	resp := &pb.StatusResponse{
 		Header:           &pb.ResponseHeader{},
-		Version:          version.Version,
+		Version:          buildinfo.Version,
 		DbSize:           s.Backend().Size(),
 		DbSizeInUse:      s.Backend().SizeInUse(),
 		Leader:           s.Leader(),
@@ -48,7 +50,7 @@ func (m *maintenanceServer) Status(ctx context.Context, r *pb.StatusRequest) (*p
 	if st := s.StorageVersion(); !st.IsZero() {
 		resp.StorageVersion = st.Full()
 	}
-	if version.Downgrade.Built() {
+	if version.Downgrade.Built(version.Local()) {
 		dg := s.DowngradeInfo()
 		resp.DowngradeInfo = &pb.DowngradeInfo{Enabled: dg.Enabled, TargetVersion: dg.TargetVersion}
 	}
@@ -133,7 +135,7 @@ func (m *maintenanceServer) Snapshot(r *pb.SnapshotRequest, srv pb.Maintenance_S
 			}
 			resp := &pb.SnapshotResponse{RemainingBytes: uint64(remaining) + sha256.Size, Blob: append([]byte(nil), buf[:n]...)}
 			if first {
-				resp.Header, resp.Version = hdr, version.Version
+				resp.Header, resp.Version = hdr, buildinfo.Version
 				first = false
 			}
 			if serr := srv.Send(resp); serr != nil {
@@ -177,7 +179,7 @@ func (c *clusterServer) MemberList(ctx context.Context, r *pb.MemberListRequest)
 	return resp, nil
 }
 
-func toPBMembers(ms []etcdserver.Member) []*pb.Member {
+func toPBMembers(ms []membership.Member) []*pb.Member {
 	out := make([]*pb.Member, 0, len(ms))
 	for _, m := range ms {
 		out = append(out, &pb.Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner})

@@ -42,22 +42,61 @@ func CheckRun(bin, cluster Level, dg DowngradeInfo) error {
 	return nil
 }
 
-// CheckPeer decides whether a peer that announced serverVersion may exchange raft messages with
-// this member, given what this member knows of the cluster. Before the cluster version is decided,
-// the two binaries must be at most one minor apart.
-func CheckPeer(local, cluster Level, dg DowngradeInfo, serverVersion string) error {
-	pl, err := ParseLevel(serverVersion)
+// CheckStart decides whether a binary of version local may start on the data in dataDir, whose
+// backend records storage, cluster and dg: never on a newer storage schema, and only where
+// CheckRun allows it in that cluster.
+func CheckStart(local string, storage, cluster Level, dg DowngradeInfo, dataDir string) error {
+	bin, err := ParseLevel(local)
 	if err != nil {
-		return fmt.Errorf("peer announced an unreadable server version %q", serverVersion)
+		return err
+	}
+	if bin.Less(storage) {
+		return fmt.Errorf("the data in %s has storage version %s, newer than this etcd %s: start it with an etcd %s binary, or first run 'etcdutl migrate --data-dir %s --target-version %s' (etcdutl %s)",
+			dataDir, storage, local, storage, dataDir, bin, storage)
+	}
+	if err := CheckRun(bin, cluster, dg); err != nil {
+		return fmt.Errorf("cannot start on the data in %s: %w", dataDir, err)
+	}
+	return nil
+}
+
+// CheckJoin decides whether a binary at level bin may join a running cluster that reports
+// cluster and dg.
+func CheckJoin(bin, cluster Level, dg DowngradeInfo) error {
+	if err := CheckRun(bin, cluster, dg); err != nil {
+		return fmt.Errorf("cannot join the cluster: %w", err)
+	}
+	return nil
+}
+
+// CheckPeer decides whether a peer that announced peerVersion (and the minimum cluster version it
+// can run in, "" when it sent none) may exchange raft messages with a member of version local,
+// given what that member knows of the cluster. Before the cluster version is decided, the two
+// binaries must be at most one minor apart.
+func CheckPeer(local string, cluster Level, dg DowngradeInfo, peerVersion, peerMinCluster string) error {
+	bin, err := ParseLevel(local)
+	if err != nil {
+		return err
+	}
+	pl, err := ParseLevel(peerVersion)
+	if err != nil {
+		return fmt.Errorf("peer announced an unreadable server version %q", peerVersion)
 	}
 	if !cluster.IsZero() {
 		if err := CheckRun(pl, cluster, dg); err != nil {
-			return fmt.Errorf("peer version %s is incompatible with cluster version %s (local version %s): %w", serverVersion, cluster, Version, err)
+			return fmt.Errorf("peer version %s is incompatible with cluster version %s (local version %s): %w", peerVersion, cluster, local, err)
 		}
-		return nil
+	} else if pl.Major != bin.Major || bin.Next().Less(pl) || pl.Next().Less(bin) {
+		return fmt.Errorf("peer version %s is more than one minor version away from the local version %s", peerVersion, local)
 	}
-	if pl.Major != local.Major || local.Next().Less(pl) || pl.Next().Less(local) {
-		return fmt.Errorf("peer version %s is more than one minor version away from the local version %s", serverVersion, Version)
+	if peerMinCluster != "" {
+		min, err := ParseLevel(peerMinCluster)
+		if err != nil {
+			return fmt.Errorf("peer announced an unreadable minimum cluster version %q", peerMinCluster)
+		}
+		if bin.Less(min) {
+			return fmt.Errorf("peer version %s needs a cluster version of at least %s, but this member runs %s", peerVersion, min, local)
+		}
 	}
 	return nil
 }

@@ -29,11 +29,11 @@ func (f Feature) String() string { return features[f].name }
 // Level is the level that introduced f.
 func (f Feature) Level() Level { return features[f].level }
 
-// Built reports whether this binary implements f.
-func (f Feature) Built() bool { return !Local().Less(f.Level()) }
+// Built reports whether a binary at level bin implements f.
+func (f Feature) Built(bin Level) bool { return !bin.Less(f.Level()) }
 
-// On reports whether f is on in a cluster at cluster version cluster. Nothing newer than the
-// oldest level is on before the cluster version is decided.
-func (f Feature) On(cluster Level) bool {
-	return f.Built() && !cluster.IsZero() && !cluster.Less(f.Level())
+// On reports whether f is on for a binary at level bin in a cluster at cluster version cluster.
+// Nothing newer than the oldest level is on before the cluster version is decided.
+func (f Feature) On(bin, cluster Level) bool {
+	return f.Built(bin) && !cluster.IsZero() && !cluster.Less(f.Level())
 }

@@ -1,26 +1,20 @@
-// Package version holds the server version stamped at build time, the levels (major.minor) this
-// tree implements, and the table of features with the level each needs. Code that needs to know
-// whether a behaviour is on asks this package; it never compares version strings itself.
+// Package version holds every rule of the version lifecycle, as pure functions of the versions
+// they are about: the levels (major.minor) this tree implements, the features each level brings,
+// which binary may start, join or peer with which cluster (compat.go), how the leader decides the
+// cluster version and when a downgrade is valid or complete (cluster.go), and which storage
+// version a member holds (storage.go). The server's loops and RPCs call these rules; no one else
+// compares version strings.
+//
+// The binary's own version is stamped into etcdx/pkg/buildinfo; Local reads its level.
 package version
 
 import (
 	"fmt"
-	"runtime"
 	"strconv"
 	"strings"
 
 	"github.com/coreos/go-semver/semver"
 )
-
-// Version and GitSHA are set with -ldflags "-X etcdx/server/version.Version=3.6.0 -X ...GitSHA=abc".
-// The default is the newest level this tree implements.
-var (
-	Version = "3.6.0"
-	GitSHA  = "not-set"
-)
-
-// APIVersion is the major.minor of the etcd v3 API this server speaks.
-const APIVersion = "3.6"
 
 // Level is a major.minor version: the unit cluster and storage versions move in.
 type Level struct {
@@ -111,46 +105,4 @@ func Parse(s string) (*semver.Version, error) {
 		}
 	}
 	return nil, fmt.Errorf("invalid version %q (want major.minor or major.minor.patch)", s)
-}
-
-// Server returns the parsed server version. A malformed stamp is caught by CheckBuild at start.
-func Server() *semver.Version {
-	v, err := Parse(Version)
-	if err != nil {
-		return &semver.Version{}
-	}
-	return v
-}
-
-// Local is the level this binary was built at.
-func Local() Level {
-	v := Server()
-	return Level{v.Major, v.Minor}
-}
-
-// CheckBuild refuses a binary stamped with a version this tree does not implement.
-func CheckBuild() error {
-	if _, err := Parse(Version); err != nil {
-		return fmt.Errorf("this binary was built with version %q: %w", Version, err)
-	}
-	if !IsKnown(Local()) {
-		return fmt.Errorf("this binary was built as %s, but the tree implements levels %s to %s", Version, known[0], known[len(known)-1])
-	}
-	return nil
-}
-
-// MinClusterVersion is the lowest cluster version this binary can run in: one minor below its own
-// level (rolling upgrades go one minor at a time), or the oldest level the tree knows.
-func MinClusterVersion() string {
-	l := Local()
-	if p := l.Prev(); IsKnown(p) {
-		return p.Full()
-	}
-	return l.Full()
-}
-
-// Banner is what `etcd --version` prints.
-func Banner() string {
-	return fmt.Sprintf("etcd Version: %s\nGit SHA: %s\nGo Version: %s\nGo OS/Arch: %s/%s\n",
-		Version, GitSHA, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }

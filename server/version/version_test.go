@@ -29,15 +29,16 @@ func TestLevelOrder(t *testing.T) {
 }
 
 func TestFeaturesFollowTheClusterVersion(t *testing.T) {
-	old := Version
-	defer func() { Version = old }()
-	Version = "3.6.0"
-	if StorageVersion.On(Level{}) || StorageVersion.On(V3_5) || !StorageVersion.On(V3_6) {
+	if StorageVersion.On(V3_6, Level{}) || StorageVersion.On(V3_6, V3_5) || !StorageVersion.On(V3_6, V3_6) {
 		t.Fatal("storage version must be on only at cluster version 3.6")
 	}
-	Version = "3.5.0"
-	if StorageVersion.Built() || StorageVersion.On(V3_6) {
+	if StorageVersion.Built(V3_5) || StorageVersion.On(V3_5, V3_6) {
 		t.Fatal("a 3.5 binary must not have 3.6 features, whatever the cluster says")
+	}
+	for _, f := range []Feature{StorageVersion, Downgrade, LeaseCheckpointPersist} {
+		if f.Level() != V3_6 || f.String() == "" || !f.Built(V3_7) {
+			t.Errorf("feature %v: level %v", f, f.Level())
+		}
 	}
 }
 
@@ -66,30 +67,59 @@ func TestCheckRun(t *testing.T) {
 }
 
 func TestCheckPeer(t *testing.T) {
-	if err := CheckPeer(V3_6, Level{}, DowngradeInfo{}, "3.5.0"); err != nil {
-		t.Fatal(err)
+	dg35 := DowngradeInfo{TargetVersion: "3.5.0", Enabled: true}
+	cases := []struct {
+		cluster   Level
+		dg        DowngradeInfo
+		peer, min string
+		want      string // "" = accepted
+	}{
+		{Level{}, DowngradeInfo{}, "3.5.0", "", ""},
+		{Level{}, DowngradeInfo{}, "3.7.0", "3.6.0", ""},
+		{Level{}, DowngradeInfo{}, "3.4.0", "", "peer version 3.4.0 is more than one minor version away from the local version 3.6.0"},
+		{V3_6, DowngradeInfo{}, "3.5.0", "", "peer version 3.5.0 is incompatible with cluster version 3.6 (local version 3.6.0): etcd 3.5 is older than the cluster version 3.6: run an etcd 3.6 binary, or enable a downgrade to 3.5 first (etcdctl downgrade enable 3.5)"},
+		{V3_6, dg35, "3.5.0", "", ""},
+		{V3_6, DowngradeInfo{}, "garbage", "", `peer announced an unreadable server version "garbage"`},
+		{V3_6, DowngradeInfo{}, "3.6.1", "x", `peer announced an unreadable minimum cluster version "x"`},
+		{V3_6, DowngradeInfo{}, "3.7.0", "3.7.0", "peer version 3.7.0 needs a cluster version of at least 3.7, but this member runs 3.6.0"},
 	}
-	if err := CheckPeer(V3_6, Level{}, DowngradeInfo{}, "3.4.0"); err == nil {
-		t.Fatal("a 3.4 peer was accepted by a 3.6 member")
+	for _, c := range cases {
+		err := CheckPeer("3.6.0", c.cluster, c.dg, c.peer, c.min)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || err.Error() != c.want) {
+			t.Errorf("CheckPeer(3.6.0, %v, %+v, %s, %q) = %v; want %q", c.cluster, c.dg, c.peer, c.min, err, c.want)
+		}
 	}
-	if err := CheckPeer(V3_6, V3_6, DowngradeInfo{}, "3.5.0"); err == nil || !strings.Contains(err.Error(), "3.5.0") {
-		t.Fatalf("an older peer in a 3.6 cluster: %v", err)
+}
+
+func TestCheckStartAndJoin(t *testing.T) {
+	if err := CheckStart("3.5.0", V3_6, V3_5, DowngradeInfo{}, "/d"); err == nil || err.Error() != "the data in /d has storage version 3.6, newer than this etcd 3.5.0: start it with an etcd 3.6 binary, or first run 'etcdutl migrate --data-dir /d --target-version 3.5' (etcdutl 3.6)" {
+		t.Errorf("newer storage: %v", err)
 	}
-	if err := CheckPeer(V3_6, V3_6, DowngradeInfo{TargetVersion: "3.5.0", Enabled: true}, "3.5.0"); err != nil {
-		t.Fatalf("a 3.5 peer during a downgrade to 3.5: %v", err)
+	if err := CheckStart("3.5.0", V3_5, V3_6, DowngradeInfo{}, "/d"); err == nil || !strings.HasPrefix(err.Error(), "cannot start on the data in /d: etcd 3.5 is older than the cluster version 3.6: run an etcd 3.6 binary, or enable a downgrade to 3.5 first (etcdctl downgrade enable 3.5)") {
+		t.Errorf("older binary: %v", err)
 	}
-	if err := CheckPeer(V3_6, V3_6, DowngradeInfo{}, "garbage"); err == nil {
-		t.Fatal("an unreadable peer version was accepted")
+	if err := CheckStart("3.6.0", V3_6, V3_6, DowngradeInfo{}, "/d"); err != nil {
+		t.Errorf("same level: %v", err)
+	}
+	if err := CheckStart("3.5.0", V3_5, V3_5, DowngradeInfo{}, "/d"); err != nil {
+		t.Errorf("a downgraded member on migrated data: %v", err)
+	}
+	if err := CheckJoin(V3_7, V3_5, DowngradeInfo{}); err == nil || err.Error() != "cannot join the cluster: etcd 3.7 is more than one minor version newer than the cluster version 3.5: upgrade one minor version at a time (every member to 3.6 first)" {
+		t.Errorf("skip-version join: %v", err)
 	}
 }
 
 func TestCheckBuild(t *testing.T) {
-	old := Version
-	defer func() { Version = old }()
-	for v, ok := range map[string]bool{"3.5.0": true, "3.6.2": true, "3.7.0": true, "3.4.0": false, "3.8.0": false, "x": false} {
-		Version = v
-		if err := CheckBuild(); (err == nil) != ok {
-			t.Errorf("CheckBuild with %s: %v", v, err)
+	for v, want := range map[string]string{"3.5.0": "", "3.6.2": "", "3.7.0": "",
+		"3.4.0": "this binary was built as 3.4.0, but the tree implements levels 3.5 to 3.7",
+		"3.8.0": "this binary was built as 3.8.0, but the tree implements levels 3.5 to 3.7",
+		"x":     `this binary was built with version "x"`} {
+		err := CheckBuild(v)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.HasPrefix(err.Error(), want)) {
+			t.Errorf("CheckBuild(%s) = %v; want %q", v, err, want)
 		}
+	}
+	if MinClusterVersion(V3_6) != "3.5.0" || MinClusterVersion(V3_5) != "3.5.0" {
+		t.Error("minimum cluster version is one minor below, never below the oldest level")
 	}
 }

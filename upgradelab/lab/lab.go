@@ -180,7 +180,7 @@ func (r *Runner) startCluster(ctx context.Context, c *cluster.Cluster, level str
 	ctx, span := r.Tracer.Start(ctx, "start cluster", trace.WithAttributes(attribute.String("level", level), attribute.Int("members", len(c.Members))))
 	defer span.End()
 	for _, m := range c.Members {
-		if err := c.Start(m, r.Binaries[level], level); err != nil {
+		if err := m.StartAs(r.Binaries[level], level); err != nil {
 			return spanErr(span, err)
 		}
 	}
@@ -188,7 +188,7 @@ func (r *Runner) startCluster(ctx context.Context, c *cluster.Cluster, level str
 	defer cancel()
 	for _, m := range c.Members {
 		if err := m.WaitHealthy(wctx); err != nil {
-			return spanErr(span, err)
+			return spanErr(span, fmt.Errorf("member %s not healthy: %w; log tail:\n%s", m.Name, err, m.LogTail(15)))
 		}
 	}
 	r.progress("  ok   start %d members at %s", len(c.Members), level)
@@ -202,24 +202,24 @@ func spanErr(span trace.Span, err error) error {
 }
 
 func (r *Runner) step(ctx context.Context, c *cluster.Cluster, cli *clientv3.Client, s plan.Step) error {
-	ctx, span := r.Tracer.Start(ctx, s.Kind(), trace.WithAttributes(attribute.String("step", s.String())))
+	ctx, span := r.Tracer.Start(ctx, string(s.Kind()), trace.WithAttributes(attribute.String("step", s.String())))
 	defer span.End()
 	var err error
 	switch s.Kind() {
-	case "replace":
+	case plan.KindReplace:
 		err = r.replace(ctx, c, s.Replace)
-	case "downgrade":
+	case plan.KindDowngrade:
 		err = downgrade(ctx, cli, s.Downgrade)
-	case "expect":
+	case plan.KindExpect:
 		err = r.expect(ctx, c, s.Expect)
-	case "kill":
-		err = c.Member(s.Kill).Kill()
-	case "restart":
+	case plan.KindKill:
+		c.Member(s.Kill).Kill()
+	case plan.KindRestart:
 		m := c.Member(s.Restart)
-		if err = c.Start(m, m.Bin, m.Level); err == nil {
+		if err = m.StartAs(m.Bin, m.Level); err == nil {
 			err = r.waitHealthy(ctx, m)
 		}
-	case "pause":
+	case plan.KindPause:
 		sleep(ctx, time.Duration(s.Pause))
 		err = ctx.Err()
 	}
@@ -232,7 +232,10 @@ func (r *Runner) step(ctx context.Context, c *cluster.Cluster, cli *clientv3.Cli
 func (r *Runner) waitHealthy(ctx context.Context, m *cluster.Member) error {
 	ctx, cancel := context.WithTimeout(ctx, r.StartTimeout)
 	defer cancel()
-	return m.WaitHealthy(ctx)
+	if err := m.WaitHealthy(ctx); err != nil {
+		return fmt.Errorf("member %s not healthy: %w; log tail:\n%s", m.Name, err, m.LogTail(15))
+	}
+	return nil
 }
 
 // replace swaps binaries one member at a time, as an operator would.
@@ -249,7 +252,7 @@ func (r *Runner) replace(ctx context.Context, c *cluster.Cluster, rp *plan.Repla
 			attribute.String("member", name), attribute.String("from", m.Level), attribute.String("to", rp.Version)))
 		err := m.Stop(30 * time.Second)
 		if err == nil {
-			err = c.Start(m, r.Binaries[rp.Version], rp.Version)
+			err = m.StartAs(r.Binaries[rp.Version], rp.Version)
 		}
 		if err == nil {
 			err = r.waitHealthy(ctx, m)

@@ -90,21 +90,35 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 	return []byte(`"` + time.Duration(d).String() + `"`), nil
 }
 
-// Kind names the step for logs, traces and reports.
-func (s Step) Kind() string {
+// StepKind is what a step does; its string is the step's key in a YAML plan and its name in
+// logs, traces and reports.
+type StepKind string
+
+// The step kinds.
+const (
+	KindReplace   StepKind = "replace"
+	KindDowngrade StepKind = "downgrade"
+	KindExpect    StepKind = "expect"
+	KindKill      StepKind = "kill"
+	KindRestart   StepKind = "restart"
+	KindPause     StepKind = "pause"
+)
+
+// Kind is what the step does ("" for a step that sets nothing).
+func (s Step) Kind() StepKind {
 	switch {
 	case s.Replace != nil:
-		return "replace"
+		return KindReplace
 	case s.Downgrade != nil:
-		return "downgrade"
+		return KindDowngrade
 	case s.Expect != nil:
-		return "expect"
+		return KindExpect
 	case s.Kill != "":
-		return "kill"
+		return KindKill
 	case s.Restart != "":
-		return "restart"
+		return KindRestart
 	case s.Pause > 0:
-		return "pause"
+		return KindPause
 	}
 	return ""
 }
@@ -112,15 +126,15 @@ func (s Step) Kind() string {
 // String is a one-line description of the step.
 func (s Step) String() string {
 	switch s.Kind() {
-	case "replace":
+	case KindReplace:
 		who := "every member"
 		if len(s.Replace.Members) > 0 {
 			who = strings.Join(s.Replace.Members, ",")
 		}
 		return fmt.Sprintf("replace %s with %s", who, s.Replace.Version)
-	case "downgrade":
+	case KindDowngrade:
 		return fmt.Sprintf("downgrade %s %s", s.Downgrade.Action, s.Downgrade.Version)
-	case "expect":
+	case KindExpect:
 		var parts []string
 		e := s.Expect
 		for _, kv := range [][2]string{{"cluster", e.Cluster}, {"storage", e.Storage}, {"server", e.Server}, {"log", e.Log}} {
@@ -129,11 +143,11 @@ func (s Step) String() string {
 			}
 		}
 		return "expect " + strings.Join(parts, " ")
-	case "kill":
+	case KindKill:
 		return "kill " + s.Kill
-	case "restart":
+	case KindRestart:
 		return "restart " + s.Restart
-	case "pause":
+	case KindPause:
 		return "pause " + time.Duration(s.Pause).String()
 	}
 	return "?"
@@ -175,7 +189,7 @@ func (p *Plan) Validate() error {
 		}
 		var err error
 		switch s.Kind() {
-		case "replace":
+		case KindReplace:
 			if !level.MatchString(s.Replace.Version) {
 				err = fmt.Errorf("replace: version %q is not a level like 3.6", s.Replace.Version)
 			}
@@ -184,7 +198,7 @@ func (p *Plan) Validate() error {
 					err = checkMember(m)
 				}
 			}
-		case "downgrade":
+		case KindDowngrade:
 			switch s.Downgrade.Action {
 			case "validate", "enable", "cancel":
 			default:
@@ -193,7 +207,7 @@ func (p *Plan) Validate() error {
 			if err == nil && s.Downgrade.Action != "cancel" && !level.MatchString(s.Downgrade.Version) {
 				err = fmt.Errorf("downgrade: version %q is not a level like 3.5", s.Downgrade.Version)
 			}
-		case "expect":
+		case KindExpect:
 			e := s.Expect
 			if e.Cluster == "" && e.Storage == "" && e.Server == "" && e.Log == "" {
 				err = errors.New("expect: nothing to expect (cluster, storage, server or log)")
@@ -203,9 +217,9 @@ func (p *Plan) Validate() error {
 					err = fmt.Errorf("expect: %q is not a level like 3.6", v)
 				}
 			}
-		case "kill":
+		case KindKill:
 			err = checkMember(s.Kill)
-		case "restart":
+		case KindRestart:
 			err = checkMember(s.Restart)
 		}
 		if err != nil {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"etcdx/upgradelab/cluster"
 )
 
 // Config shapes the traffic.
@@ -57,9 +59,10 @@ type Workload struct {
 	cli   *clientv3.Client
 	start time.Time
 
+	ledger *cluster.Ledger
+
 	mu     sync.Mutex
 	ops    []Op
-	acked  map[string]string
 	stats  Stats
 	errors map[string]int
 
@@ -84,7 +87,7 @@ func Start(cli *clientv3.Client, cfg Config) *Workload {
 	if cfg.Prefix == "" {
 		cfg.Prefix = "/upgradelab"
 	}
-	w := &Workload{cfg: cfg, cli: cli, start: time.Now(), acked: map[string]string{}, errors: map[string]int{}, stop: make(chan struct{})}
+	w := &Workload{cfg: cfg, cli: cli, start: time.Now(), ledger: cluster.NewLedger(), errors: map[string]int{}, stop: make(chan struct{})}
 	for i := 0; i < cfg.Clients; i++ {
 		w.wg.Add(1)
 		go w.client(i)
@@ -113,8 +116,8 @@ func (w *Workload) client(id int) {
 		key := fmt.Sprintf("%s/ledger/c%d/%08d", w.cfg.Prefix, id, seq)
 		val := strconv.Itoa(seq)
 		if w.put(key, val) == nil {
+			w.ledger.Ack(key, val)
 			w.mu.Lock()
-			w.acked[key] = val
 			w.stats.Acked++
 			w.mu.Unlock()
 		}
@@ -211,27 +214,11 @@ func (w *Workload) Stats() (Stats, map[string]int) {
 // LostWrites reads the ledger back and returns the acknowledged keys that are missing or hold
 // another value (at most limit of them), and how many were checked.
 func (w *Workload) LostWrites(ctx context.Context, limit int) ([]string, int, error) {
-	resp, err := w.cli.Get(ctx, w.cfg.Prefix+"/ledger/", clientv3.WithPrefix())
+	res, err := w.ledger.Check(ctx, w.cli, w.cfg.Prefix+"/ledger/")
 	if err != nil {
-		return nil, 0, fmt.Errorf("read the ledger back: %w", err)
+		return nil, 0, err
 	}
-	have := map[string]string{}
-	for _, kv := range resp.Kvs {
-		have[string(kv.Key)] = string(kv.Value)
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var lost []string
-	for k, v := range w.acked {
-		if have[k] != v {
-			lost = append(lost, k)
-		}
-	}
-	sort.Strings(lost)
-	if len(lost) > limit {
-		lost = lost[:limit]
-	}
-	return lost, len(w.acked), nil
+	return res.Lost[:min(limit, len(res.Lost))], res.Checked, nil
 }
 
 // Linearizable checks the register history with porcupine within timeout; it returns

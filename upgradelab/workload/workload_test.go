@@ -72,16 +72,28 @@ func TestChecksPassOnAHealthyMemberAndCatchLossAndStaleReads(t *testing.T) {
 	}
 
 	// An acknowledged write that disappears is reported.
-	var victim string
-	for k := range w.acked {
-		victim = k
-		break
+	var victim, rewritten string
+	for k := range w.ledger.Acked() {
+		if victim == "" {
+			victim = k
+		} else {
+			rewritten = k
+			break
+		}
 	}
 	if _, err := cli.Delete(ctx, victim); err != nil {
 		t.Fatal(err)
 	}
 	if lost, _, _ := w.LostWrites(ctx, 10); len(lost) != 1 || lost[0] != victim {
 		t.Fatalf("lost %v, want [%s]", lost, victim)
+	}
+	// A ledger key written a second time (an entry applied twice) is told apart from a loss.
+	if _, err := cli.Put(ctx, rewritten, w.ledger.Acked()[rewritten]); err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.ledger.Check(ctx, cli, w.cfg.Prefix+"/ledger/")
+	if err != nil || len(res.Lost) != 1 || len(res.AppliedTwice) != 1 || string(res.AppliedTwice[0].Key) != rewritten {
+		t.Fatalf("ledger check %+v, %v; want %s lost and %s applied twice", res, err, victim, rewritten)
 	}
 
 	// A read of a value nobody wrote makes the history illegal.

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -31,18 +29,16 @@ func startCluster(label, bin string, n int) ([]*server, error) {
 	ss := make([]*server, n)
 	var ic []string
 	for i := range ss {
-		ss[i] = &server{label: label, bin: bin, name: fmt.Sprintf("c%d", i+1)}
-		if err := ss[i].start(); err != nil { // allocates dir and ports, then we restart with the cluster
-			return ss, err
+		s, err := newServer(label, bin, fmt.Sprintf("c%d", i+1))
+		if err != nil {
+			return ss[:i], err
 		}
-		ss[i].terminate()
-		ic = append(ic, ss[i].name+"="+ss[i].peer)
+		ss[i] = s
+		ic = append(ic, s.Name+"="+s.PeerURL)
 	}
 	for _, s := range ss {
-		// Fresh data: the first start above was only to allocate a directory and ports.
-		s.cluster = strings.Join(ic, ",")
-		cleanData(s)
-		if err := s.start(); err != nil {
+		s.InitialCluster = strings.Join(ic, ",")
+		if err := s.Start(); err != nil {
 			return ss, err
 		}
 	}
@@ -57,7 +53,7 @@ func startCluster(label, bin string, n int) ([]*server, error) {
 func endpoints(ss []*server) []string {
 	var eps []string
 	for _, s := range ss {
-		eps = append(eps, s.client)
+		eps = append(eps, s.ClientURL)
 	}
 	return eps
 }
@@ -136,7 +132,7 @@ func benchCluster(label, bin string, clients, conns, scale int, limit time.Durat
 		if d := time.Since(t0); d > res.slowestStop {
 			res.slowestStop = d
 		}
-		if err := s.start(); err != nil {
+		if err := s.Start(); err != nil {
 			close(stop)
 			wg.Wait()
 			return res, err
@@ -163,22 +159,20 @@ func benchCluster(label, bin string, clients, conns, scale int, limit time.Durat
 		return res, err
 	}
 	res.catchupKeys = n
-	nm := &server{label: label, bin: bin, name: "c4"}
-	if err := nm.start(); err != nil {
+	nm, err := newServer(label, bin, "c4")
+	if err != nil {
 		return res, err
 	}
-	nm.terminate()
-	cleanData(nm)
 	ss = append(ss, nm)
-	if _, err := cl.MemberAdd(ctx, []string{nm.peer}); err != nil {
+	if _, err := cl.MemberAdd(ctx, []string{nm.PeerURL}); err != nil {
 		return res, fmt.Errorf("member add: %w", err)
 	}
-	nm.cluster, nm.state = ss[0].cluster+",c4="+nm.peer, "existing"
+	nm.InitialCluster, nm.State = ss[0].InitialCluster+",c4="+nm.PeerURL, "existing"
 	start := time.Now()
-	if err := nm.start(); err != nil {
+	if err := nm.Start(); err != nil {
 		return res, err
 	}
-	nc, err := clientv3.New(clientv3.Config{Endpoints: []string{nm.client}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	nc, err := nm.NewClient()
 	if err != nil {
 		return res, err
 	}
@@ -201,10 +195,6 @@ func benchCluster(label, bin string, clients, conns, scale int, limit time.Durat
 	res.catchup = time.Since(start)
 	fmt.Printf("%-12s new member caught up with %d MiB in %v\n", label, catchupBytes>>20, res.catchup)
 	return res, nil
-}
-
-func cleanData(s *server) {
-	_ = os.RemoveAll(filepath.Join(s.dir, "data"))
 }
 
 func writeClusterReport(b *strings.Builder, rows []clusterResult, catchupBytes int64) {

@@ -7,88 +7,61 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
 	"etcdx/e2e"
+	"etcdx/upgradelab/cluster"
 )
 
+// server is one member the bench runs: the shared harness's member, with the bench's label and
+// the temporary directory that holds its data and log.
 type server struct {
-	label, bin string
-	name       string
-	dir        string
-	client     string
-	peer       string
-	cluster    string // --initial-cluster; empty: a cluster of this member alone
-	state      string // --initial-cluster-state
-	cmd        *exec.Cmd
+	*cluster.Member
+	label string
+	dir   string
 }
 
-func (s *server) start() error {
-	if s.dir == "" {
-		dir, err := os.MkdirTemp("", "bench-"+strings.ReplaceAll(s.label, " ", "-")+"-")
-		if err != nil {
-			return err
-		}
-		s.dir = dir
-		s.client = fmt.Sprintf("http://127.0.0.1:%d", freePort())
-		s.peer = fmt.Sprintf("http://127.0.0.1:%d", freePort())
-	}
-	if s.name == "" {
-		s.name = "b1"
-	}
-	cluster, state := s.cluster, s.state
-	if cluster == "" {
-		cluster = s.name + "=" + s.peer
-	}
-	if state == "" {
-		state = "new"
-	}
-	s.cmd = exec.Command(s.bin, "--name", s.name, "--data-dir", filepath.Join(s.dir, "data"),
-		"--listen-client-urls", s.client, "--advertise-client-urls", s.client,
-		"--listen-peer-urls", s.peer, "--initial-advertise-peer-urls", s.peer, "--initial-cluster", cluster,
-		"--initial-cluster-state", state, "--log-level", "error")
-	logf, err := os.OpenFile(filepath.Join(s.dir, "server.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+// newServer prepares (does not start) member name of binary bin, alone in a new cluster until
+// its InitialCluster says otherwise.
+func newServer(label, bin, name string) (*server, error) {
+	dir, err := os.MkdirTemp("", "bench-"+strings.ReplaceAll(label, " ", "-")+"-")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	if err := s.cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", s.bin, err)
+	m := &cluster.Member{Name: name, Bin: bin, DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "server.log"),
+		State: "new", LogLevel: "error"}
+	if m.ClientURL, err = cluster.FreeURL(); err == nil {
+		m.PeerURL, err = cluster.FreeURL()
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return &server{Member: m, label: label, dir: dir}, nil
+}
+
+func (s *server) waitHealthy(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := s.WaitHealthy(ctx); err != nil {
+		return fmt.Errorf("%s %s did not become healthy (log in %s): %w", s.label, s.Name, s.dir, err)
 	}
 	return nil
 }
 
-func (s *server) waitHealthy(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if r, err := (&http.Client{Timeout: 2 * time.Second}).Get(s.client + "/health"); err == nil {
-			r.Body.Close()
-			if r.StatusCode == 200 {
-				return nil
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("%s %s did not become healthy (log in %s)", s.label, s.name, s.dir)
-}
-
 // peakRSS is the process's high-water resident set size in bytes.
 func (s *server) peakRSS() int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.Pid()))
 	if err != nil {
 		return 0
 	}
@@ -102,20 +75,8 @@ func (s *server) peakRSS() int64 {
 	return 0
 }
 
-// terminate sends SIGTERM and waits for the process to exit.
-func (s *server) terminate() {
-	if s.cmd != nil && s.cmd.Process != nil {
-		s.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { s.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			s.cmd.Process.Kill()
-			<-done
-		}
-	}
-}
+// terminate sends SIGTERM and waits for the process to exit (SIGKILL after 10s).
+func (s *server) terminate() { s.Stop(10 * time.Second) }
 
 func (s *server) stop() {
 	s.terminate()
@@ -240,11 +201,17 @@ func main() {
 			return err
 		}},
 	}
-	servers := []*server{{label: "ours", bin: *ours}, {label: "upstream " + upstreamVersion, bin: *upstream}}
+	type subject struct{ label, bin string }
+	subjects := []subject{{"ours", *ours}, {"upstream " + upstreamVersion, *upstream}}
 	results := map[string][]result{}
 	rss := map[string]int64{}
-	for _, s := range servers {
-		err := s.start()
+	for _, sub := range subjects {
+		s, err := newServer(sub.label, sub.bin, "b1")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		err = s.Start()
 		if err == nil {
 			err = s.waitHealthy(20 * time.Second)
 		}
@@ -254,7 +221,7 @@ func main() {
 			os.Exit(1)
 		}
 		for _, w := range workloads {
-			r, err := run([]string{s.client}, *conns, *clients, w.total, *limit, w.op)
+			r, err := run([]string{s.ClientURL}, *conns, *clients, w.total, *limit, w.op)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "bench:", err)
 				s.stop()
@@ -274,7 +241,7 @@ func main() {
 	fmt.Fprintf(&b, "Command: `go run ./cmd/bench --ours %s --upstream <etcd %s built from the Go module proxy> --clients %d --conns %d --scale %d`\n\n", *ours, upstreamVersion, *clients, *conns, *scale)
 	fmt.Fprintf(&b, "| workload | ops | ours ops/s | upstream ops/s | ours p50 | upstream p50 | ours p99 | upstream p99 | errors (ours/upstream) |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|\n")
-	up := servers[1].label
+	up := subjects[1].label
 	for i, w := range workloads {
 		o, u := results["ours"][i], results[up][i]
 		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %v | %v | %v | %v | %d/%d |\n", w.name, o.ops, o.rate(), u.rate(),
@@ -285,7 +252,7 @@ func main() {
 	fmt.Fprintf(&b, "\nThe figures are from a shared 2-core machine and move by tens of percent between runs; compare the two columns of one run, not runs with each other.\n")
 	if !*skipCluster {
 		var rows []clusterResult
-		for _, s := range servers {
+		for _, s := range subjects {
 			r, err := benchCluster(s.label, s.bin, *clients, *conns, *scale, *limit, *catchupBytes)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "bench:", err)
@@ -300,13 +267,4 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println("wrote", *out)
-}
-
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -1,14 +1,14 @@
-// Package schema knows what each level's bbolt file contains and moves a file between adjacent
-// levels. Every step is a short list of idempotent actions applied inside the caller's
-// transaction, so a crash leaves the old schema or the new one, never a mix.
 package schema
+
+// Storage versions: what each level's bbolt file contains, and the steps between adjacent levels.
+// Every step is a short list of idempotent actions applied inside the caller's transaction, so a
+// crash leaves the old schema or the new one, never a mix.
 
 import (
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
 
-	"etcdx/server/backend"
 	"etcdx/server/version"
 )
 
@@ -49,22 +49,22 @@ type step struct {
 // writes, with no storage version key (its absence means 3.5).
 var steps = map[version.Level]step{
 	version.V3_6: {
-		up:   []action{{what: "set meta/storageVersion to 3.6.0", bucket: backend.Meta, key: backend.MetaStorageVersion, value: []byte("3.6.0")}},
-		down: []action{{what: "delete meta/storageVersion (3.5 has none)", bucket: backend.Meta, key: backend.MetaStorageVersion}},
+		up:   []action{{what: "set meta/storageVersion to 3.6.0", bucket: Meta, key: MetaStorageVersion, value: []byte("3.6.0")}},
+		down: []action{{what: "delete meta/storageVersion (3.5 has none)", bucket: Meta, key: MetaStorageVersion}},
 	},
 	version.V3_7: {
-		up:   []action{{what: "set meta/storageVersion to 3.7.0", bucket: backend.Meta, key: backend.MetaStorageVersion, value: []byte("3.7.0")}},
-		down: []action{{what: "set meta/storageVersion to 3.6.0", bucket: backend.Meta, key: backend.MetaStorageVersion, value: []byte("3.6.0")}},
+		up:   []action{{what: "set meta/storageVersion to 3.7.0", bucket: Meta, key: MetaStorageVersion, value: []byte("3.7.0")}},
+		down: []action{{what: "set meta/storageVersion to 3.6.0", bucket: Meta, key: MetaStorageVersion, value: []byte("3.6.0")}},
 	},
 }
 
 // Read returns the storage version of the file: 3.5 when the key is absent, as upstream.
 func Read(tx *bolt.Tx) (version.Level, error) {
-	b := tx.Bucket(backend.Meta)
+	b := tx.Bucket(Meta)
 	if b == nil {
 		return version.V3_5, nil
 	}
-	raw := b.Get(backend.MetaStorageVersion)
+	raw := b.Get(MetaStorageVersion)
 	if raw == nil {
 		return version.V3_5, nil
 	}

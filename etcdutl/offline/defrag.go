@@ -1,6 +1,10 @@
-package datadir
+package offline
 
-import "fmt"
+import (
+	"fmt"
+
+	"etcdx/server/schema"
+)
 
 // DefragResult gives the file size before and after.
 type DefragResult struct {
@@ -20,7 +24,7 @@ func Defrag(dataDir string) (*DefragResult, error) {
 	res := &DefragResult{Before: be.Size()}
 	if err := be.Defrag(); err != nil {
 		be.Close()
-		return nil, fmt.Errorf("defragment %s: %w", DBPath(dataDir), err)
+		return nil, fmt.Errorf("defragment %s: %w", schema.BackendPath(dataDir), err)
 	}
 	res.After = be.Size()
 	return res, be.Close()

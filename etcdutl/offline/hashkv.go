@@ -1,4 +1,4 @@
-package datadir
+package offline
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 
 	"etcdx/server/backend"
 	"etcdx/server/mvcc"
+	"etcdx/server/schema"
 )
 
 // HashKVResult is what `etcdutl hashkv` prints, with upstream's field names.
@@ -45,7 +46,7 @@ func HashKV(dbFile string, rev int64) (*HashKVResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("copy %s: %w", dbFile, err)
 	}
-	be, err := backend.Open(backend.Config{Path: cp})
+	be, err := backend.Open(backend.Config{Path: cp, Buckets: schema.Buckets})
 	if err != nil {
 		return nil, err
 	}

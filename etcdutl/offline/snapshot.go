@@ -1,26 +1,24 @@
-// Package snapshot works on snapshot files offline: it verifies and describes them, and restores
-// one into a fresh data directory for a new cluster. The snapshot format is upstream's: the bbolt
-// file, optionally followed by the SHA-256 of its contents.
-package snapshot
+package offline
+
+// Snapshot files: verified, described, and restored into a fresh data directory for a new
+// cluster. The snapshot format is upstream's: the bbolt file, optionally followed by the SHA-256
+// of its contents.
 
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
-	"sort"
 
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/raft/v3/raftpb"
 
 	"etcdx/server/backend"
-	"etcdx/server/etcdserver"
-	"etcdx/server/mvcc"
+	"etcdx/server/membership"
 	"etcdx/server/schema"
 	"etcdx/server/wal"
 )
@@ -83,10 +81,10 @@ func GetStatus(path string) (*Status, error) {
 		live := map[string]bool{}
 		err = tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 			h.Write(name)
-			isKey := bytes.Equal(name, backend.Key)
+			isKey := bytes.Equal(name, schema.Key)
 			return b.ForEach(func(k, v []byte) error {
 				if isKey {
-					r, tomb, err := mvcc.BytesToRev(k)
+					r, tomb, err := schema.ParseRevisionKey(k)
 					if err != nil {
 						return err
 					}
@@ -118,17 +116,12 @@ func GetStatus(path string) (*Status, error) {
 	return st, nil
 }
 
-func openReadOnly(path string) (db *bolt.DB, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			db, err = nil, fmt.Errorf("%s is not a valid snapshot or database file: %v", path, r)
-		}
-	}()
+func openReadOnly(path string) (*bolt.DB, error) {
 	// bbolt refuses a file with a trailing hash only if its meta pages are bad; the trailer is
 	// past the last page and ignored.
-	db, err = bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true})
+	db, err := backend.OpenFile(path, &bolt.Options{ReadOnly: true})
 	if err != nil {
-		return nil, fmt.Errorf("%s is not a valid snapshot or database file: %w", path, err)
+		return nil, fmt.Errorf("not a valid snapshot or database file: %w", err)
 	}
 	return db, nil
 }
@@ -162,12 +155,15 @@ func Restore(cfg RestoreConfig) error {
 	if des, err := os.ReadDir(cfg.DataDir); err == nil && len(des) > 0 {
 		return fmt.Errorf("data-dir %q not empty or could not be read", cfg.DataDir)
 	}
-	self, ok := cfg.InitialCluster[cfg.Name]
-	if !ok {
+	in, err := membership.NewInitial(cfg.Name, cfg.PeerURLs, cfg.InitialCluster, cfg.InitialClusterToken)
+	var fe *membership.FlagsError
+	switch {
+	case errors.As(err, &fe) && fe.InCluster == nil:
 		return fmt.Errorf("--initial-cluster has no member named %q (--name)", cfg.Name)
-	}
-	if !etcdserver.SameURLs(self, cfg.PeerURLs) {
-		return fmt.Errorf("--initial-cluster has %s=%v but --initial-advertise-peer-urls is %v", cfg.Name, self, cfg.PeerURLs)
+	case errors.As(err, &fe):
+		return fmt.Errorf("--initial-cluster has %s=%v but --initial-advertise-peer-urls is %v", cfg.Name, fe.InCluster, cfg.PeerURLs)
+	case err != nil:
+		return err
 	}
 	db, err := readVerified(cfg.SnapshotPath, cfg.SkipHashCheck)
 	if err != nil {
@@ -177,11 +173,10 @@ func Restore(cfg RestoreConfig) error {
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
 	}
-	snapDir := filepath.Join(tmp, "member", "snap")
-	if err := os.MkdirAll(snapDir, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", snapDir, err)
+	if err := os.MkdirAll(schema.SnapDir(tmp), 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", schema.SnapDir(tmp), err)
 	}
-	dbPath := filepath.Join(snapDir, "db")
+	dbPath := schema.BackendPath(tmp)
 	if err := os.WriteFile(dbPath, db, 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", dbPath, err)
 	}
@@ -190,32 +185,13 @@ func Restore(cfg RestoreConfig) error {
 		return err
 	}
 
-	// Members of the new cluster, in name order, as the bootstrap would make them.
-	names := make([]string, 0, len(cfg.InitialCluster))
-	for n := range cfg.InitialCluster {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var members []etcdserver.Member
-	var ids []uint64
-	var selfID uint64
-	for _, n := range names {
-		m := etcdserver.Member{ID: etcdserver.MemberID(cfg.InitialCluster[n], cfg.InitialClusterToken), PeerURLs: cfg.InitialCluster[n], Name: n}
-		members = append(members, m)
-		ids = append(ids, m.ID)
-		if n == cfg.Name {
-			selfID = m.ID
-		}
-	}
-	cid := etcdserver.ClusterID(ids)
-
-	be, err := backend.Open(backend.Config{Path: dbPath})
+	be, err := backend.Open(backend.Config{Path: dbPath, Buckets: schema.Buckets})
 	if err != nil {
 		os.RemoveAll(tmp)
 		return err
 	}
 	b := be.Batch()
-	err = rewriteMembership(b, members, uint64(len(members)))
+	err = rewriteMembership(b, in.Members)
 	if err == nil && cfg.BumpRevision > 0 {
 		err = bumpRevision(b, cfg.BumpRevision)
 	}
@@ -231,21 +207,15 @@ func Restore(cfg RestoreConfig) error {
 	}
 
 	// The WAL holds the configuration entries of the new cluster, already committed.
-	w, err := wal.Create(filepath.Join(tmp, "member", "wal"), etcdserver.EncodeWALMetadata(selfID, cid))
+	ents, err := in.BootstrapEntries()
 	if err != nil {
 		os.RemoveAll(tmp)
 		return err
 	}
-	ents := make([]raftpb.Entry, len(members))
-	for i, m := range members {
-		ctx, _ := json.Marshal(m)
-		cc := raftpb.ConfChange{Type: raftpb.ConfChangeAddNode, NodeID: m.ID, Context: ctx}
-		data, err := cc.Marshal()
-		if err != nil {
-			w.Close()
-			return err
-		}
-		ents[i] = raftpb.Entry{Type: raftpb.EntryConfChange, Term: 1, Index: uint64(i + 1), Data: data}
+	w, err := wal.Create(schema.WALDir(tmp), schema.WALMetadata{NodeID: in.SelfID, ClusterID: in.ClusterID}.Encode())
+	if err != nil {
+		os.RemoveAll(tmp)
+		return err
 	}
 	err = w.Save(raftpb.HardState{Term: 1, Commit: uint64(len(ents))}, ents)
 	if cerr := w.Close(); err == nil {
@@ -272,7 +242,7 @@ func openReadOnlyCheck(path string) (bool, error) {
 	}
 	defer db.Close()
 	err = db.View(func(tx *bolt.Tx) error {
-		if tx.Bucket(backend.Key) == nil || tx.Bucket(backend.Meta) == nil {
+		if tx.Bucket(schema.Key) == nil || tx.Bucket(schema.Meta) == nil {
 			return fmt.Errorf("%s has no etcd key/meta buckets: not an etcd snapshot", path)
 		}
 		return nil
@@ -280,47 +250,29 @@ func openReadOnlyCheck(path string) (bool, error) {
 	return err == nil, err
 }
 
-// rewriteMembership replaces the old cluster's members with the new ones and marks the
+// rewriteMembership replaces the old cluster's members with the new ones and marks their
 // configuration entries (1..n) as applied.
-func rewriteMembership(b *backend.BatchTx, members []etcdserver.Member, appliedIndex uint64) error {
-	tx := b.Tx()
-	for _, name := range [][]byte{backend.Members, backend.MembersRemoved} {
-		if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
-			return err
-		}
-		if _, err := tx.CreateBucket(name); err != nil {
-			return err
-		}
-	}
-	for _, m := range members {
-		v, err := json.Marshal(m)
-		if err != nil {
-			return err
-		}
-		if err := b.Put(backend.Members, etcdserver.MemberKey(m.ID), v); err != nil {
-			return err
-		}
-	}
-	if err := b.Put(backend.Meta, backend.MetaConsistentIndex, backend.PutUint64(appliedIndex)); err != nil {
+func rewriteMembership(b *backend.BatchTx, members []membership.Member) error {
+	if err := membership.Rewrite(b.Tx(), members); err != nil {
 		return err
 	}
-	return b.Put(backend.Meta, backend.MetaTerm, backend.PutUint64(1))
+	return schema.PutConsistentIndex(b, uint64(len(members)), 1)
 }
 
 // bumpRevision writes an empty marker at latest+amount in the key bucket and schedules a
 // compaction there, as upstream's restore does (the file layout is the same).
 func bumpRevision(b *backend.BatchTx, amount int64) error {
 	latest := int64(1)
-	if k, _ := b.Tx().Bucket(backend.Key).Cursor().Last(); k != nil {
-		r, _, err := mvcc.BytesToRev(k)
+	if k, _ := b.Tx().Bucket(schema.Key).Cursor().Last(); k != nil {
+		r, _, err := schema.ParseRevisionKey(k)
 		if err != nil {
 			return fmt.Errorf("read latest revision: %w", err)
 		}
 		latest = r.Main
 	}
-	bumped := mvcc.Revision{Main: latest + amount}
-	if err := b.Put(backend.Key, mvcc.RevToBytes(bumped, false), []byte{}); err != nil {
+	bumped := schema.Revision{Main: latest + amount}
+	if err := b.Put(schema.Key, schema.RevisionKey(bumped, false), []byte{}); err != nil {
 		return err
 	}
-	return b.Put(backend.Meta, backend.MetaScheduledCompact, mvcc.RevToBytes(mvcc.Revision{Main: bumped.Main}, false))
+	return b.Put(schema.Meta, schema.MetaScheduledCompact, schema.RevisionKey(schema.Revision{Main: bumped.Main}, false))
 }

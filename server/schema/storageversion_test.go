@@ -6,7 +6,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"etcdx/server/backend"
 	"etcdx/server/version"
 )
 
@@ -35,7 +34,7 @@ func TestMigrateUpAndDown(t *testing.T) {
 		}
 	}
 	db.View(func(tx *bolt.Tx) error {
-		if v := tx.Bucket(backend.Meta).Get(backend.MetaStorageVersion); string(v) != "3.6.0" {
+		if v := tx.Bucket(Meta).Get(MetaStorageVersion); string(v) != "3.6.0" {
 			t.Fatalf("storageVersion = %q, want upstream's 3.6.0", v)
 		}
 		return nil
@@ -52,8 +51,8 @@ func TestUnreadableStorageVersion(t *testing.T) {
 	}
 	defer db.Close()
 	db.Update(func(tx *bolt.Tx) error {
-		b, _ := tx.CreateBucketIfNotExists(backend.Meta)
-		return b.Put(backend.MetaStorageVersion, []byte("banana"))
+		b, _ := tx.CreateBucketIfNotExists(Meta)
+		return b.Put(MetaStorageVersion, []byte("banana"))
 	})
 	if err := db.View(func(tx *bolt.Tx) error { _, err := Read(tx); return err }); err == nil {
 		t.Fatal("garbage storage version accepted")

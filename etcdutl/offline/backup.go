@@ -1,4 +1,4 @@
-package datadir
+package offline
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
+
+	"etcdx/server/schema"
 )
 
 // BackupResult says what a backup copied.
@@ -32,7 +34,7 @@ func Backup(dataDir, backupDir string) (*BackupResult, error) {
 		return nil, fmt.Errorf("backup directory %s is not empty", backupDir)
 	}
 	// The shared lock keeps a server from starting on the directory while it is copied.
-	db, err := openDB(DBPath(dataDir), true)
+	db, err := openDB(schema.BackendPath(dataDir), true)
 	if err != nil {
 		return nil, err
 	}
@@ -44,13 +46,13 @@ func Backup(dataDir, backupDir string) (*BackupResult, error) {
 	}
 	res := &BackupResult{}
 	err = func() error {
-		for _, d := range []string{WALDir(tmp), SnapDir(tmp)} {
+		for _, d := range []string{schema.WALDir(tmp), schema.SnapDir(tmp)} {
 			if err := os.MkdirAll(d, 0o700); err != nil {
 				return err
 			}
 		}
 		if err := db.View(func(tx *bolt.Tx) error {
-			return writeFileSynced(DBPath(tmp), func(w io.Writer) error {
+			return writeFileSynced(schema.BackendPath(tmp), func(w io.Writer) error {
 				n, err := tx.WriteTo(w)
 				res.DBBytes = n
 				return err
@@ -59,13 +61,13 @@ func Backup(dataDir, backupDir string) (*BackupResult, error) {
 			return fmt.Errorf("copy the database: %w", err)
 		}
 		var err error
-		if res.WALFiles, err = copyFiles(WALDir(dataDir), WALDir(tmp), ".wal"); err != nil {
+		if res.WALFiles, err = copyFiles(schema.WALDir(dataDir), schema.WALDir(tmp), ".wal"); err != nil {
 			return err
 		}
-		if res.SnapFiles, err = copyFiles(SnapDir(dataDir), SnapDir(tmp), ".snap"); err != nil {
+		if res.SnapFiles, err = copyFiles(schema.SnapDir(dataDir), schema.SnapDir(tmp), ".snap"); err != nil {
 			return err
 		}
-		for _, d := range []string{WALDir(tmp), SnapDir(tmp), memberDir(tmp), tmp} {
+		for _, d := range []string{schema.WALDir(tmp), schema.SnapDir(tmp), schema.MemberDir(tmp), tmp} {
 			if err := syncDir(d); err != nil {
 				return err
 			}

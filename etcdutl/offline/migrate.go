@@ -1,4 +1,4 @@
-package datadir
+package offline
 
 import (
 	"fmt"
@@ -8,7 +8,6 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3/raftpb"
 
-	"etcdx/server/backend"
 	"etcdx/server/schema"
 	"etcdx/server/version"
 	"etcdx/server/wal"
@@ -36,7 +35,7 @@ func Migrate(dataDir string, target version.Level, force bool) (*MigrateResult, 
 	if !version.IsKnown(target) {
 		return nil, fmt.Errorf("--target-version %s is not a version this etcdutl knows (%s to %s)", target, version.Known()[0], version.Known()[len(version.Known())-1])
 	}
-	db, err := openDB(DBPath(dataDir), false)
+	db, err := openDB(schema.BackendPath(dataDir), false)
 	if err != nil {
 		return nil, err
 	}
@@ -48,9 +47,7 @@ func Migrate(dataDir string, target version.Level, force bool) (*MigrateResult, 
 		if res.From, err = schema.Read(tx); err != nil {
 			return err
 		}
-		if m := tx.Bucket(backend.Meta); m != nil {
-			applied = backend.GetUint64(m.Get(backend.MetaConsistentIndex))
-		}
+		applied, _ = schema.ReadConsistentIndex(tx)
 		return nil
 	})
 	if err != nil {
@@ -76,26 +73,18 @@ func Migrate(dataDir string, target version.Level, force bool) (*MigrateResult, 
 			return err
 		}
 		res.Actions = done
-		b := tx.Bucket(backend.Cluster)
-		if b == nil {
-			return nil
-		}
-		raw := b.Get(backend.ClusterClusterVersion)
-		if raw == nil {
-			return nil
-		}
-		cv, err := version.ParseLevel(string(raw))
+		cv, err := schema.ReadClusterVersion(tx)
 		if err != nil {
-			return fmt.Errorf("unreadable cluster version %q: %w", raw, err)
+			return err
 		}
-		if target.Less(cv) {
+		if !cv.IsZero() && target.Less(cv) {
 			res.ClusterFrom, res.ClusterTo = cv, target
-			return b.Put(backend.ClusterClusterVersion, []byte(target.Full()))
+			return schema.PutClusterVersion(schema.TxWriter(tx), target)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("migrate %s: %w", DBPath(dataDir), err)
+		return nil, fmt.Errorf("migrate %s: %w", schema.BackendPath(dataDir), err)
 	}
 	return res, nil
 }
@@ -103,10 +92,10 @@ func Migrate(dataDir string, target version.Level, force bool) (*MigrateResult, 
 // unappliedNewerEntries describes the WAL entries after applied that need a level above target:
 // today, cluster version changes to a version above it.
 func unappliedNewerEntries(dataDir string, applied uint64, target version.Level) ([]string, error) {
-	if _, err := os.Stat(WALDir(dataDir)); os.IsNotExist(err) {
+	if _, err := os.Stat(schema.WALDir(dataDir)); os.IsNotExist(err) {
 		return nil, nil
 	}
-	ents, err := wal.ReadEntries(WALDir(dataDir))
+	ents, err := wal.ReadEntries(schema.WALDir(dataDir))
 	if err != nil {
 		return nil, fmt.Errorf("read the WAL: %w", err)
 	}

@@ -1,0 +1,3 @@
+module etcdx/pkg
+
+go 1.26.0

@@ -1,0 +1,27 @@
+// Package etcdserver is one etcd member: it proposes client writes through raft, persists the
+// log in the WAL, applies committed entries to the MVCC store and lessor, and serves reads. It
+// holds the loops and entry points; the rules they follow live in their own packages (version,
+// membership, schema) and the storage in theirs (wal, snap, backend, mvcc, lease).
+//
+// The files:
+//
+//	server.go        Server: New (bootstrap, join or restart), Start, the raft loop, the apply
+//	                 loop, raft snapshots of the log, linearizable reads (ReadIndex), Stop
+//	config.go        Config: what a member starts with, its defaults and timeouts
+//	proposals.go     proposing through raft: waiting for a leader, retrying a proposal raft
+//	                 dropped while leadership moved, proposals forwarded by followers
+//	v3.go            the KV and lease requests of the v3 API (Range, Put, Txn, Compact, Lease*)
+//	apply.go         applying committed entries: requests, conf changes, the consistent index
+//	cluster.go       member add/remove/update/promote, strict reconfiguration checks, joining
+//	                 an existing cluster
+//	versions.go      the version lifecycle at run time: publishing versions, the leader's
+//	                 cluster-version decisions, storage migration, Maintenance.Downgrade
+//	peerhttp.go      the peer listener: raft messages, lease forwarding, /members,
+//	                 /members/promote, /downgrade/enabled, the peer version check
+//	snapshot_ship.go database snapshots sent to and received from other members
+//	leadership.go    MoveLeader and handing leadership over before stopping
+//	alarms.go        the alarm table (NOSPACE)
+//	compactor.go     auto compaction (periodic, revision)
+//	metrics.go       the member's Prometheus metrics
+//	wait.go, ids.go  waiting for applied entries; request and lease IDs
+package etcdserver

@@ -1,0 +1,137 @@
+package version
+
+import "fmt"
+
+// Member is what the replicated membership says about one member's binary.
+type Member struct {
+	ID uint64
+	// Version is the server version the member last published; "" when it never started (added
+	// with `member add` but not yet run). A member that is down keeps its last version.
+	Version string
+}
+
+// Cluster is what every member knows of the cluster's versions, all of it replicated through raft.
+type Cluster struct {
+	Version   Level // zero until the leader first decides
+	Downgrade DowngradeInfo
+	Members   []Member
+}
+
+// Decision is what the leader should propose next about the cluster version.
+type Decision struct {
+	// SetVersion, when not zero, is the cluster version to propose.
+	SetVersion Level
+	// FinishDowngrade: every member runs the downgrade target; clear the downgrade info.
+	FinishDowngrade bool
+}
+
+// IsZero reports that there is nothing to propose.
+func (d Decision) IsZero() bool { return d.SetVersion.IsZero() && !d.FinishDowngrade }
+
+// lowest is the lowest level among the members, and false when some member's level is unknown
+// (a member that never started, or an unreadable version): then nothing is decided, as upstream.
+func (c Cluster) lowest() (Level, bool) {
+	var low Level
+	for _, m := range c.Members {
+		if m.Version == "" {
+			return Level{}, false
+		}
+		l, err := ParseLevel(m.Version)
+		if err != nil {
+			return Level{}, false
+		}
+		if low.IsZero() || l.Less(low) {
+			low = l
+		}
+	}
+	return low, !low.IsZero()
+}
+
+// Decide is the leader's rule: the cluster version is the lowest member level and only ever
+// rises; while a downgrade is enabled it is the target, and the downgrade finishes once every
+// member runs the target.
+func (c Cluster) Decide() Decision {
+	low, ok := c.lowest()
+	if !ok {
+		return Decision{}
+	}
+	if c.Downgrade.Enabled {
+		target := c.Downgrade.Target()
+		if c.Version != target {
+			return Decision{SetVersion: target}
+		}
+		for _, m := range c.Members {
+			if l, _ := ParseLevel(m.Version); l != target {
+				return Decision{}
+			}
+		}
+		return Decision{FinishDowngrade: true}
+	}
+	if c.Version.IsZero() || c.Version.Less(low) {
+		return Decision{SetVersion: low}
+	}
+	return Decision{}
+}
+
+// ValidateDowngrade accepts, for a binary at level bin, only a target exactly one minor below the
+// cluster version that this tree implements, when no downgrade is under way and every member's
+// version is known (a member that never started would otherwise stall the downgrade).
+func (c Cluster) ValidateDowngrade(bin Level, target string) error {
+	t, err := ParseLevel(target)
+	if err != nil {
+		return ErrWrongDowngradeFormat
+	}
+	if c.Downgrade.Enabled {
+		return ErrDowngradeInProcess
+	}
+	if c.Version.IsZero() {
+		return ErrClusterVersionUnknown
+	}
+	if !Downgrade.On(bin, c.Version) || t != c.Version.Prev() || !IsKnown(t) {
+		return ErrInvalidDowngradeTarget
+	}
+	for _, m := range c.Members {
+		if m.Version == "" {
+			return &PreconditionError{fmt.Sprintf("etcdserver: member %x has never started, so its version is unknown; start or remove it before downgrading", m.ID)}
+		}
+	}
+	return nil
+}
+
+// CheckMemberAdd refuses a new member while a downgrade is in progress: its version is unknown
+// until it starts, so the downgrade could not finish.
+func (c Cluster) CheckMemberAdd() error {
+	if c.Downgrade.Enabled {
+		return &PreconditionError{fmt.Sprintf("etcdserver: cannot add a member while a downgrade to %s is in progress; finish or cancel the downgrade first", c.Downgrade.Target())}
+	}
+	return nil
+}
+
+// Skew is how a member's binary stands against the cluster, for its warnings.
+type Skew struct {
+	// Behind: some member runs a newer binary (NewestVersion) and no downgrade explains it.
+	Behind        bool
+	NewestVersion string
+	// Ahead: the cluster version is below this binary's level, so its newer features stay off.
+	Ahead bool
+}
+
+// Skew compares a binary at level bin with the members and the cluster version.
+func (c Cluster) Skew(bin Level) Skew {
+	var newest Level
+	var sk Skew
+	for _, m := range c.Members {
+		if l, err := ParseLevel(m.Version); err == nil && newest.Less(l) {
+			newest, sk.NewestVersion = l, m.Version
+		}
+	}
+	switch {
+	case c.Downgrade.Enabled:
+		return Skew{}
+	case bin.Less(newest):
+		sk.Behind = true
+	case !c.Version.IsZero() && c.Version.Less(bin):
+		sk.Ahead = true
+	}
+	return sk
+}

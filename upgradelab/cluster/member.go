@@ -1,0 +1,348 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Member is one etcd process of any binary: the flags it starts with, its data directory and
+// log, and the process once started. It can be stopped, killed and started again, with the same
+// or another binary.
+type Member struct {
+	Name       string
+	DataDir    string
+	ClientURL  string
+	PeerURL    string
+	MetricsURL string // --listen-metrics-urls, when set
+	// Bin is the binary the member runs (or last ran); Level is its major.minor when known.
+	Bin   string
+	Level string
+
+	// InitialCluster is --initial-cluster (default: this member alone); Discovery, when set,
+	// replaces it with v3 discovery flags. Token and State are --initial-cluster-token and
+	// --initial-cluster-state when set.
+	InitialCluster string
+	Discovery      []string
+	Token          string
+	State          string
+	LogLevel       string // default "info"
+	Extra          []string
+	Env            []string
+	// Flags, when set, is the whole command line instead of the one the fields above build
+	// (e.g. --config-file).
+	Flags []string
+	// TLS is how the harness talks to an https member.
+	TLS *tls.Config
+	// LogPath receives the process's output, appended across runs (default: <name>.log beside
+	// the data directory).
+	LogPath string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	err    error
+}
+
+// Args are the flags the member starts with.
+func (m *Member) Args() []string {
+	if m.Flags != nil {
+		return m.Flags
+	}
+	ic := m.InitialCluster
+	if ic == "" {
+		ic = m.Name + "=" + m.PeerURL
+	}
+	args := []string{"--name", m.Name, "--data-dir", m.DataDir,
+		"--listen-client-urls", m.ClientURL, "--advertise-client-urls", m.ClientURL,
+		"--listen-peer-urls", m.PeerURL, "--initial-advertise-peer-urls", m.PeerURL}
+	if m.Discovery != nil {
+		args = append(args, m.Discovery...)
+	} else {
+		args = append(args, "--initial-cluster", ic)
+	}
+	if m.Token != "" {
+		args = append(args, "--initial-cluster-token", m.Token)
+	}
+	if m.State != "" {
+		args = append(args, "--initial-cluster-state", m.State)
+	}
+	if m.MetricsURL != "" {
+		args = append(args, "--listen-metrics-urls", m.MetricsURL)
+	}
+	level := m.LogLevel
+	if level == "" {
+		level = "info"
+	}
+	args = append(args, "--log-level", level)
+	return append(args, m.Extra...)
+}
+
+func (m *Member) logPath() string {
+	if m.LogPath != "" {
+		return m.LogPath
+	}
+	return filepath.Join(filepath.Dir(m.DataDir), m.Name+".log")
+}
+
+// Start launches the process with Bin; it does not wait for the member to serve.
+func (m *Member) Start() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.exited != nil {
+		select {
+		case <-m.exited:
+		default:
+			return fmt.Errorf("member %s is already running", m.Name)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(m.logPath()), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(m.logPath(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(m.Bin, m.Args()...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = append(os.Environ(), m.Env...)
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return fmt.Errorf("start %s: %w", m.Bin, err)
+	}
+	exited := make(chan struct{})
+	m.cmd, m.exited, m.err = cmd, exited, nil
+	go func() {
+		err := cmd.Wait()
+		f.Close()
+		m.mu.Lock()
+		m.err = err
+		m.mu.Unlock()
+		close(exited)
+	}()
+	return nil
+}
+
+// StartAs records which binary (and level) the member runs from now on, notes it in the log, and
+// starts it.
+func (m *Member) StartAs(bin, level string) error {
+	m.Bin, m.Level = bin, level
+	if err := os.MkdirAll(filepath.Dir(m.logPath()), 0o755); err != nil {
+		return err
+	}
+	if f, err := os.OpenFile(m.logPath(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
+		fmt.Fprintf(f, "=== %s: starting %s (%s)\n", time.Now().Format(time.RFC3339Nano), bin, level)
+		f.Close()
+	}
+	return m.Start()
+}
+
+// Exited is closed when the process last started has exited (nil before the first start).
+func (m *Member) Exited() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.exited
+}
+
+// Pid is the process ID of the member last started (0 before the first start).
+func (m *Member) Pid() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil || m.cmd.Process == nil {
+		return 0
+	}
+	return m.cmd.Process.Pid
+}
+
+// Running reports whether the member's process is alive.
+func (m *Member) Running() bool {
+	ex := m.Exited()
+	if ex == nil {
+		return false
+	}
+	select {
+	case <-ex:
+		return false
+	default:
+		return true
+	}
+}
+
+// ExitErr is how the last process ended (nil for a clean exit, or while it runs).
+func (m *Member) ExitErr() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.err
+}
+
+// Stop sends SIGTERM and waits for the process to exit (how it ended is ExitErr: an upstream
+// binary ends by the signal itself); after timeout it is killed and an error says so.
+func (m *Member) Stop(timeout time.Duration) error {
+	ex := m.Exited()
+	if ex == nil {
+		return nil
+	}
+	select {
+	case <-ex:
+		return nil
+	default:
+	}
+	m.signal(syscall.SIGTERM)
+	select {
+	case <-ex:
+		return nil
+	case <-time.After(timeout):
+		m.signal(syscall.SIGKILL)
+		<-ex
+		return fmt.Errorf("member %s did not stop within %v of SIGTERM", m.Name, timeout)
+	}
+}
+
+// Kill sends SIGKILL (a crash) and waits for the process to go.
+func (m *Member) Kill() {
+	ex := m.Exited()
+	if ex == nil {
+		return
+	}
+	m.signal(syscall.SIGKILL)
+	<-ex
+}
+
+func (m *Member) signal(sig syscall.Signal) {
+	m.mu.Lock()
+	cmd := m.cmd
+	m.mu.Unlock()
+	if cmd != nil && cmd.Process != nil {
+		cmd.Process.Signal(sig)
+	}
+}
+
+// Wait waits up to timeout for the process to exit by itself and returns its exit code.
+func (m *Member) Wait(timeout time.Duration) (int, error) {
+	ex := m.Exited()
+	if ex == nil {
+		return -1, fmt.Errorf("member %s was never started", m.Name)
+	}
+	select {
+	case <-ex:
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.cmd.ProcessState == nil {
+			return -1, m.err
+		}
+		return m.cmd.ProcessState.ExitCode(), nil
+	case <-time.After(timeout):
+		return -1, fmt.Errorf("still running after %v", timeout)
+	}
+}
+
+// httpClient bounds each probe: a member without quorum accepts connections but does not
+// answer yet.
+func (m *Member) httpClient() *http.Client {
+	if m.TLS == nil {
+		return plainHTTP
+	}
+	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: m.TLS}}
+}
+
+var plainHTTP = &http.Client{Timeout: 2 * time.Second}
+
+// WaitHealthy polls /health until it answers 200, the process exits or ctx ends.
+func (m *Member) WaitHealthy(ctx context.Context) error {
+	var last error
+	for {
+		if ex := m.Exited(); ex != nil {
+			select {
+			case <-ex:
+				return fmt.Errorf("process exited: %v", m.ExitErr())
+			default:
+			}
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.ClientURL+"/health", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := m.httpClient().Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("/health: %s", resp.Status)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("timed out: %v", last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Versions is a member's GET /version.
+type Versions struct {
+	Server  string `json:"etcdserver"`
+	Cluster string `json:"etcdcluster"`
+	Storage string `json:"storage"`
+}
+
+// Versions asks the member for its versions.
+func (m *Member) Versions(ctx context.Context) (Versions, error) {
+	var v Versions
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.ClientURL+"/version", nil)
+	if err != nil {
+		return v, err
+	}
+	resp, err := m.httpClient().Do(req)
+	if err != nil {
+		return v, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return v, fmt.Errorf("/version: %s", resp.Status)
+	}
+	return v, json.NewDecoder(resp.Body).Decode(&v)
+}
+
+// Log returns the member's log (all its runs).
+func (m *Member) Log() string {
+	b, _ := os.ReadFile(m.logPath())
+	return string(b)
+}
+
+// LogTail returns the last n lines of the member's log.
+func (m *Member) LogTail(n int) string {
+	lines := strings.Split(strings.TrimRight(m.Log(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// LogHas reports whether the member's log contains s.
+func (m *Member) LogHas(s string) bool { return strings.Contains(m.Log(), s) }
+
+// NewClient connects a client to this member alone.
+func (m *Member) NewClient() (*clientv3.Client, error) {
+	return newClient([]string{m.ClientURL}, m.TLS)
+}
+
+func newClient(endpoints []string, tlsCfg *tls.Config) (*clientv3.Client, error) {
+	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop(), TLS: tlsCfg})
+	if err != nil {
+		return nil, fmt.Errorf("connect to %v: %w", endpoints, err)
+	}
+	return c, nil
+}
