@@ -115,7 +115,7 @@
               checkPhase = ''
                 runHook preCheck
                 export GOFLAGS=''${GOFLAGS//-trimpath/}
-                go test ${lib.concatMapStringsSep " " (m: "./${m}/...") [ "server" "etcdctl" "etcdutl" "discovery" "upgradelab" ]}
+                go test ${lib.concatMapStringsSep " " (m: "./${m}/...") [ "pkg" "server" "etcdctl" "etcdutl" "discovery" "upgradelab" ]}
                 runHook postCheck
               '';
             });

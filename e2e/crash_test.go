@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"etcdx/upgradelab/cluster"
-
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"etcdx/upgradelab/cluster"
 )
 
 // writeAcked runs writers concurrently until stop closes (or n writes are acknowledged) and

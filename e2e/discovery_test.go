@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"etcdx/upgradelab/cluster"
-
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"etcdx/upgradelab/cluster"
 )
 
 // memberIDs maps member names to hex IDs as the cluster reports them.

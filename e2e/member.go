@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"etcdx/upgradelab/cluster"
-
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"etcdx/upgradelab/cluster"
 )
 
 // Binary returns the path of a built binary: from E2E_BIN_DIR when set (make e2e), otherwise
