@@ -332,86 +332,39 @@ func (s *Server) joinExisting(rcfg *raft.Config) error {
 	return nil
 }
 
-// Strict reconfiguration errors, with upstream's texts.
-var (
-	ErrNotEnoughStartedMembers = errors.New("etcdserver: re-configuration failed due to not enough started members")
-	ErrUnhealthy               = errors.New("etcdserver: unhealthy cluster")
-)
-
 // healthInterval is how long a peer's stream must have been open to count as connected.
 const healthInterval = 5 * time.Second
 
-// connectedVoters counts the voters (this member included) whose stream to us has been open since
-// before since, out of all voters.
-func (s *Server) connectedVoters(since time.Time) (connected, voters int) {
-	for _, m := range s.mem.List() {
-		if m.IsLearner {
-			continue
-		}
-		voters++
-		if m.ID == s.id {
-			connected++
-			continue
-		}
-		if a := s.tr.ActiveSince(m.ID); !a.IsZero() && a.Before(since) {
-			connected++
-		}
-	}
-	return connected, voters
+// peerView is what the strict reconfiguration checks need of the transport, now.
+func (s *Server) peerView() membership.PeerView {
+	since := time.Now().Add(-healthInterval)
+	return membership.PeerView{Self: s.id,
+		Connected: func(id uint64) bool { a := s.tr.ActiveSince(id); return !a.IsZero() && a.Before(since) },
+		Active:    func(id uint64) bool { return !s.tr.ActiveSince(id).IsZero() }}
 }
 
-// mayAddMember refuses, as upstream's strict check does, a voter that would leave fewer started
-// voters than the new quorum, or an addition while some voter is not connected.
+// mayAddMember applies the strict reconfiguration check (--strict-reconfig-check) to a new voter.
 func (s *Server) mayAddMember(learner bool) error {
 	if !s.cfg.StrictReconfigCheck || learner {
 		return nil
 	}
-	started, members := 0, 1 // the new member, not started yet
-	for _, m := range s.mem.List() {
-		if m.IsLearner {
-			continue
-		}
-		members++
-		if m.Started() {
-			started++
-		}
+	err := s.mem.CheckAddVoter(s.peerView())
+	var ue *membership.UnhealthyError
+	if errors.As(err, &ue) {
+		s.log.Warn("rejecting member add: not every voting member is connected", "connected", ue.Connected, "voters", ue.Voters)
 	}
-	if !(started == 1 && members == 2) && started < members/2+1 {
-		return ErrNotEnoughStartedMembers
-	}
-	if c, v := s.connectedVoters(time.Now().Add(-healthInterval)); c < v {
-		s.log.Warn("rejecting member add: not every voting member is connected", "connected", c, "voters", v)
-		return ErrUnhealthy
-	}
-	return nil
+	return err
 }
 
-// mayRemoveMember refuses removing a voter when the rest would not have a started, connected
-// quorum. A member that is down is always safe to remove.
+// mayRemoveMember applies the strict reconfiguration check to removing a voter.
 func (s *Server) mayRemoveMember(m *membership.Member) error {
 	if !s.cfg.StrictReconfigCheck || m.IsLearner {
 		return nil
 	}
-	started, members := 0, 0
-	for _, o := range s.mem.List() {
-		if o.IsLearner || o.ID == m.ID {
-			continue
-		}
-		members++
-		if o.Started() {
-			started++
-		}
+	err := s.mem.CheckRemoveVoter(m.ID, s.peerView())
+	var ue *membership.UnhealthyError
+	if errors.As(err, &ue) {
+		s.log.Warn("rejecting member remove: the remaining connected voters would not form a quorum", "connected", ue.Connected, "voters", ue.Voters, "member-id", fmt.Sprintf("%x", m.ID))
 	}
-	if started < members/2+1 {
-		return ErrNotEnoughStartedMembers
-	}
-	if m.ID != s.id && s.tr.ActiveSince(m.ID).IsZero() {
-		return nil
-	}
-	c, v := s.connectedVoters(time.Now().Add(-healthInterval))
-	if c-1 < 1+(v-1)/2 {
-		s.log.Warn("rejecting member remove: the remaining connected voters would not form a quorum", "connected", c, "voters", v, "member-id", fmt.Sprintf("%x", m.ID))
-		return ErrUnhealthy
-	}
-	return nil
+	return err
 }
