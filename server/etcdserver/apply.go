@@ -48,7 +48,7 @@ func (s *Server) applyEntry(e raftpb.Entry) {
 		if r.Header != nil {
 			id = r.Header.ID
 		}
-		res = s.applyRequest(b, &r)
+		res = s.applyRequest(b, &r, e.Index)
 	case raftpb.EntryConfChange:
 		var cc raftpb.ConfChange
 		if err := cc.Unmarshal(e.Data); err != nil {
@@ -140,7 +140,7 @@ func (s *Server) applyConfChange(b *backend.BatchTx, cc raftpb.ConfChange) *appl
 	return &applyResult{}
 }
 
-func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest) *applyResult {
+func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest, index uint64) *applyResult {
 	noSpace := s.alarms.active(pb.AlarmType_NOSPACE)
 	switch {
 	case r.Put != nil:
@@ -232,7 +232,7 @@ func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest) *ap
 		s.wakeVersions()
 		return &applyResult{}
 	case r.ClusterVersionSet != nil:
-		return s.applyClusterVersion(b, r.ClusterVersionSet.Ver)
+		return s.applyClusterVersion(b, r.ClusterVersionSet.Ver, index)
 	case r.DowngradeInfoSet != nil:
 		return s.applyDowngradeInfo(b, r.DowngradeInfoSet)
 	default:

@@ -34,9 +34,6 @@ func (s *Server) AddMember(ctx context.Context, peerURLs []string, learner bool)
 	if s.mem.PeerURLInUse(peerURLs) {
 		return nil, nil, membership.ErrPeerURLExist
 	}
-	if err := s.versionCluster().CheckMemberAdd(); err != nil {
-		return nil, nil, err
-	}
 	if err := s.mayAddMember(learner); err != nil {
 		return nil, nil, err
 	}

@@ -3,6 +3,7 @@ package etcdserver
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,18 +92,23 @@ func (s *Server) DowngradeInfo() version.DowngradeInfo {
 	return d
 }
 
-// applyClusterVersion records a new cluster version and moves this member's storage with it.
-func (s *Server) applyClusterVersion(b *backend.BatchTx, ver string) *applyResult {
+// applyClusterVersion records a new cluster version (the entry at index) and moves this member's
+// storage with it.
+func (s *Server) applyClusterVersion(b *backend.BatchTx, ver string, index uint64) *applyResult {
 	nv, err := version.ParseLevel(ver)
 	if err != nil {
 		return &applyResult{err: fmt.Errorf("cluster version %q: %w", ver, err)}
 	}
 	if version.Local().Less(nv) {
-		// The leader raised the cluster version past this binary (it had not yet seen this member
-		// restart with an older binary). Running on would mean running an unknown level.
-		s.log.Error("the cluster version is newer than this binary; stopping", "cluster-version", nv.String(), "local-version", buildinfo.Version)
-		go s.Stop()
-		return &applyResult{err: fmt.Errorf("cluster version %s is newer than this binary %s", nv, buildinfo.Version)}
+		if index < s.committedIndex.Load() {
+			// History: a member that joined during a downgrade replays the version the cluster
+			// had before it; the later entries lower it again (versionLoop stops the member if
+			// they do not).
+			s.log.Info("replaying a cluster version newer than this binary from the log", "cluster-version", nv.String(), "local-version", buildinfo.Version, "index", index)
+		} else {
+			s.stopOlderBinary(nv)
+			return &applyResult{err: fmt.Errorf("cluster version %s is newer than this binary %s", nv, buildinfo.Version)}
+		}
 	}
 	if err := schema.PutClusterVersion(b, nv); err != nil {
 		return &applyResult{err: err}
@@ -123,6 +129,14 @@ func (s *Server) applyClusterVersion(b *backend.BatchTx, ver string) *applyResul
 		return &applyResult{err: err}
 	}
 	return &applyResult{}
+}
+
+// stopOlderBinary stops a member whose binary is older than the cluster version: the leader raised
+// it past this binary (it had not yet seen this member restart with an older one), and running on
+// would mean running an unknown level.
+func (s *Server) stopOlderBinary(cluster version.Level) {
+	s.log.Error("the cluster version is newer than this binary; stopping", "cluster-version", cluster.String(), "local-version", buildinfo.Version)
+	go s.Stop()
 }
 
 // followStorage moves the storage version to where version.StorageTarget puts it, in the batch
@@ -210,9 +224,14 @@ func (s *Server) versionLoop() {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	var warned version.Skew
+	var waiting string
 	for {
+		if c := s.ClusterVersion(); version.Local().Less(c) {
+			s.stopOlderBinary(c) // caught up with the log, and nothing lowered it
+			return
+		}
 		if s.Leader() == s.id {
-			s.decideVersions()
+			waiting = s.decideVersions(waiting)
 		}
 		warned = s.warnVersionSkew(warned)
 		select {
@@ -224,10 +243,23 @@ func (s *Server) versionLoop() {
 	}
 }
 
-// decideVersions proposes what version.Cluster.Decide says the leader should.
-func (s *Server) decideVersions() {
+// decideVersions proposes what version.Cluster.Decide says the leader should, and says which
+// members a downgrade waits for whenever that changes (lastWaiting is what it said last).
+func (s *Server) decideVersions(lastWaiting string) string {
 	c := s.versionCluster()
 	d := c.Decide()
+	waiting := ""
+	if len(d.WaitingFor) > 0 {
+		ids := make([]string, len(d.WaitingFor))
+		for i, id := range d.WaitingFor {
+			ids[i] = fmt.Sprintf("%x", id)
+		}
+		waiting = strings.Join(ids, ",")
+		if waiting != lastWaiting {
+			s.log.Info("the downgrade waits for members that still run a newer binary: swap their binaries or remove them",
+				"target-version", c.Downgrade.Target().String(), "members", waiting)
+		}
+	}
 	switch {
 	case d.FinishDowngrade:
 		s.log.Info("the cluster has been downgraded", "cluster-version", c.Version.String())
@@ -238,6 +270,7 @@ func (s *Server) decideVersions() {
 		}
 		s.proposeVersionChange(&pb.InternalRaftRequest{ClusterVersionSet: &membershippb.ClusterVersionSetRequest{Ver: d.SetVersion.Full()}})
 	}
+	return waiting
 }
 
 func (s *Server) proposeVersionChange(r *pb.InternalRaftRequest) {

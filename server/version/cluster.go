@@ -1,7 +1,5 @@
 package version
 
-import "fmt"
-
 // Member is what the replicated membership says about one member's binary.
 type Member struct {
 	ID uint64
@@ -23,10 +21,14 @@ type Decision struct {
 	SetVersion Level
 	// FinishDowngrade: every member runs the downgrade target; clear the downgrade info.
 	FinishDowngrade bool
+	// WaitingFor are the members a downgrade waits for: started, and not running the target
+	// (their binary must be swapped, or the member removed). Members that never started are not
+	// waited for: when they start, CheckJoin refuses a binary newer than the target.
+	WaitingFor []uint64
 }
 
-// IsZero reports that there is nothing to propose.
-func (d Decision) IsZero() bool { return d.SetVersion.IsZero() && !d.FinishDowngrade }
+// Proposes reports whether there is something to propose.
+func (d Decision) Proposes() bool { return !d.SetVersion.IsZero() || d.FinishDowngrade }
 
 // lowest is the lowest level among the members, and false when some member's level is unknown
 // (a member that never started, or an unreadable version): then nothing is decided, as upstream.
@@ -49,23 +51,29 @@ func (c Cluster) lowest() (Level, bool) {
 
 // Decide is the leader's rule: the cluster version is the lowest member level and only ever
 // rises; while a downgrade is enabled it is the target, and the downgrade finishes once every
-// member runs the target.
+// member that has started runs the target. Unlike upstream, a member added during the downgrade
+// that has not started (its version is unknown) holds up neither step.
 func (c Cluster) Decide() Decision {
-	low, ok := c.lowest()
-	if !ok {
-		return Decision{}
-	}
 	if c.Downgrade.Enabled {
 		target := c.Downgrade.Target()
 		if c.Version != target {
 			return Decision{SetVersion: target}
 		}
+		var d Decision
 		for _, m := range c.Members {
+			if m.Version == "" {
+				continue
+			}
 			if l, _ := ParseLevel(m.Version); l != target {
-				return Decision{}
+				d.WaitingFor = append(d.WaitingFor, m.ID)
 			}
 		}
-		return Decision{FinishDowngrade: true}
+		d.FinishDowngrade = len(d.WaitingFor) == 0
+		return d
+	}
+	low, ok := c.lowest()
+	if !ok {
+		return Decision{}
 	}
 	if c.Version.IsZero() || c.Version.Less(low) {
 		return Decision{SetVersion: low}
@@ -74,8 +82,7 @@ func (c Cluster) Decide() Decision {
 }
 
 // ValidateDowngrade accepts, for a binary at level bin, only a target exactly one minor below the
-// cluster version that this tree implements, when no downgrade is under way and every member's
-// version is known (a member that never started would otherwise stall the downgrade).
+// cluster version that this tree implements, when no downgrade is under way.
 func (c Cluster) ValidateDowngrade(bin Level, target string) error {
 	t, err := ParseLevel(target)
 	if err != nil {
@@ -89,20 +96,6 @@ func (c Cluster) ValidateDowngrade(bin Level, target string) error {
 	}
 	if !Downgrade.On(bin, c.Version) || t != c.Version.Prev() || !IsKnown(t) {
 		return ErrInvalidDowngradeTarget
-	}
-	for _, m := range c.Members {
-		if m.Version == "" {
-			return &PreconditionError{fmt.Sprintf("etcdserver: member %x has never started, so its version is unknown; start or remove it before downgrading", m.ID)}
-		}
-	}
-	return nil
-}
-
-// CheckMemberAdd refuses a new member while a downgrade is in progress: its version is unknown
-// until it starts, so the downgrade could not finish.
-func (c Cluster) CheckMemberAdd() error {
-	if c.Downgrade.Enabled {
-		return &PreconditionError{fmt.Sprintf("etcdserver: cannot add a member while a downgrade to %s is in progress; finish or cancel the downgrade first", c.Downgrade.Target())}
 	}
 	return nil
 }

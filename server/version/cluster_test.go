@@ -2,6 +2,7 @@ package version
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -32,11 +33,15 @@ func TestDecide(t *testing.T) {
 		{"unreadable version: undecided", Cluster{Members: members("3.6.0", "bogus")}, Decision{}},
 		{"no members", Cluster{}, Decision{}},
 		{"downgrade lowers the version", Cluster{Version: V3_6, Downgrade: dg35, Members: members("3.6.0", "3.6.0")}, Decision{SetVersion: V3_5}},
-		{"downgrade waits for every member", Cluster{Version: V3_5, Downgrade: dg35, Members: members("3.5.0", "3.6.0")}, Decision{}},
+		{"downgrade waits for every member", Cluster{Version: V3_5, Downgrade: dg35, Members: members("3.5.0", "3.6.0")}, Decision{WaitingFor: []uint64{2}}},
+		{"a member down keeps the downgrade waiting", Cluster{Version: V3_5, Downgrade: dg35, Members: members("3.6.0", "3.5.0", "3.6.0")}, Decision{WaitingFor: []uint64{1, 3}}},
 		{"downgrade completes", Cluster{Version: V3_5, Downgrade: dg35, Members: members("3.5.0", "3.5.1")}, Decision{FinishDowngrade: true}},
+		// Members added during the downgrade and never started hold up neither step.
+		{"unstarted member: the version is lowered", Cluster{Version: V3_6, Downgrade: dg35, Members: members("3.6.0", "", "3.6.0")}, Decision{SetVersion: V3_5}},
+		{"unstarted member: the downgrade completes", Cluster{Version: V3_5, Downgrade: dg35, Members: members("3.5.0", "", "3.5.0")}, Decision{FinishDowngrade: true}},
 	}
 	for _, c := range cases {
-		if got := c.c.Decide(); got != c.want {
+		if got := c.c.Decide(); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: Decide() = %+v; want %+v", c.name, got, c.want)
 		}
 	}
@@ -52,7 +57,7 @@ func TestDowngradeLifecycle(t *testing.T) {
 	step := func(want Decision) {
 		t.Helper()
 		d := c.Decide()
-		if d != want {
+		if !reflect.DeepEqual(d, want) {
 			t.Fatalf("cluster %+v: Decide() = %+v; want %+v", c, d, want)
 		}
 		if !d.SetVersion.IsZero() {
@@ -69,7 +74,11 @@ func TestDowngradeLifecycle(t *testing.T) {
 	for i := range c.Members {
 		c.Members[i].Version = "3.5.0" // the operator swaps binaries, one member at a time
 		if i < len(c.Members)-1 {
-			step(Decision{})
+			var waiting []uint64
+			for _, m := range c.Members[i+1:] {
+				waiting = append(waiting, m.ID)
+			}
+			step(Decision{WaitingFor: waiting})
 		}
 	}
 	step(Decision{FinishDowngrade: true})
@@ -83,7 +92,7 @@ func TestDowngradeLifecycle(t *testing.T) {
 	c = Cluster{Version: V3_6, Members: members("3.6.0", "3.6.0", "3.6.0"), Downgrade: DowngradeInfo{TargetVersion: "3.5.0", Enabled: true}}
 	step(Decision{SetVersion: V3_5})
 	c.Members[0].Version = "3.5.0"
-	step(Decision{})
+	step(Decision{WaitingFor: []uint64{2, 3}})
 	c.Downgrade = DowngradeInfo{} // CANCEL
 	step(Decision{})
 	if sk := c.Skew(V3_6); !sk.Ahead || sk.Behind {
@@ -118,8 +127,7 @@ func TestValidateDowngrade(t *testing.T) {
 		{"upward", ok, V3_6, "3.7", "etcdserver: invalid downgrade target version"},
 		{"unknown level", Cluster{Version: V3_5, Members: members("3.5.0")}, V3_6, "3.4", "etcdserver: invalid downgrade target version"},
 		{"a 3.5 binary has no downgrade", Cluster{Version: V3_6, Members: members("3.6.0")}, V3_5, "3.5", "etcdserver: invalid downgrade target version"},
-		{"unstarted member", Cluster{Version: V3_6, Members: []Member{{ID: 1, Version: "3.6.0"}, {ID: 0xab, Version: ""}}}, V3_6, "3.5",
-			"etcdserver: member ab has never started, so its version is unknown; start or remove it before downgrading"},
+		{"an unstarted member does not stand in the way", Cluster{Version: V3_6, Members: []Member{{ID: 1, Version: "3.6.0"}, {ID: 0xab, Version: ""}}}, V3_6, "3.5", ""},
 	}
 	for _, c := range cases {
 		err := c.c.ValidateDowngrade(c.bin, c.target)
@@ -127,22 +135,8 @@ func TestValidateDowngrade(t *testing.T) {
 			t.Errorf("%s: %v; want %q", c.name, err, c.want)
 		}
 	}
-	var pe *PreconditionError
-	if err := cases[len(cases)-1].c.ValidateDowngrade(V3_6, "3.5"); !errors.As(err, &pe) {
-		t.Error("an unstarted member is a precondition refusal")
-	}
 	if errors.Is(ok.ValidateDowngrade(V3_6, "3.6"), ErrInvalidDowngradeTarget) != true {
 		t.Error("refusals are the exported errors, so the RPC layer maps their codes")
-	}
-}
-
-func TestCheckMemberAdd(t *testing.T) {
-	if err := (Cluster{Version: V3_6}).CheckMemberAdd(); err != nil {
-		t.Fatal(err)
-	}
-	err := Cluster{Version: V3_5, Downgrade: DowngradeInfo{TargetVersion: "3.5.0", Enabled: true}}.CheckMemberAdd()
-	if err == nil || err.Error() != "etcdserver: cannot add a member while a downgrade to 3.5 is in progress; finish or cancel the downgrade first" {
-		t.Fatalf("member add during a downgrade: %v", err)
 	}
 }
 

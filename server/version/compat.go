@@ -61,8 +61,13 @@ func CheckStart(local string, storage, cluster Level, dg DowngradeInfo, dataDir 
 }
 
 // CheckJoin decides whether a binary at level bin may join a running cluster that reports
-// cluster and dg.
+// cluster and dg: as CheckRun, and while a downgrade is enabled only at the target level, so a
+// member added during the downgrade cannot hold it up (upstream lets a newer binary join).
 func CheckJoin(bin, cluster Level, dg DowngradeInfo) error {
+	if t := dg.Target(); !t.IsZero() && t.Less(bin) {
+		return fmt.Errorf("cannot join the cluster: etcd %s is newer than the downgrade target %s: a downgrade to %s is in progress, so a new member must run an etcd %s binary (or cancel the downgrade first: etcdctl downgrade cancel)",
+			bin, t, t, t)
+	}
 	if err := CheckRun(bin, cluster, dg); err != nil {
 		return fmt.Errorf("cannot join the cluster: %w", err)
 	}

@@ -107,6 +107,19 @@ func TestCheckStartAndJoin(t *testing.T) {
 	if err := CheckJoin(V3_7, V3_5, DowngradeInfo{}); err == nil || err.Error() != "cannot join the cluster: etcd 3.7 is more than one minor version newer than the cluster version 3.5: upgrade one minor version at a time (every member to 3.6 first)" {
 		t.Errorf("skip-version join: %v", err)
 	}
+	dg35 := DowngradeInfo{TargetVersion: "3.5.0", Enabled: true}
+	if err := CheckJoin(V3_6, V3_5, dg35); err == nil || err.Error() != "cannot join the cluster: etcd 3.6 is newer than the downgrade target 3.5: a downgrade to 3.5 is in progress, so a new member must run an etcd 3.5 binary (or cancel the downgrade first: etcdctl downgrade cancel)" {
+		t.Errorf("a newer member joining during a downgrade: %v", err)
+	}
+	if err := CheckJoin(V3_5, V3_5, dg35); err != nil {
+		t.Errorf("a member at the target joining during a downgrade: %v", err)
+	}
+	if err := CheckJoin(V3_6, V3_6, dg35); err == nil {
+		t.Error("a newer member joining before the cluster version was lowered")
+	}
+	if err := CheckJoin(V3_6, V3_5, DowngradeInfo{}); err != nil {
+		t.Errorf("after the downgrade completed, the next level may join again: %v", err)
+	}
 }
 
 func TestCheckBuild(t *testing.T) {
