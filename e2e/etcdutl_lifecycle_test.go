@@ -62,11 +62,11 @@ func TestEtcdutlMigrateDownAndUp(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"migrate", "--data-dir", m.DataDir}, 2, "--target-version"},
-		{[]string{"migrate", "--data-dir", m.DataDir, "--target-version", "three"}, 2, "--target-version"},
+		{[]string{"migrate", "--data-dir", m.DataDir}, 1, `required flag(s) "target-version" not set`},
+		{[]string{"migrate", "--data-dir", m.DataDir, "--target-version", "three"}, 128, `wrong target version format, expected "X.Y", got "three"`},
 		{[]string{"migrate", "--data-dir", m.DataDir, "--target-version", "3.9"}, 1, "not a version this etcdutl knows"},
 		{[]string{"migrate", "--data-dir", t.TempDir(), "--target-version", "3.5"}, 1, "not an etcd data directory"},
-		{[]string{"migrate", "--data-dir", m.DataDir, "--target-version", "3.5", "--bogus"}, 2, "bogus"},
+		{[]string{"migrate", "--data-dir", m.DataDir, "--target-version", "3.5", "--bogus"}, 1, "unknown flag: --bogus"},
 	} {
 		if code, out := etcdutl(t, bad.args...); code != bad.code || !strings.Contains(out, bad.msg) {
 			t.Errorf("etcdutl %v: %d %s; want %d and %q", bad.args, code, out, bad.code, bad.msg)
@@ -239,7 +239,7 @@ func TestEtcdutlRestoreBumpRevision(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "VERSION") || !strings.Contains(out, "3.6.0") {
 		t.Fatalf("status: %d %s", code, out)
 	}
-	if code, out := etcdutl(t, "snapshot", "restore", snap, "--data-dir", t.TempDir()+"/x", "--bump-revision", "1000"); code != 2 || !strings.Contains(out, "--mark-compacted") {
+	if code, out := etcdutl(t, "snapshot", "restore", snap, "--data-dir", t.TempDir()+"/x", "--bump-revision", "1000"); code != 128 || !strings.Contains(out, "--mark-compacted") {
 		t.Fatalf("bump without mark-compacted: %d %s", code, out)
 	}
 	n := NewMember(t)

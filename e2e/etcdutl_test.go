@@ -41,10 +41,10 @@ func TestEtcdutlSnapshotErrors(t *testing.T) {
 	if code, out := etcdutl(t, "snapshot", "status", filepath.Join(dir, "nope.db")); code != 1 || !strings.Contains(out, "nope.db") {
 		t.Fatalf("missing file: %d %s", code, out)
 	}
-	if code, out := etcdutl(t, "snapshot", "status"); code != 2 || !strings.Contains(out, "exactly 1 file argument") {
+	if code, out := etcdutl(t, "snapshot", "status"); code != 128 || !strings.Contains(out, "snapshot status requires exactly one argument") {
 		t.Fatalf("no argument: %d %s", code, out)
 	}
-	if code, out := etcdutl(t, "snapshot", "status", snap, "-w", "xml"); code != 2 || !strings.Contains(out, "--write-out") {
+	if code, out := etcdutl(t, "snapshot", "status", snap, "-w", "xml"); code != 4 || !strings.Contains(out, "unsupported output format") {
 		t.Fatalf("bad format: %d %s", code, out)
 	}
 

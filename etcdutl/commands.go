@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/dustin/go-humanize"
 
@@ -20,12 +23,12 @@ func migrate(args []string, stdout io.Writer) error {
 	if err := parseNoArgs(fs, args, 0); err != nil {
 		return err
 	}
-	if *dataDir == "" || *target == "" {
-		return usageError{fmt.Errorf("migrate needs --data-dir and --target-version")}
+	if err := required(map[string]string{"data-dir": *dataDir, "target-version": *target}); err != nil {
+		return err
 	}
-	to, err := version.ParseLevel(*target)
+	to, err := migrateTarget(*target)
 	if err != nil {
-		return usageError{fmt.Errorf("--target-version: %w", err)}
+		return err
 	}
 	res, err := offline.Migrate(*dataDir, to, *force)
 	if err != nil {
@@ -55,8 +58,8 @@ func backup(args []string, stdout io.Writer) error {
 	if err := parseNoArgs(fs, args, 0); err != nil {
 		return err
 	}
-	if *dataDir == "" || *backupDir == "" {
-		return usageError{fmt.Errorf("backup needs --data-dir and --backup-dir")}
+	if err := required(map[string]string{"data-dir": *dataDir, "backup-dir": *backupDir}); err != nil {
+		return err
 	}
 	res, err := offline.Backup(*dataDir, *backupDir)
 	if err != nil {
@@ -73,8 +76,8 @@ func defrag(args []string, stdout io.Writer) error {
 	if err := parseNoArgs(fs, args, 0); err != nil {
 		return err
 	}
-	if *dataDir == "" {
-		return usageError{fmt.Errorf("defrag needs --data-dir")}
+	if err := required(map[string]string{"data-dir": *dataDir}); err != nil {
+		return err
 	}
 	res, err := offline.Defrag(*dataDir)
 	if err != nil {
@@ -98,7 +101,7 @@ func hashkv(args []string, stdout io.Writer) error {
 		return err
 	}
 	if *rev < 0 {
-		return usageError{fmt.Errorf("--rev must not be negative")}
+		return usageError("--rev must not be negative")
 	}
 	res, err := offline.HashKV(file, *rev)
 	if err != nil {
@@ -114,4 +117,40 @@ func hashkv(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%d, %d, %d\n", res.Hash, res.HashRevision, res.CompactRevision)
 	}
 	return nil
+}
+
+// required refuses flags given no value, naming them in order as cobra does.
+func required(flags map[string]string) error {
+	var missing []string
+	for name, v := range flags {
+		if v == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	sort.Strings(missing)
+	return requiredFlags(missing...)
+}
+
+// migrateTarget reads --target-version as upstream does: "X.Y", at least 3.5, else 128.
+func migrateTarget(s string) (version.Level, error) {
+	if strings.Count(s, ".") != 1 {
+		return version.Level{}, badArgs(`wrong target version format, expected "X.Y", got %q`, s)
+	}
+	l, err := version.ParseLevel(s)
+	if err != nil {
+		major, minor, _ := strings.Cut(s, ".")
+		for _, part := range []string{major, minor} {
+			if _, perr := strconv.ParseInt(part, 10, 64); perr != nil {
+				return version.Level{}, badArgs("failed to parse target version: %v", perr)
+			}
+		}
+		return version.Level{}, badArgs("failed to parse target version: %v", err)
+	}
+	if l.Less(version.V3_5) {
+		return version.Level{}, badArgs(`target version %q not supported. Minimal "3.5"`, l.String())
+	}
+	return l, nil
 }

@@ -7,19 +7,46 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 
 	"etcdx/pkg/buildinfo"
 )
 
-// Exit statuses: 1 for a failed command, 2 for bad usage.
+// Exit statuses, as upstream etcdutl's: 1 for a failed command or a command line it cannot
+// parse, 4 for an output format the command lacks, 128 for bad arguments.
 const (
-	exitError    = 1
-	exitBadUsage = 2
+	exitError      = 1
+	exitBadFeature = 4
+	exitBadArgs    = 128
 )
 
-type usageError struct{ error }
+// exitErr is an error with its exit status; usage asks for the usage text after it, as upstream
+// prints it after a flag error.
+type exitErr struct {
+	code  int
+	err   error
+	usage bool
+}
+
+func (e *exitErr) Error() string { return e.err.Error() }
+func (e *exitErr) Unwrap() error { return e.err }
+
+// usageError is a command line etcdutl cannot parse (exit 1, usage follows).
+func usageError(format string, a ...any) error {
+	return &exitErr{code: exitError, err: fmt.Errorf(format, a...), usage: true}
+}
+
+// badArgs is upstream's ExitBadArgs (128).
+func badArgs(format string, a ...any) error {
+	return &exitErr{code: exitBadArgs, err: fmt.Errorf(format, a...)}
+}
+
+// requiredFlags is cobra's refusal of missing required flags, which upstream etcdutl prints.
+func requiredFlags(names ...string) error {
+	return usageError("required flag(s) \"%s\" not set", strings.Join(names, `", "`))
+}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -36,7 +63,8 @@ Commands:
   snapshot status <file>                         hash, revision, total keys, size, storage version
   version                                        print the version
 
-Commands that print a result take -w/--write-out simple|json|table.
+Commands that print a result take -w/--write-out simple|json|table. A command may be shortened
+to a prefix that names only it ("etcdutl sn st" is snapshot status).
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -45,33 +73,69 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stderr, "Error: %v\n", err)
-	var ue usageError
-	if errors.As(err, &ue) {
-		fmt.Fprint(stderr, usage)
-		return exitBadUsage
+	var e *exitErr
+	if errors.As(err, &e) {
+		if e.usage {
+			fmt.Fprint(stderr, usage)
+		}
+		return e.code
 	}
 	return exitError
 }
 
+// The commands, in upstream's order, then ours; snapshot's subcommands.
+var (
+	commandNames  = []string{"defrag", "snapshot", "hashkv", "version", "migrate", "backup"}
+	snapshotNames = []string{"restore", "status"}
+)
+
+// resolve names the command w stands for: its exact name, or a prefix of exactly one name.
+func resolve(names []string, w string) string {
+	match := ""
+	for _, n := range names {
+		if n == w {
+			return n
+		}
+		if strings.HasPrefix(n, w) {
+			if match != "" {
+				return ""
+			}
+			match = n
+		}
+	}
+	return match
+}
+
 func dispatch(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usageError{fmt.Errorf("no command given")}
+		fmt.Fprint(stdout, usage)
+		return nil
 	}
 	switch args[0] {
-	case "version", "--version":
+	case "--version":
+		args[0] = "version"
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	switch resolve(commandNames, args[0]) {
+	case "version":
 		fmt.Fprintf(stdout, "etcdutl version: %s\nAPI version: %s\n", buildinfo.Version, buildinfo.APIVersion)
 		return nil
 	case "snapshot":
-		if len(args) < 2 {
-			return usageError{fmt.Errorf("snapshot needs a subcommand: restore or status")}
+		sub := ""
+		if len(args) > 1 {
+			sub = resolve(snapshotNames, args[1])
 		}
-		switch args[1] {
+		switch sub {
 		case "restore":
 			return restore(args[2:], stdout)
 		case "status":
 			return status(args[2:], stdout)
 		}
-		return usageError{fmt.Errorf("unknown snapshot subcommand %q", args[1])}
+		// A group without (or with an unknown) subcommand shows its usage, as upstream.
+		fmt.Fprint(stdout, usage)
+		return nil
 	case "migrate":
 		return migrate(args[1:], stdout)
 	case "backup":
@@ -80,11 +144,8 @@ func dispatch(args []string, stdout io.Writer) error {
 		return defrag(args[1:], stdout)
 	case "hashkv":
 		return hashkv(args[1:], stdout)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		return nil
 	}
-	return usageError{fmt.Errorf("unknown command %q", args[0])}
+	return &exitErr{code: exitError, err: fmt.Errorf("unknown command %q for \"etcdutl\"\nRun 'etcdutl --help' for usage.", args[0])}
 }
 
 func oneFile(fs *pflag.FlagSet, args []string, what string) (string, error) {
@@ -94,18 +155,21 @@ func oneFile(fs *pflag.FlagSet, args []string, what string) (string, error) {
 	return fs.Arg(0), nil
 }
 
-// parseNoArgs parses flags and insists on exactly n positional arguments.
+// parseNoArgs parses flags and insists on exactly n positional arguments, refusing others with
+// upstream's statuses: snapshot status and restore say so with 128, the rest as cobra does (1).
 func parseNoArgs(fs *pflag.FlagSet, args []string, n int) error {
 	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+		return &exitErr{code: exitError, err: err, usage: true}
 	}
-	if fs.NArg() != n {
-		if n == 0 {
-			return usageError{fmt.Errorf("%s takes no arguments, got %q", fs.Name(), fs.Args())}
-		}
-		return usageError{fmt.Errorf("%s requires exactly %d file argument", fs.Name(), n)}
+	switch {
+	case fs.NArg() == n:
+		return nil
+	case strings.HasPrefix(fs.Name(), "snapshot "):
+		return badArgs("%s requires exactly one argument", fs.Name())
+	case n == 0:
+		return usageError("%s takes no arguments, got %q", fs.Name(), fs.Args())
 	}
-	return nil
+	return usageError("accepts %d arg(s), received %d", n, fs.NArg())
 }
 
 // newFlags returns a flag set that reports errors instead of printing them.
@@ -123,6 +187,6 @@ func outputFormat(fs *pflag.FlagSet) func() (string, error) {
 		case "simple", "json", "table":
 			return *f, nil
 		}
-		return "", usageError{fmt.Errorf("--write-out: unknown format %q (want simple, json or table)", *f)}
+		return "", &exitErr{code: exitBadFeature, err: fmt.Errorf("unsupported output format")}
 	}
 }

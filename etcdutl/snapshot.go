@@ -28,10 +28,10 @@ func restore(args []string, stdout io.Writer) error {
 		return err
 	}
 	if *bump < 0 {
-		return usageError{fmt.Errorf("--bump-revision must not be negative")}
+		return badArgs("--bump-revision must not be negative")
 	}
 	if *bump > 0 && !*markCompacted {
-		return usageError{fmt.Errorf("--mark-compacted is required if --bump-revision > 0")}
+		return badArgs("--mark-compacted is required if --bump-revision > 0")
 	}
 	dir := *dataDir
 	if dir == "" {
@@ -47,7 +47,7 @@ func restore(args []string, stdout io.Writer) error {
 	}
 	cluster, err := membership.ParseInitialCluster(ic)
 	if err != nil {
-		return usageError{fmt.Errorf("--initial-cluster: %w", err)}
+		return usageError("--initial-cluster: %v", err)
 	}
 	if err := offline.Restore(offline.RestoreConfig{SnapshotPath: file, DataDir: dir, Name: *name, PeerURLs: *peerURLs,
 		InitialCluster: cluster, InitialClusterToken: *token, SkipHashCheck: *skipHash,

@@ -62,15 +62,19 @@ variable. `ETCDCTL_API` is accepted and ignored (v3 is the only API).
 | `--hex` | `false` | print keys and values as hex-escaped bytes, IDs in hex |
 | `--debug` | `false` | client-side debug logging on stderr |
 
-Exit statuses: 0 success; 1 error (an `Error: ...` line on stderr); 2 malformed flag or unknown
-command (upstream exits 1 here; every tool in this project uses 2 and names the flag); 3 invalid
-input (txn, watch -i); 4 output format not supported by the command; 5 watch cancelled by the
-server; 128 wrong arguments. `lock <name> <command>` exits with the command's status.
+Exit statuses, as upstream's: 0 success; 1 error (an `Error: ...` line on stderr), also for an
+unknown command (with upstream's "Did you mean this?" suggestions) or a malformed flag (the
+command's usage follows on stdout); 2 no connection could be made; 3 invalid input (txn, watch -i);
+4 output format not supported by the command; 5 watch cancelled by the server; 128 wrong
+arguments. `lock <name> <command>` exits with the command's status. As upstream, a command may be
+shortened to a prefix that names only it, at every level (`etcdctl compact 5`, `etcdctl mem li`).
 
 Differences from upstream: `check perf` takes `--duration` (upstream always runs 60s);
 `watch a b c` is refused (upstream silently ignores extra keys); in `watch -i` a malformed line is
 reported and skipped instead of ending the session; `--user` without a password and without a
-terminal is an error instead of a failed prompt. `auth`, `user`, `role`, `make-mirror` and
+terminal is an error instead of a failed prompt; `--user name:pass` together with `--password` is
+refused (upstream takes `name:pass` as the user name); a malformed `ETCDCTL_*` variable is an
+error (upstream ignores it). `auth`, `user`, `role`, `make-mirror` and
 `check datascale` are not implemented yet.
 
 EOF

@@ -14,11 +14,10 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// Exit statuses, as upstream etcdctl uses them (bad flags: 2, as every tool here).
+// Exit statuses, as upstream etcdctl uses them: an unknown command or flag is a plain error (1).
 const (
 	ExitOK            = 0
 	ExitError         = 1
-	ExitBadUsage      = 2 // also upstream's ExitBadConnection
 	ExitBadConnection = 2
 	ExitInvalidData   = 3
 	ExitBadFeature    = 4
@@ -26,10 +25,12 @@ const (
 	ExitBadArgs       = 128
 )
 
-// Error carries the exit status for an error.
+// Error carries the exit status for an error, and the usage text printed after it (on standard
+// output, as upstream prints a command's usage after a flag error).
 type Error struct {
-	Code int
-	Err  error
+	Code  int
+	Err   error
+	Usage string
 }
 
 func (e *Error) Error() string { return e.Err.Error() }
@@ -37,7 +38,7 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // BadArgs is a wrong number or shape of positional arguments (exit 128, as upstream).
 func BadArgs(format string, a ...any) error {
-	return &Error{ExitBadArgs, fmt.Errorf(format, a...)}
+	return &Error{Code: ExitBadArgs, Err: fmt.Errorf(format, a...)}
 }
 
 // Command is a node of the command tree.
@@ -88,6 +89,9 @@ func (a *App) Main(args []string, environ []string, stdin io.Reader, stdout, std
 	fmt.Fprintln(stderr, "Error:", err)
 	var e *Error
 	if errors.As(err, &e) {
+		if e.Usage != "" {
+			fmt.Fprint(stdout, e.Usage)
+		}
 		return e.Code
 	}
 	return ExitError
@@ -108,7 +112,8 @@ func (a *App) run(args, environ []string, stdin io.Reader, stdout, stderr io.Wri
 			a.help(stdout, path, globals)
 			return nil
 		}
-		return &Error{ExitBadUsage, fmt.Errorf("unknown command %q for %q\nRun '%s --help' for usage.", firstWord(rest), a.Name, a.Name)}
+		w := firstWord(rest)
+		return &Error{Code: ExitError, Err: fmt.Errorf("unknown command %q for %q%s\nRun '%s --help' for usage.", w, a.Name, suggest(a.Root, w), a.Name)}
 	}
 	fs := pflag.NewFlagSet(strings.Join(path, " "), pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -118,14 +123,16 @@ func (a *App) run(args, environ []string, stdin io.Reader, stdout, stderr io.Wri
 	}
 	fs.BoolP("help", "h", false, "help")
 	if err := fs.Parse(rest); err != nil {
-		return &Error{ExitBadUsage, err}
+		var usage strings.Builder
+		a.commandHelp(&usage, path, cmd, fs)
+		return &Error{Code: ExitError, Err: err, Usage: usage.String()}
 	}
 	if h, _ := fs.GetBool("help"); h {
 		a.commandHelp(stdout, path, cmd, fs)
 		return nil
 	}
 	if err := a.applyEnv(environ, globals, fs); err != nil {
-		return &Error{ExitBadUsage, err}
+		return &Error{Code: ExitError, Err: err}
 	}
 	c := &Ctx{Args: fs.Args(), Stdin: stdin, Stdout: stdout, Stderr: stderr, Flags: fs, Path: strings.Join(path, " "),
 		Environ: environ, Dash: fs.ArgsLenAtDash()}
@@ -146,22 +153,75 @@ func (a *App) find(args []string, globals *pflag.FlagSet) (path []string, cmd *C
 			}
 			continue
 		}
-		var next *Command
-		for _, c := range level {
-			if c.Name == w {
-				next = c
-			}
-		}
+		next := lookup(level, w)
 		if next == nil {
 			break
 		}
-		path = append(path, w)
+		path = append(path, next.Name)
 		cmd = next
 		level = next.Subs
 		args = append(append([]string(nil), args[:i]...), args[i+1:]...)
 		i--
 	}
 	return path, cmd, args
+}
+
+// lookup finds the command w names among cs: its exact name, or else a prefix of exactly one
+// name, as upstream resolves "etcdctl compact 5" to compaction.
+func lookup(cs []*Command, w string) *Command {
+	var prefixed []*Command
+	for _, c := range cs {
+		if c.Name == w {
+			return c
+		}
+		if strings.HasPrefix(c.Name, w) {
+			prefixed = append(prefixed, c)
+		}
+	}
+	if len(prefixed) == 1 {
+		return prefixed[0]
+	}
+	return nil
+}
+
+// suggest is upstream's "Did you mean this?" block for an unknown command w: the commands whose
+// name starts with w or is at most two edits from it, in the order the commands are listed.
+func suggest(cs []*Command, w string) string {
+	var names []string
+	lw := strings.ToLower(w)
+	for _, c := range cs {
+		if c.Name == CompleteCommand {
+			continue
+		}
+		if strings.HasPrefix(c.Name, lw) || editDistance(lw, strings.ToLower(c.Name)) <= 2 {
+			names = append(names, c.Name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "\n\nDid you mean this?\n\t" + strings.Join(names, "\n\t") + "\n"
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 func takesValue(fs *pflag.FlagSet, w string) bool {
@@ -222,10 +282,8 @@ func firstWord(args []string) string {
 func (a *App) subsOf(path []string) []*Command {
 	level := a.Root
 	for _, p := range path {
-		for _, c := range level {
-			if c.Name == p {
-				level = c.Subs
-			}
+		if c := lookup(level, p); c != nil {
+			level = c.Subs
 		}
 	}
 	return level

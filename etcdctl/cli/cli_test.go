@@ -38,6 +38,9 @@ func TestGlobalFlagsAnywhere(t *testing.T) {
 		{[]string{"get", "lease"}, nil, "get lease", "127.0.0.1:2379", false},
 		{[]string{"get", "k"}, []string{"ETCDCTL_ENDPOINTS=c:3", "ETCDCTL_API=3"}, "get k", "c:3", false},
 		{[]string{"--endpoints=d:4", "get", "k"}, []string{"ETCDCTL_ENDPOINTS=c:3"}, "get k", "d:4", false},
+		// Unambiguous prefixes name commands, at every level, as upstream's.
+		{[]string{"g", "k"}, nil, "get k", "127.0.0.1:2379", false},
+		{[]string{"--hex", "le", "gr", "10"}, nil, "lease grant 10", "127.0.0.1:2379", false},
 	} {
 		var got, eps []string
 		var pfx bool
@@ -49,13 +52,33 @@ func TestGlobalFlagsAnywhere(t *testing.T) {
 	}
 }
 
+// Exit statuses and messages of a command line etcdctl cannot run, as upstream's.
 func TestUsageErrors(t *testing.T) {
 	var got, eps []string
 	var pfx bool
-	for args, code := range map[string]int{"get --nope k": ExitBadUsage, "nope": ExitBadUsage, "lease": ExitOK, "": ExitOK} {
+	app := testApp(&got, &eps, &pfx)
+	app.Root = append(app.Root, &Command{Name: "gist", Run: func(*Ctx) error { return nil }})
+	for _, tc := range []struct {
+		args       string
+		code       int
+		err, usage string
+	}{
+		{"get --nope k", ExitError, "Error: unknown flag: --nope\n", "NAME:\n  get - "},
+		{"nope", ExitError, "Error: unknown command \"nope\" for \"etcdctl\"\nRun 'etcdctl --help' for usage.\n", ""},
+		{"g k", ExitError, "Error: unknown command \"g\" for \"etcdctl\"\n\nDid you mean this?\n\tget\n\tgist\n\nRun 'etcdctl --help' for usage.\n", ""},
+		{"lase", ExitError, "Error: unknown command \"lase\" for \"etcdctl\"\n\nDid you mean this?\n\tlease\n\nRun 'etcdctl --help' for usage.\n", ""},
+		{"lease", ExitOK, "", "NAME:"},
+		{"", ExitOK, "", "NAME:"},
+	} {
 		var out, errw bytes.Buffer
-		if c := testApp(&got, &eps, &pfx).Main(strings.Fields(args), nil, nil, &out, &errw); c != code {
-			t.Errorf("%q: exit %d, want %d (%s)", args, c, code, errw.String())
+		c := app.Main(strings.Fields(tc.args), nil, nil, &out, &errw)
+		if c != tc.code || errw.String() != tc.err || !strings.HasPrefix(out.String(), tc.usage) {
+			t.Errorf("%q: exit %d, stderr %q, stdout %q; want %d, %q, %q...", tc.args, c, errw.String(), out.String(), tc.code, tc.err, tc.usage)
+		}
+	}
+	for a, b := range map[[2]string]int{{"get", "get"}: 0, {"lase", "lease"}: 1, {"kitten", "sitting"}: 3, {"", "abc"}: 3} {
+		if d := editDistance(a[0], a[1]); d != b {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", a[0], a[1], d, b)
 		}
 	}
 }

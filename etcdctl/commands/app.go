@@ -19,11 +19,12 @@ func App() *cli.App {
 		EnvPrefix: "ETCDCTL",
 		// ETCDCTL_API selected the v2 or v3 API in old releases; 3 is the only one now.
 		IgnoredEnv: []string{"ETCDCTL_API", "ETCDCTL_WATCH_KEY", "ETCDCTL_WATCH_RANGE_END"},
+		// In upstream's order, which its "Did you mean this?" suggestions follow.
 		Root: []*cli.Command{
 			getCommand(g), putCommand(g), delCommand(g), txnCommand(g), compactionCommand(g),
-			leaseCommand(g), memberCommand(g), endpointCommand(g), alarmCommand(g), defragCommand(g),
-			downgradeCommand(g), moveLeaderCommand(g), snapshotCommand(g), watchCommand(g),
-			lockCommand(g), electCommand(g), checkCommand(g),
+			alarmCommand(g), defragCommand(g), endpointCommand(g), moveLeaderCommand(g), watchCommand(g),
+			versionCommand(), leaseCommand(g), memberCommand(g), snapshotCommand(g), lockCommand(g),
+			electCommand(g), checkCommand(g),
 			{Name: "completion", Args: "[bash|zsh]", Short: "Generate completion script", Values: []string{"bash", "zsh"},
 				Run: func(c *cli.Ctx) error {
 					if len(c.Args) != 1 {
@@ -36,11 +37,7 @@ func App() *cli.App {
 					_, err = io.WriteString(c.Stdout, s)
 					return err
 				}},
-			{Name: "version", Short: "Prints the version of etcdctl", Run: func(c *cli.Ctx) error {
-				fmt.Fprintln(c.Stdout, "etcdctl version:", buildinfo.Version)
-				fmt.Fprintln(c.Stdout, "API version:", buildinfo.APIVersion)
-				return nil
-			}},
+			downgradeCommand(g),
 		},
 		FlagValues: map[string][]string{
 			"write-out": printer.Formats, "consistency": {"l", "s"}, "load": {"s", "m", "l", "xl"},
@@ -48,4 +45,12 @@ func App() *cli.App {
 		},
 	}
 	return app
+}
+
+func versionCommand() *cli.Command {
+	return &cli.Command{Name: "version", Short: "Prints the version of etcdctl", Run: func(c *cli.Ctx) error {
+		fmt.Fprintln(c.Stdout, "etcdctl version:", buildinfo.Version)
+		fmt.Fprintln(c.Stdout, "API version:", buildinfo.APIVersion)
+		return nil
+	}}
 }

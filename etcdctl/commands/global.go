@@ -100,7 +100,7 @@ func (e *env) spec(endpoints []string) (*clientv3.ConfigSpec, error) {
 	if g.user != "" {
 		name, pass, hasPass := strings.Cut(g.user, ":")
 		if hasPass && g.password != "" {
-			return nil, &cli.Error{Code: cli.ExitBadUsage, Err: fmt.Errorf("--user includes a password; do not also give --password")}
+			return nil, &cli.Error{Code: cli.ExitError, Err: fmt.Errorf("--user includes a password; do not also give --password")}
 		}
 		if !hasPass {
 			if g.password == "" {
@@ -128,13 +128,13 @@ func terminal(stream any) (*os.File, bool) {
 func (e *env) askPassword(name string) (string, error) {
 	f, ok := terminal(e.Stdin)
 	if !ok {
-		return "", &cli.Error{Code: cli.ExitBadUsage, Err: fmt.Errorf("--user %s has no password and standard input is not a terminal to ask for it: give it as --user %s:<password> or --password", name, name)}
+		return "", &cli.Error{Code: cli.ExitError, Err: fmt.Errorf("--user %s has no password and standard input is not a terminal to ask for it: give it as --user %s:<password> or --password", name, name)}
 	}
 	fmt.Fprint(e.Stderr, "Password: ")
 	b, err := term.ReadPassword(int(f.Fd()))
 	fmt.Fprintln(e.Stderr)
 	if err != nil {
-		return "", &cli.Error{Code: cli.ExitBadUsage, Err: fmt.Errorf("reading the password: %w", err)}
+		return "", &cli.Error{Code: cli.ExitError, Err: fmt.Errorf("reading the password: %w", err)}
 	}
 	return string(b), nil
 }
@@ -151,7 +151,7 @@ func (e *env) newClient(endpoints []string) (*clientv3.Client, error) {
 	}
 	cfg, err := clientv3.NewClientConfig(s, lg)
 	if err != nil {
-		return nil, &cli.Error{Code: cli.ExitBadUsage, Err: err}
+		return nil, &cli.Error{Code: cli.ExitBadArgs, Err: err}
 	}
 	c, err := clientv3.New(*cfg)
 	if err != nil {
