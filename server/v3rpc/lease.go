@@ -84,6 +84,8 @@ func (l *leaseServer) LeaseKeepAlive(stream pb.Lease_LeaseKeepAliveServer) error
 		case r = <-reqc:
 		case <-l.s.Draining():
 			return togRPCError(etcdserver.ErrStopped)
+		case <-stream.Context().Done():
+			return togRPCError(stream.Context().Err()) // e.g. no leader (requireLeader)
 		}
 		req, err := r.req, r.err
 		if err == io.EOF {

@@ -42,7 +42,10 @@ func NewServer(s *etcdserver.Server, o Options) *grpc.Server {
 		opts = append(opts, grpc.ChainUnaryInterceptor(o.Metrics.UnaryServerInterceptor()),
 			grpc.ChainStreamInterceptor(o.Metrics.StreamServerInterceptor()))
 	}
-	opts = append(opts, grpc.ChainUnaryInterceptor(learnerUnaryGate(s)), grpc.ChainStreamInterceptor(learnerStreamGate(s)))
+	lw := &leaderWatch{streams: map[*leaderCtx]struct{}{}}
+	go watchLeader(s, lw)
+	opts = append(opts, grpc.ChainUnaryInterceptor(learnerUnaryGate(s), leaderUnaryGate(s)),
+		grpc.ChainStreamInterceptor(learnerStreamGate(s), leaderStreamGate(s, lw)))
 	if o.Traffic != nil {
 		opts = append(opts, grpc.StatsHandler(o.Traffic))
 	}

@@ -3,6 +3,7 @@ package v3rpc
 import (
 	"bytes"
 	"io"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -38,7 +39,9 @@ type watchStream struct {
 
 	mu   sync.Mutex
 	opts map[int64]watchOpts
-	// sentSince records watchers that got a response since the last progress tick.
+	// sentSince records watchers that got events since the last progress tick: their next
+	// progress notification is skipped, as upstream skips it (a progress notification itself
+	// does not count).
 	sentSince map[int64]bool
 
 	ctrl    chan *pb.WatchResponse
@@ -162,11 +165,7 @@ func (sw *watchStream) create(c *pb.WatchCreateRequest) {
 func (sw *watchStream) sendLoop() error {
 	created := map[int64]bool{}
 	pending := map[int64][]mvcc.WatchResponse{}
-	interval := sw.ws.progressInterval
-	if interval <= 0 {
-		interval = 10 * time.Minute
-	}
-	tick := time.NewTicker(interval)
+	tick := time.NewTicker(progressInterval(sw.ws.progressInterval))
 	defer tick.Stop()
 	for {
 		select {
@@ -210,10 +209,22 @@ func (sw *watchStream) sendLoop() error {
 	}
 }
 
+// progressInterval is a stream's progress period: the configured one (upstream's 10 minutes by
+// default) plus up to a tenth of it at random, as upstream, so watchers created together do not
+// all hear of progress at the same moment.
+func progressInterval(configured time.Duration) time.Duration {
+	if configured <= 0 {
+		configured = 10 * time.Minute
+	}
+	return configured + time.Duration(rand.Int64N(int64(configured)/10+1))
+}
+
 func (sw *watchStream) sendEvents(wr mvcc.WatchResponse) error {
 	sw.mu.Lock()
 	o := sw.opts[wr.WatchID]
-	sw.sentSince[wr.WatchID] = true
+	if len(wr.Events) > 0 {
+		sw.sentSince[wr.WatchID] = true
+	}
 	if wr.CompactRevision != 0 {
 		delete(sw.opts, wr.WatchID)
 	}
