@@ -45,7 +45,7 @@ done
 sleep 2
 status
 echo "# log lines"
-logline "updated the cluster version from 3.5 to 3.6"
+logline '"updated cluster version"'
 logline "migrated storage version"
 logline "is lower than the local etcd version"
 logline "is not up-to-date"

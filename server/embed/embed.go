@@ -47,11 +47,13 @@ type Config struct {
 	// DiscoveryCfg bootstraps a new cluster through v3 discovery instead of InitialCluster.
 	DiscoveryCfg DiscoveryConfig
 
-	SnapshotCount     uint64
-	TickMs            uint
-	ElectionMs        uint
-	QuotaBackendBytes int64
-	MaxRequestBytes   uint
+	SnapshotCount uint64
+	// SnapshotCatchUpEntries is how much raft log a snapshot leaves behind for slow followers.
+	SnapshotCatchUpEntries uint64
+	TickMs                 uint
+	ElectionMs             uint
+	QuotaBackendBytes      int64
+	MaxRequestBytes        uint
 	// StrictReconfigCheck refuses membership changes that would lose quorum (upstream default).
 	StrictReconfigCheck bool
 	MaxTxnOps           uint
@@ -91,6 +93,7 @@ func NewConfig() *Config {
 		InitialClusterState:         DefaultInitialClusterState,
 		InitialClusterToken:         DefaultInitialClusterToken,
 		SnapshotCount:               etcdserver.DefaultSnapshotCount,
+		SnapshotCatchUpEntries:      etcdserver.DefaultSnapshotCatchUpEntries,
 		TickMs:                      100,
 		ElectionMs:                  1000,
 		MaxRequestBytes:             etcdserver.DefaultMaxRequestBytes,
@@ -285,7 +288,7 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 	srv, err := etcdserver.New(etcdserver.Config{
 		Name: cfg.Name, DataDir: cfg.Dir, PeerURLs: cfg.AdvertisePeerUrls, ClientURLs: cfg.AdvertiseClientUrls,
 		InitialCluster: ic, InitialClusterToken: token, NewCluster: cfg.InitialClusterState == "new", Discover: discover,
-		SnapshotCount: cfg.SnapshotCount, TickMs: cfg.TickMs, ElectionTicks: int(cfg.ElectionMs / cfg.TickMs),
+		SnapshotCount: cfg.SnapshotCount, SnapshotCatchUpEntries: cfg.SnapshotCatchUpEntries, TickMs: cfg.TickMs, ElectionTicks: int(cfg.ElectionMs / cfg.TickMs),
 		QuotaBackendBytes: quota, MaxRequestBytes: cfg.MaxRequestBytes, MaxTxnOps: cfg.MaxTxnOps,
 		StrictReconfigCheck: cfg.StrictReconfigCheck,
 		AutoCompactionMode:  cfg.AutoCompactionMode, AutoCompactionRetention: cfg.AutoCompactionRetention,
@@ -373,7 +376,11 @@ func (e *Etcd) serve() error {
 			hs := &http.Server{Handler: grpcOrHTTP(gs, h), TLSConfig: tcfg, ReadHeaderTimeout: 10 * time.Second}
 			e.grpcServers = append(e.grpcServers, gs)
 			e.httpServers = append(e.httpServers, hs)
-			e.whenReady(func() { e.report(hs.ServeTLS(l, "", "")) })
+			e.whenReady(func() {
+				e.log.Info("ready to serve client requests") // upstream's event, one per client listener
+				e.log.Info("serving client traffic securely", "traffic", "grpc+http", "address", l.Addr().String())
+				e.report(hs.ServeTLS(l, "", ""))
+			})
 			continue
 		}
 		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
@@ -383,6 +390,8 @@ func (e *Etcd) serve() error {
 		e.grpcServers = append(e.grpcServers, gs)
 		e.httpServers = append(e.httpServers, hs)
 		e.whenReady(func() {
+			e.log.Info("ready to serve client requests")
+			e.log.Info("serving client traffic insecurely; this is strongly discouraged!", "traffic", "grpc+http", "address", l.Addr().String())
 			go func() { e.report(gs.Serve(grpcL)) }()
 			go func() { e.report(hs.Serve(httpL)) }()
 			e.report(m.Serve())
@@ -401,6 +410,7 @@ func (e *Etcd) serve() error {
 		if err := e.serveHTTP(l, mux, e.cfg.PeerTLSInfo, &e.peerServers, "http/1.1"); err != nil {
 			return err
 		}
+		e.log.Info("serving peer traffic", "address", l.Addr().String())
 	}
 	for _, l := range e.metrics {
 		mux := http.NewServeMux()

@@ -60,6 +60,9 @@ func newFlagSet(out io.Writer) (*pflag.FlagSet, *flagValues) {
 	fs.StringVar(&c.InitialClusterState, "initial-cluster-state", c.InitialClusterState, "Initial cluster state ('new' or 'existing').")
 	fs.StringVar(&c.InitialClusterToken, "initial-cluster-token", c.InitialClusterToken, "Initial cluster token for the etcd cluster during bootstrap.")
 	fs.Uint64Var(&c.SnapshotCount, "snapshot-count", c.SnapshotCount, "Number of committed transactions to trigger a snapshot to disk.")
+	fs.Uint64Var(&c.SnapshotCatchUpEntries, "snapshot-catchup-entries", c.SnapshotCatchUpEntries, "Number of entries for a slow follower to catch up after compacting the raft storage entries.")
+	fs.Uint64Var(&c.SnapshotCatchUpEntries, "experimental-snapshot-catchup-entries", c.SnapshotCatchUpEntries, "Number of entries for a slow follower to catch up after compacting the raft storage entries.")
+	fs.MarkDeprecated("experimental-snapshot-catchup-entries", "use --snapshot-catchup-entries instead")
 	fs.UintVar(&c.TickMs, "heartbeat-interval", c.TickMs, "Time (in milliseconds) of a heartbeat interval.")
 	fs.UintVar(&c.ElectionMs, "election-timeout", c.ElectionMs, "Time (in milliseconds) for an election to timeout.")
 	fs.Int64Var(&c.QuotaBackendBytes, "quota-backend-bytes", 0, "Raise alarms when backend size exceeds the given quota. 0 means use the default quota.")
@@ -228,6 +231,8 @@ type fileConfig struct {
 	InitialClusterState         string  `json:"initial-cluster-state"`
 	InitialClusterToken         string  `json:"initial-cluster-token"`
 	SnapshotCount               *uint64 `json:"snapshot-count"`
+	SnapshotCatchUpEntries      *uint64 `json:"snapshot-catchup-entries"`
+	ExpSnapshotCatchUpEntries   *uint64 `json:"experimental-snapshot-catchup-entries"`
 	HeartbeatInterval           *uint   `json:"heartbeat-interval"`
 	ElectionTimeout             *uint   `json:"election-timeout"`
 	QuotaBackendBytes           *int64  `json:"quota-backend-bytes"`
@@ -306,6 +311,11 @@ func loadConfigFile(path string, stderr io.Writer) (*embed.Config, error) {
 	if fc.SnapshotCount != nil {
 		c.SnapshotCount = *fc.SnapshotCount
 	}
+	for _, v := range []*uint64{fc.ExpSnapshotCatchUpEntries, fc.SnapshotCatchUpEntries} {
+		if v != nil {
+			c.SnapshotCatchUpEntries = *v
+		}
+	}
 	if fc.HeartbeatInterval != nil {
 		c.TickMs = *fc.HeartbeatInterval
 	}
@@ -343,7 +353,7 @@ var fileKeys = func() map[string]bool {
 	m := map[string]bool{}
 	for _, k := range []string{"name", "data-dir", "listen-client-urls", "advertise-client-urls", "listen-peer-urls",
 		"initial-advertise-peer-urls", "listen-metrics-urls", "initial-cluster", "initial-cluster-state",
-		"initial-cluster-token", "snapshot-count", "heartbeat-interval", "election-timeout", "quota-backend-bytes",
+		"initial-cluster-token", "snapshot-count", "snapshot-catchup-entries", "experimental-snapshot-catchup-entries", "heartbeat-interval", "election-timeout", "quota-backend-bytes",
 		"max-request-bytes", "max-txn-ops", "auto-compaction-mode", "auto-compaction-retention", "log-level",
 		"watch-progress-notify-interval", "client-transport-security", "peer-transport-security", "discovery-config"} {
 		m[k] = true

@@ -114,13 +114,14 @@ func (s *Server) applyConfChange(b *backend.BatchTx, cc raftpb.ConfChange) *appl
 		return &applyResult{err: err}
 	}
 	s.confState = *s.node.ApplyConfChange(cc)
+	promoted := cc.Type == raftpb.ConfChangeAddNode && s.mem.Get(cc.NodeID) != nil
 	rec, removed := s.mem.Apply(cc, m)
 	if removed {
 		if err := s.mem.Remove(b, rec.ID); err != nil {
 			return &applyResult{err: err}
 		}
 		s.tr.RemovePeer(rec.ID)
-		s.log.Info("removed member", "member-id", fmt.Sprintf("%x", rec.ID))
+		s.log.Info("removed member", "cluster-id", fmt.Sprintf("%x", s.ClusterID()), "removed-remote-peer-id", fmt.Sprintf("%x", rec.ID), "member-id", fmt.Sprintf("%x", rec.ID))
 		if rec.ID == s.id {
 			s.log.Warn("the member has been permanently removed from the cluster; stopping")
 			s.removedSelf.Store(true)
@@ -135,8 +136,17 @@ func (s *Server) applyConfChange(b *backend.BatchTx, cc raftpb.ConfChange) *appl
 		return &applyResult{err: err}
 	}
 	s.tr.AddPeer(rec.ID, rec.PeerURLs)
-	s.log.Info("applied membership change", "change", cc.Type.String(), "member-id", fmt.Sprintf("%x", rec.ID),
-		"peer-urls", rec.PeerURLs, "learner", rec.IsLearner)
+	// Upstream's message for each kind of change.
+	switch {
+	case cc.Type == raftpb.ConfChangeUpdateNode:
+		s.log.Info("updated member", "cluster-id", fmt.Sprintf("%x", s.ClusterID()), "updated-remote-peer-id", fmt.Sprintf("%x", rec.ID),
+			"updated-remote-peer-urls", rec.PeerURLs)
+	case promoted:
+		s.log.Info("promote member", "cluster-id", fmt.Sprintf("%x", s.ClusterID()), "promoted-member-id", fmt.Sprintf("%x", rec.ID))
+	default:
+		s.log.Info("added member", "cluster-id", fmt.Sprintf("%x", s.ClusterID()), "added-peer-id", fmt.Sprintf("%x", rec.ID),
+			"added-peer-peer-urls", rec.PeerURLs, "added-peer-is-learner", rec.IsLearner)
+	}
 	return &applyResult{}
 }
 

@@ -210,6 +210,8 @@ func New(cfg Config) (*Server, error) {
 	s.m.serverID.WithLabelValues(fmt.Sprintf("%x", s.id)).Set(1)
 	s.m.setClusterVersion(s.ClusterVersion())
 	s.m.quotaBytes.Set(float64(cfg.QuotaBackendBytes))
+	s.log.Info("starting etcd server", "local-member-id", fmt.Sprintf("%x", s.id), "local-server-version", buildinfo.Version,
+		"cluster-id", fmt.Sprintf("%x", s.ClusterID()), "cluster-version", s.ClusterVersion().String())
 	return s, nil
 }
 
@@ -609,11 +611,14 @@ func (s *Server) snapshot(index uint64) error {
 	if err := s.wal.SaveSnapshot(sn.Metadata); err != nil {
 		return err
 	}
+	s.log.Info("saved snapshot to disk", "snapshot-index", index)
 	s.snapIndex = index
 	if index > s.cfg.SnapshotCatchUpEntries {
-		if err := s.storage.Compact(index - s.cfg.SnapshotCatchUpEntries); err != nil && !errors.Is(err, raft.ErrCompacted) {
+		compactTo := index - s.cfg.SnapshotCatchUpEntries
+		if err := s.storage.Compact(compactTo); err != nil && !errors.Is(err, raft.ErrCompacted) {
 			return fmt.Errorf("compact raft log: %w", err)
 		}
+		s.log.Debug("compacted Raft logs", "compact-index", compactTo) // debug, as upstream 3.6
 	}
 	if err := s.wal.ReleaseTo(index); err != nil {
 		return err
@@ -622,7 +627,6 @@ func (s *Server) snapshot(index uint64) error {
 		return err
 	}
 	s.m.snapshotSave.Observe(time.Since(start).Seconds())
-	s.log.Info("saved snapshot and compacted raft log", "snapshot-index", index, "wal-segments", s.wal.SegmentCount())
 	return nil
 }
 
@@ -828,7 +832,8 @@ func (s *Server) publish() {
 		err := s.proposeApplied(ctx, &pb.InternalRaftRequest{ClusterMemberAttrSet: membership.Publish(s.id, s.cfg.Name, s.cfg.ClientURLs, buildinfo.Version)})
 		cancel()
 		if err == nil {
-			s.log.Info("published local member to cluster", "name", s.cfg.Name, "client-urls", s.cfg.ClientURLs)
+			s.log.Info("published local member to cluster through raft", "local-member-id", fmt.Sprintf("%x", s.id),
+				"name", s.cfg.Name, "client-urls", s.cfg.ClientURLs, "cluster-id", fmt.Sprintf("%x", s.ClusterID()))
 			close(s.ready)
 			return
 		}

@@ -81,7 +81,7 @@ func (s *Server) installSnapshot(sn raftpb.Snapshot) error {
 	s.appliedTerm = sn.Metadata.Term
 	s.snapIndex = sn.Metadata.Index
 	s.confState = sn.Metadata.ConfState
-	s.log.Info("applied database snapshot from leader", "index", sn.Metadata.Index, "revision", s.kv.Rev())
+	s.log.Info("applied snapshot", "snapshot-index", sn.Metadata.Index, "revision", s.kv.Rev())
 	return nil
 }
 

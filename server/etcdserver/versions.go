@@ -118,10 +118,12 @@ func (s *Server) applyClusterVersion(b *backend.BatchTx, ver string, index uint6
 	s.vers.cluster = nv
 	s.vers.mu.Unlock()
 	if old != nv {
+		// Upstream's messages and fields.
+		cid, self := fmt.Sprintf("%x", s.ClusterID()), fmt.Sprintf("%x", s.id)
 		if old.IsZero() {
-			s.log.Info("set the initial cluster version", "cluster-version", nv.String())
+			s.log.Info("set initial cluster version", "cluster-id", cid, "local-member-id", self, "cluster-version", nv.String())
 		} else {
-			s.log.Info(fmt.Sprintf("updated the cluster version from %s to %s", old, nv), "from", old.String(), "to", nv.String())
+			s.log.Info("updated cluster version", "cluster-id", cid, "local-member-id", self, "from", old.String(), "to", nv.String())
 		}
 		s.m.setClusterVersion(nv)
 	}
@@ -292,6 +294,11 @@ func (s *Server) warnVersionSkew(last version.Skew) version.Skew {
 	case sk.Behind:
 		s.log.Warn(fmt.Sprintf("the local etcd version %s is not up-to-date", buildinfo.Version),
 			"local-member-version", buildinfo.Version, "remote-member-version", sk.NewestVersion)
+		if s.Leader() == s.id {
+			// Upstream's leader says this (every second; here once per situation).
+			s.log.Warn("leader found higher-versioned member", "local-member-version", buildinfo.Version,
+				"remote-member-id", fmt.Sprintf("%x", sk.NewestID), "remote-member-version", sk.NewestVersion)
+		}
 	case sk.Ahead:
 		s.log.Warn(fmt.Sprintf("the cluster version %s is lower than the local etcd version %s: features of %s stay off until every member runs it", c.Version, buildinfo.Version, version.Local()),
 			"cluster-version", c.Version.String(), "local-member-version", buildinfo.Version)

@@ -102,8 +102,10 @@ func (c Cluster) ValidateDowngrade(bin Level, target string) error {
 
 // Skew is how a member's binary stands against the cluster, for its warnings.
 type Skew struct {
-	// Behind: some member runs a newer binary (NewestVersion) and no downgrade explains it.
+	// Behind: some member (NewestID) runs a newer binary (NewestVersion) and no downgrade
+	// explains it.
 	Behind        bool
+	NewestID      uint64
 	NewestVersion string
 	// Ahead: the cluster version is below this binary's level, so its newer features stay off.
 	Ahead bool
@@ -115,7 +117,7 @@ func (c Cluster) Skew(bin Level) Skew {
 	var sk Skew
 	for _, m := range c.Members {
 		if l, err := ParseLevel(m.Version); err == nil && newest.Less(l) {
-			newest, sk.NewestVersion = l, m.Version
+			newest, sk.NewestID, sk.NewestVersion = l, m.ID, m.Version
 		}
 	}
 	switch {

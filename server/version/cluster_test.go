@@ -147,11 +147,11 @@ func TestSkew(t *testing.T) {
 		bin  Level
 		want Skew
 	}{
-		{"behind a newer member", Cluster{Version: V3_5, Members: members("3.5.0", "3.6.1")}, V3_5, Skew{Behind: true, NewestVersion: "3.6.1"}},
-		{"ahead of the cluster", Cluster{Version: V3_5, Members: members("3.5.0", "3.6.1")}, V3_6, Skew{NewestVersion: "3.6.1", Ahead: true}},
-		{"in step", Cluster{Version: V3_6, Members: members("3.6.0", "3.6.1")}, V3_6, Skew{NewestVersion: "3.6.0"}},
+		{"behind a newer member", Cluster{Version: V3_5, Members: members("3.5.0", "3.6.1")}, V3_5, Skew{Behind: true, NewestID: 2, NewestVersion: "3.6.1"}},
+		{"ahead of the cluster", Cluster{Version: V3_5, Members: members("3.5.0", "3.6.1")}, V3_6, Skew{NewestID: 2, NewestVersion: "3.6.1", Ahead: true}},
+		{"in step", Cluster{Version: V3_6, Members: members("3.6.0", "3.6.1")}, V3_6, Skew{NewestID: 1, NewestVersion: "3.6.0"}},
 		{"a downgrade explains it", Cluster{Version: V3_5, Downgrade: DowngradeInfo{TargetVersion: "3.5.0", Enabled: true}, Members: members("3.5.0", "3.6.0")}, V3_6, Skew{}},
-		{"undecided", Cluster{Members: members("3.6.0")}, V3_6, Skew{NewestVersion: "3.6.0"}},
+		{"undecided", Cluster{Members: members("3.6.0")}, V3_6, Skew{NewestID: 1, NewestVersion: "3.6.0"}},
 	}
 	for _, c := range cases {
 		if got := c.c.Skew(c.bin); got != c.want {
