@@ -218,3 +218,27 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	m.Start()
 	checkAcked(t, m.Client(), "term", acked)
 }
+
+// --max-snapshots keeps that many raft snapshot files; 0 keeps them all, as upstream.
+func TestMaxSnapshots(t *testing.T) {
+	for _, c := range []struct {
+		max      string
+		min, top int
+	}{{"2", 1, 2}, {"0", 6, 100}} {
+		m := NewMember(t, "--snapshot-count", "100", "--max-snapshots", c.max)
+		m.Start()
+		writeAcked(t, m.Client(), "snap", 4, 1000, nil)
+		snaps, _ := filepath.Glob(filepath.Join(m.DataDir, "member", "snap", "*.snap"))
+		if len(snaps) < c.min || len(snaps) > c.top {
+			t.Errorf("--max-snapshots=%s: %d snapshot files after 1000 writes with --snapshot-count=100, want %d..%d", c.max, len(snaps), c.min, c.top)
+		}
+		m.Kill()
+	}
+	m := NewMember(t, "--max-snapshots", "-1")
+	if err := m.StartNoWait(); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := m.Wait(10 * time.Second); code == 0 || err != nil || !m.LogHas("--max-snapshots must not be negative") {
+		t.Fatalf("negative --max-snapshots: exit %d, %v\n%s", code, err, m.LogTail(5))
+	}
+}

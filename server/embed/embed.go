@@ -50,10 +50,12 @@ type Config struct {
 	SnapshotCount uint64
 	// SnapshotCatchUpEntries is how much raft log a snapshot leaves behind for slow followers.
 	SnapshotCatchUpEntries uint64
-	TickMs                 uint
-	ElectionMs             uint
-	QuotaBackendBytes      int64
-	MaxRequestBytes        uint
+	// MaxSnapshots is how many raft snapshot files to keep (0: all).
+	MaxSnapshots      int
+	TickMs            uint
+	ElectionMs        uint
+	QuotaBackendBytes int64
+	MaxRequestBytes   uint
 	// StrictReconfigCheck refuses membership changes that would lose quorum (upstream default).
 	StrictReconfigCheck bool
 	MaxTxnOps           uint
@@ -94,6 +96,7 @@ func NewConfig() *Config {
 		InitialClusterToken:         DefaultInitialClusterToken,
 		SnapshotCount:               etcdserver.DefaultSnapshotCount,
 		SnapshotCatchUpEntries:      etcdserver.DefaultSnapshotCatchUpEntries,
+		MaxSnapshots:                etcdserver.DefaultMaxSnapshots,
 		TickMs:                      100,
 		ElectionMs:                  1000,
 		MaxRequestBytes:             etcdserver.DefaultMaxRequestBytes,
@@ -127,6 +130,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.DiscoveryCfg.validate(c.InitialCluster); err != nil {
 		return err
+	}
+	if c.MaxSnapshots < 0 {
+		return fmt.Errorf("--max-snapshots must not be negative (0 keeps every snapshot file)")
 	}
 	if c.InitialCluster == "" && !c.DiscoveryCfg.enabled() {
 		c.InitialCluster = c.InitialClusterFromName(c.Name)
@@ -288,7 +294,7 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 	srv, err := etcdserver.New(etcdserver.Config{
 		Name: cfg.Name, DataDir: cfg.Dir, PeerURLs: cfg.AdvertisePeerUrls, ClientURLs: cfg.AdvertiseClientUrls,
 		InitialCluster: ic, InitialClusterToken: token, NewCluster: cfg.InitialClusterState == "new", Discover: discover,
-		SnapshotCount: cfg.SnapshotCount, SnapshotCatchUpEntries: cfg.SnapshotCatchUpEntries, TickMs: cfg.TickMs, ElectionTicks: int(cfg.ElectionMs / cfg.TickMs),
+		SnapshotCount: cfg.SnapshotCount, SnapshotCatchUpEntries: cfg.SnapshotCatchUpEntries, MaxSnapshots: cfg.MaxSnapshots, TickMs: cfg.TickMs, ElectionTicks: int(cfg.ElectionMs / cfg.TickMs),
 		QuotaBackendBytes: quota, MaxRequestBytes: cfg.MaxRequestBytes, MaxTxnOps: cfg.MaxTxnOps,
 		StrictReconfigCheck: cfg.StrictReconfigCheck,
 		AutoCompactionMode:  cfg.AutoCompactionMode, AutoCompactionRetention: cfg.AutoCompactionRetention,

@@ -29,9 +29,10 @@ type Config struct {
 
 	SnapshotCount          uint64
 	SnapshotCatchUpEntries uint64
-	MaxSnapshots           int
-	TickMs                 uint
-	ElectionTicks          int
+	// MaxSnapshots is how many raft snapshot files to keep; 0 keeps them all, as upstream.
+	MaxSnapshots  int
+	TickMs        uint
+	ElectionTicks int
 
 	QuotaBackendBytes int64
 	MaxRequestBytes   uint
@@ -56,6 +57,7 @@ type Config struct {
 const (
 	DefaultSnapshotCount           = 10000
 	DefaultSnapshotCatchUpEntries  = 5000
+	DefaultMaxSnapshots            = 5
 	DefaultQuotaBackendBytes       = 2 << 30
 	MaxQuotaBackendBytes           = 8 << 30
 	DefaultMaxRequestBytes         = 1.5 * 1024 * 1024
@@ -105,9 +107,6 @@ func (c *Config) validate() error {
 	}
 	if c.SnapshotCatchUpEntries > c.SnapshotCount {
 		c.SnapshotCatchUpEntries = c.SnapshotCount
-	}
-	if c.MaxSnapshots == 0 {
-		c.MaxSnapshots = 5
 	}
 	if c.QuotaBackendBytes == 0 {
 		c.QuotaBackendBytes = DefaultQuotaBackendBytes

@@ -92,6 +92,9 @@ func List(dir string) ([]string, error) {
 
 // Purge keeps the newest keep snapshot files and removes the rest.
 func Purge(dir string, keep int) error {
+	if keep <= 0 {
+		return nil // unlimited
+	}
 	names, err := List(dir)
 	if err != nil {
 		return err
