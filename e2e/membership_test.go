@@ -215,3 +215,25 @@ func TestQuickSuccessiveMemberChanges(t *testing.T) {
 		cancel()
 	}
 }
+
+// --max-learners raises upstream's limit of one learner; zero is refused, as upstream.
+func TestMaxLearners(t *testing.T) {
+	c := NewCluster(t, 3, "--max-learners", "2")
+	c.Start()
+	cl := c.Client()
+	for i := 1; i <= 2; i++ {
+		if _, err := cl.MemberAddAsLearner(Ctx(t), []string{fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))}); err != nil {
+			t.Fatalf("learner %d with --max-learners 2: %v", i, err)
+		}
+	}
+	if _, err := cl.MemberAddAsLearner(Ctx(t), []string{fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))}); !errors.Is(err, rpctypes.ErrTooManyLearners) {
+		t.Fatalf("third learner with --max-learners 2: %v", err)
+	}
+	m := NewMember(t, "--max-learners", "0")
+	if err := m.StartNoWait(); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := m.Wait(10 * time.Second); code == 0 || err != nil || !m.LogHas("--max-learners: 0 is invalid, value must be greater than 0") {
+		t.Fatalf("--max-learners 0: exit %d, %v\n%s", code, err, m.LogTail(5))
+	}
+}

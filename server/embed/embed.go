@@ -51,7 +51,9 @@ type Config struct {
 	// SnapshotCatchUpEntries is how much raft log a snapshot leaves behind for slow followers.
 	SnapshotCatchUpEntries uint64
 	// MaxSnapshots is how many raft snapshot files to keep (0: all).
-	MaxSnapshots      int
+	MaxSnapshots int
+	// MaxLearners is how many learners the cluster may have.
+	MaxLearners       int
 	TickMs            uint
 	ElectionMs        uint
 	QuotaBackendBytes int64
@@ -97,6 +99,7 @@ func NewConfig() *Config {
 		SnapshotCount:               etcdserver.DefaultSnapshotCount,
 		SnapshotCatchUpEntries:      etcdserver.DefaultSnapshotCatchUpEntries,
 		MaxSnapshots:                etcdserver.DefaultMaxSnapshots,
+		MaxLearners:                 membership.DefaultMaxLearners,
 		TickMs:                      100,
 		ElectionMs:                  1000,
 		MaxRequestBytes:             etcdserver.DefaultMaxRequestBytes,
@@ -133,6 +136,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxSnapshots < 0 {
 		return fmt.Errorf("--max-snapshots must not be negative (0 keeps every snapshot file)")
+	}
+	if c.MaxLearners < 1 {
+		return fmt.Errorf("--max-learners: %d is invalid, value must be greater than 0", c.MaxLearners)
 	}
 	if c.InitialCluster == "" && !c.DiscoveryCfg.enabled() {
 		c.InitialCluster = c.InitialClusterFromName(c.Name)
@@ -294,7 +300,7 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 	srv, err := etcdserver.New(etcdserver.Config{
 		Name: cfg.Name, DataDir: cfg.Dir, PeerURLs: cfg.AdvertisePeerUrls, ClientURLs: cfg.AdvertiseClientUrls,
 		InitialCluster: ic, InitialClusterToken: token, NewCluster: cfg.InitialClusterState == "new", Discover: discover,
-		SnapshotCount: cfg.SnapshotCount, SnapshotCatchUpEntries: cfg.SnapshotCatchUpEntries, MaxSnapshots: cfg.MaxSnapshots, TickMs: cfg.TickMs, ElectionTicks: int(cfg.ElectionMs / cfg.TickMs),
+		SnapshotCount: cfg.SnapshotCount, SnapshotCatchUpEntries: cfg.SnapshotCatchUpEntries, MaxSnapshots: cfg.MaxSnapshots, MaxLearners: cfg.MaxLearners, TickMs: cfg.TickMs, ElectionTicks: int(cfg.ElectionMs / cfg.TickMs),
 		QuotaBackendBytes: quota, MaxRequestBytes: cfg.MaxRequestBytes, MaxTxnOps: cfg.MaxTxnOps,
 		StrictReconfigCheck: cfg.StrictReconfigCheck,
 		AutoCompactionMode:  cfg.AutoCompactionMode, AutoCompactionRetention: cfg.AutoCompactionRetention,

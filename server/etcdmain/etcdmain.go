@@ -64,6 +64,7 @@ func newFlagSet(out io.Writer) (*pflag.FlagSet, *flagValues) {
 	fs.Uint64Var(&c.SnapshotCatchUpEntries, "experimental-snapshot-catchup-entries", c.SnapshotCatchUpEntries, "Number of entries for a slow follower to catch up after compacting the raft storage entries.")
 	fs.MarkDeprecated("experimental-snapshot-catchup-entries", "use --snapshot-catchup-entries instead")
 	fs.IntVar(&c.MaxSnapshots, "max-snapshots", c.MaxSnapshots, "Maximum number of snapshot files to retain (0 is unlimited).")
+	fs.IntVar(&c.MaxLearners, "max-learners", c.MaxLearners, "Sets the maximum number of learners that can be available in the cluster membership.")
 	fs.UintVar(&c.TickMs, "heartbeat-interval", c.TickMs, "Time (in milliseconds) of a heartbeat interval.")
 	fs.UintVar(&c.ElectionMs, "election-timeout", c.ElectionMs, "Time (in milliseconds) for an election to timeout.")
 	fs.Int64Var(&c.QuotaBackendBytes, "quota-backend-bytes", 0, "Raise alarms when backend size exceeds the given quota. 0 means use the default quota.")
@@ -234,6 +235,7 @@ type fileConfig struct {
 	SnapshotCount               *uint64 `json:"snapshot-count"`
 	SnapshotCatchUpEntries      *uint64 `json:"snapshot-catchup-entries"`
 	MaxSnapshots                *int    `json:"max-snapshots"`
+	MaxLearners                 *int    `json:"max-learners"`
 	ExpSnapshotCatchUpEntries   *uint64 `json:"experimental-snapshot-catchup-entries"`
 	HeartbeatInterval           *uint   `json:"heartbeat-interval"`
 	ElectionTimeout             *uint   `json:"election-timeout"`
@@ -316,6 +318,9 @@ func loadConfigFile(path string, stderr io.Writer) (*embed.Config, error) {
 	if fc.MaxSnapshots != nil {
 		c.MaxSnapshots = *fc.MaxSnapshots
 	}
+	if fc.MaxLearners != nil {
+		c.MaxLearners = *fc.MaxLearners
+	}
 	for _, v := range []*uint64{fc.ExpSnapshotCatchUpEntries, fc.SnapshotCatchUpEntries} {
 		if v != nil {
 			c.SnapshotCatchUpEntries = *v
@@ -358,7 +363,7 @@ var fileKeys = func() map[string]bool {
 	m := map[string]bool{}
 	for _, k := range []string{"name", "data-dir", "listen-client-urls", "advertise-client-urls", "listen-peer-urls",
 		"initial-advertise-peer-urls", "listen-metrics-urls", "initial-cluster", "initial-cluster-state",
-		"initial-cluster-token", "snapshot-count", "snapshot-catchup-entries", "experimental-snapshot-catchup-entries", "max-snapshots", "heartbeat-interval", "election-timeout", "quota-backend-bytes",
+		"initial-cluster-token", "snapshot-count", "snapshot-catchup-entries", "experimental-snapshot-catchup-entries", "max-snapshots", "max-learners", "heartbeat-interval", "election-timeout", "quota-backend-bytes",
 		"max-request-bytes", "max-txn-ops", "auto-compaction-mode", "auto-compaction-retention", "log-level",
 		"watch-progress-notify-interval", "client-transport-security", "peer-transport-security", "discovery-config"} {
 		m[k] = true

@@ -92,7 +92,7 @@ func (s *Server) replayApplied(e raftpb.Entry) {
 	}
 	m, err := membership.DecodeConfChange(cc)
 	if err == nil {
-		err = s.replayMem.Validate(cc, m)
+		err = s.replayMem.Validate(cc, m, s.cfg.MaxLearners)
 	}
 	if err != nil {
 		cc.NodeID = raft.None
@@ -105,7 +105,7 @@ func (s *Server) replayApplied(e raftpb.Entry) {
 func (s *Server) applyConfChange(b *backend.BatchTx, cc raftpb.ConfChange) *applyResult {
 	m, err := membership.DecodeConfChange(cc)
 	if err == nil {
-		err = s.mem.Validate(cc, m)
+		err = s.mem.Validate(cc, m, s.cfg.MaxLearners)
 	}
 	if err != nil {
 		// Every member rejects the same change the same way; raft is told it was a no-op.

@@ -37,7 +37,7 @@ func (s *Server) AddMember(ctx context.Context, peerURLs []string, learner bool)
 	if err := s.mayAddMember(learner); err != nil {
 		return nil, nil, err
 	}
-	if learner && s.mem.LearnerCount() >= membership.MaxLearners {
+	if learner && s.mem.LearnerCount() >= s.cfg.MaxLearners {
 		return nil, nil, membership.ErrTooManyLearners
 	}
 	m := membership.Member{ID: membership.AddedMemberID(peerURLs, time.Now()), PeerURLs: peerURLs, IsLearner: learner}

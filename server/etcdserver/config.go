@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"etcdx/server/membership"
 	"etcdx/server/schema"
 )
 
@@ -30,7 +31,9 @@ type Config struct {
 	SnapshotCount          uint64
 	SnapshotCatchUpEntries uint64
 	// MaxSnapshots is how many raft snapshot files to keep; 0 keeps them all, as upstream.
-	MaxSnapshots  int
+	MaxSnapshots int
+	// MaxLearners is how many learners the cluster may have (--max-learners; 0: upstream's 1).
+	MaxLearners   int
 	TickMs        uint
 	ElectionTicks int
 
@@ -113,6 +116,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.MaxLearners == 0 {
+		c.MaxLearners = membership.DefaultMaxLearners
 	}
 	if c.MaxTxnOps == 0 {
 		c.MaxTxnOps = DefaultMaxTxnOps

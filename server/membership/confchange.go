@@ -19,8 +19,8 @@ var (
 	ErrTooManyLearners = errors.New("etcdserver: too many learner members in cluster")
 )
 
-// MaxLearners is upstream's default limit on learners.
-const MaxLearners = 1
+// DefaultMaxLearners is upstream's default for --max-learners.
+const DefaultMaxLearners = 1
 
 // DecodeConfChange reads the member a conf change carries in its context.
 func DecodeConfChange(cc raftpb.ConfChange) (*Member, error) {
@@ -55,8 +55,8 @@ func (m *Membership) PeerURLInUse(urls []string) bool {
 }
 
 // Validate is checked by every member when a conf change applies, so all agree on whether it
-// takes effect.
-func (m *Membership) Validate(cc raftpb.ConfChange, mem *Member) error {
+// takes effect; maxLearners is --max-learners.
+func (m *Membership) Validate(cc raftpb.ConfChange, mem *Member, maxLearners int) error {
 	existing := m.Get(cc.NodeID)
 	if m.IsRemoved(cc.NodeID) {
 		return ErrIDRemoved
@@ -71,7 +71,7 @@ func (m *Membership) Validate(cc raftpb.ConfChange, mem *Member) error {
 		}
 		// Checked again here because two adds sent to different members can both pass the
 		// proposer's check; the applied order decides which one is too many.
-		if cc.Type == raftpb.ConfChangeAddLearnerNode && m.LearnerCount() >= MaxLearners {
+		if cc.Type == raftpb.ConfChangeAddLearnerNode && m.LearnerCount() >= maxLearners {
 			return ErrTooManyLearners
 		}
 		if m.PeerURLInUse(mem.PeerURLs) {

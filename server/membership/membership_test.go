@@ -130,9 +130,14 @@ func TestValidateConfChange(t *testing.T) {
 		{"update unknown", raftpb.ConfChangeUpdateNode, Member{ID: 7}, ErrMemberNotFound},
 		{"remove known", raftpb.ConfChangeRemoveNode, Member{ID: 1}, nil},
 	}
+	// --max-learners 2 lets a second learner in.
+	cc, mem := confChange(raftpb.ConfChangeAddLearnerNode, Member{ID: 4, PeerURLs: []string{"http://h:4"}})
+	if err := ms.Validate(cc, mem, 2); err != nil {
+		t.Errorf("a second learner with --max-learners 2: %v", err)
+	}
 	for _, c := range cases {
 		cc, mem := confChange(c.typ, c.m)
-		if err := ms.Validate(cc, mem); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
+		if err := ms.Validate(cc, mem, DefaultMaxLearners); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 	}
