@@ -242,3 +242,55 @@ func TestMaxSnapshots(t *testing.T) {
 		t.Fatalf("negative --max-snapshots: exit %d, %v\n%s", code, err, m.LogTail(5))
 	}
 }
+
+// --bootstrap-defrag-threshold-megabytes defragments the database at start when at least that
+// much of it is free, and says it skips otherwise, as upstream.
+func TestBootstrapDefrag(t *testing.T) {
+	m := NewMember(t)
+	m.Start()
+	c := m.Client()
+	big := strings.Repeat("x", 100<<10)
+	var rev int64
+	for i := 0; i < 100; i++ { // 10 MB of values, then all deleted and compacted away
+		r, err := c.Put(Ctx(t), fmt.Sprintf("big/%03d", i), big)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev = r.Header.Revision
+	}
+	d, err := c.Delete(Ctx(t), "big/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Compact(Ctx(t), max(rev, d.Header.Revision), clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(m.DataDir, "member", "snap", "db")
+	size := func() int64 {
+		st, err := os.Stat(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	restart := func(threshold string) {
+		t.Helper()
+		if err := m.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		m.Extra = []string{"--bootstrap-defrag-threshold-megabytes", threshold}
+		m.Start()
+	}
+	restart("1000")
+	if !m.LogHas("Skipping defragmentation") {
+		t.Fatalf("a threshold above the free space did not skip\n%s", m.LogTail(20))
+	}
+	before := size()
+	restart("1")
+	if !m.LogHas("finished defragmenting directory") || size() >= before/2 {
+		t.Fatalf("a 1 MB threshold with ~10 MB free: db %d -> %d bytes\n%s", before, size(), m.LogTail(20))
+	}
+	if r, err := m.Client().Get(Ctx(t), "big/", clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || r.Count != 0 {
+		t.Fatalf("after the defrag: %+v %v", r, err)
+	}
+}

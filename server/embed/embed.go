@@ -53,11 +53,14 @@ type Config struct {
 	// MaxSnapshots is how many raft snapshot files to keep (0: all).
 	MaxSnapshots int
 	// MaxLearners is how many learners the cluster may have.
-	MaxLearners       int
-	TickMs            uint
-	ElectionMs        uint
-	QuotaBackendBytes int64
-	MaxRequestBytes   uint
+	MaxLearners int
+	// BootstrapDefragThresholdMegabytes defragments the backend at start when at least this
+	// much of it is free (0: never).
+	BootstrapDefragThresholdMegabytes uint
+	TickMs                            uint
+	ElectionMs                        uint
+	QuotaBackendBytes                 int64
+	MaxRequestBytes                   uint
 	// StrictReconfigCheck refuses membership changes that would lose quorum (upstream default).
 	StrictReconfigCheck bool
 	MaxTxnOps           uint
@@ -300,7 +303,7 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 	srv, err := etcdserver.New(etcdserver.Config{
 		Name: cfg.Name, DataDir: cfg.Dir, PeerURLs: cfg.AdvertisePeerUrls, ClientURLs: cfg.AdvertiseClientUrls,
 		InitialCluster: ic, InitialClusterToken: token, NewCluster: cfg.InitialClusterState == "new", Discover: discover,
-		SnapshotCount: cfg.SnapshotCount, SnapshotCatchUpEntries: cfg.SnapshotCatchUpEntries, MaxSnapshots: cfg.MaxSnapshots, MaxLearners: cfg.MaxLearners, TickMs: cfg.TickMs, ElectionTicks: int(cfg.ElectionMs / cfg.TickMs),
+		SnapshotCount: cfg.SnapshotCount, SnapshotCatchUpEntries: cfg.SnapshotCatchUpEntries, MaxSnapshots: cfg.MaxSnapshots, MaxLearners: cfg.MaxLearners, BootstrapDefragThresholdMegabytes: cfg.BootstrapDefragThresholdMegabytes, TickMs: cfg.TickMs, ElectionTicks: int(cfg.ElectionMs / cfg.TickMs),
 		QuotaBackendBytes: quota, MaxRequestBytes: cfg.MaxRequestBytes, MaxTxnOps: cfg.MaxTxnOps,
 		StrictReconfigCheck: cfg.StrictReconfigCheck,
 		AutoCompactionMode:  cfg.AutoCompactionMode, AutoCompactionRetention: cfg.AutoCompactionRetention,

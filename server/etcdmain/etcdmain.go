@@ -65,6 +65,9 @@ func newFlagSet(out io.Writer) (*pflag.FlagSet, *flagValues) {
 	fs.MarkDeprecated("experimental-snapshot-catchup-entries", "use --snapshot-catchup-entries instead")
 	fs.IntVar(&c.MaxSnapshots, "max-snapshots", c.MaxSnapshots, "Maximum number of snapshot files to retain (0 is unlimited).")
 	fs.IntVar(&c.MaxLearners, "max-learners", c.MaxLearners, "Sets the maximum number of learners that can be available in the cluster membership.")
+	fs.UintVar(&c.BootstrapDefragThresholdMegabytes, "bootstrap-defrag-threshold-megabytes", c.BootstrapDefragThresholdMegabytes, "Enable the defrag during etcd server bootstrap on condition that it will free at least the provided threshold of disk space. Needs to be set to non-zero value to take effect.")
+	fs.UintVar(&c.BootstrapDefragThresholdMegabytes, "experimental-bootstrap-defrag-threshold-megabytes", c.BootstrapDefragThresholdMegabytes, "Enable the defrag during etcd server bootstrap on condition that it will free at least the provided threshold of disk space. Needs to be set to non-zero value to take effect.")
+	fs.MarkDeprecated("experimental-bootstrap-defrag-threshold-megabytes", "use --bootstrap-defrag-threshold-megabytes instead")
 	fs.UintVar(&c.TickMs, "heartbeat-interval", c.TickMs, "Time (in milliseconds) of a heartbeat interval.")
 	fs.UintVar(&c.ElectionMs, "election-timeout", c.ElectionMs, "Time (in milliseconds) for an election to timeout.")
 	fs.Int64Var(&c.QuotaBackendBytes, "quota-backend-bytes", 0, "Raise alarms when backend size exceeds the given quota. 0 means use the default quota.")
@@ -236,6 +239,8 @@ type fileConfig struct {
 	SnapshotCatchUpEntries      *uint64 `json:"snapshot-catchup-entries"`
 	MaxSnapshots                *int    `json:"max-snapshots"`
 	MaxLearners                 *int    `json:"max-learners"`
+	BootstrapDefragThresholdMB  *uint   `json:"bootstrap-defrag-threshold-megabytes"`
+	ExpBootstrapDefragThreshMB  *uint   `json:"experimental-bootstrap-defrag-threshold-megabytes"`
 	ExpSnapshotCatchUpEntries   *uint64 `json:"experimental-snapshot-catchup-entries"`
 	HeartbeatInterval           *uint   `json:"heartbeat-interval"`
 	ElectionTimeout             *uint   `json:"election-timeout"`
@@ -321,6 +326,11 @@ func loadConfigFile(path string, stderr io.Writer) (*embed.Config, error) {
 	if fc.MaxLearners != nil {
 		c.MaxLearners = *fc.MaxLearners
 	}
+	for _, v := range []*uint{fc.ExpBootstrapDefragThreshMB, fc.BootstrapDefragThresholdMB} {
+		if v != nil {
+			c.BootstrapDefragThresholdMegabytes = *v
+		}
+	}
 	for _, v := range []*uint64{fc.ExpSnapshotCatchUpEntries, fc.SnapshotCatchUpEntries} {
 		if v != nil {
 			c.SnapshotCatchUpEntries = *v
@@ -363,7 +373,7 @@ var fileKeys = func() map[string]bool {
 	m := map[string]bool{}
 	for _, k := range []string{"name", "data-dir", "listen-client-urls", "advertise-client-urls", "listen-peer-urls",
 		"initial-advertise-peer-urls", "listen-metrics-urls", "initial-cluster", "initial-cluster-state",
-		"initial-cluster-token", "snapshot-count", "snapshot-catchup-entries", "experimental-snapshot-catchup-entries", "max-snapshots", "max-learners", "heartbeat-interval", "election-timeout", "quota-backend-bytes",
+		"initial-cluster-token", "snapshot-count", "snapshot-catchup-entries", "experimental-snapshot-catchup-entries", "max-snapshots", "max-learners", "bootstrap-defrag-threshold-megabytes", "experimental-bootstrap-defrag-threshold-megabytes", "heartbeat-interval", "election-timeout", "quota-backend-bytes",
 		"max-request-bytes", "max-txn-ops", "auto-compaction-mode", "auto-compaction-retention", "log-level",
 		"watch-progress-notify-interval", "client-transport-security", "peer-transport-security", "discovery-config"} {
 		m[k] = true

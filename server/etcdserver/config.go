@@ -33,9 +33,12 @@ type Config struct {
 	// MaxSnapshots is how many raft snapshot files to keep; 0 keeps them all, as upstream.
 	MaxSnapshots int
 	// MaxLearners is how many learners the cluster may have (--max-learners; 0: upstream's 1).
-	MaxLearners   int
-	TickMs        uint
-	ElectionTicks int
+	MaxLearners int
+	// BootstrapDefragThresholdMegabytes defragments the backend at start when at least this much
+	// of it is free (0: never).
+	BootstrapDefragThresholdMegabytes uint
+	TickMs                            uint
+	ElectionTicks                     int
 
 	QuotaBackendBytes int64
 	MaxRequestBytes   uint

@@ -173,6 +173,9 @@ func New(cfg Config) (*Server, error) {
 	if s.alarms, err = loadAlarms(s.be); err != nil {
 		return fail(err)
 	}
+	if err := s.maybeDefragAtStart(); err != nil {
+		return fail(err)
+	}
 	if err := s.alignStorage(); err != nil {
 		return fail(err)
 	}
@@ -361,6 +364,28 @@ func (s *Server) restart(rcfg *raft.Config) error {
 	s.node = raft.RestartNode(rcfg)
 	s.log.Info("restarted member", "member-id", fmt.Sprintf("%x", s.id), "cluster-id", fmt.Sprintf("%x", meta.ClusterID),
 		"commit-index", st.Commit, "snapshot-index", sn.Metadata.Index, "consistent-index", cindex, "wal-entries", len(ents))
+	return nil
+}
+
+// maybeDefragAtStart defragments the backend before anything is served when at least
+// --bootstrap-defrag-threshold-megabytes of it is free pages, as upstream does.
+func (s *Server) maybeDefragAtStart() error {
+	threshold := int64(s.cfg.BootstrapDefragThresholdMegabytes) * 1024 * 1024
+	if threshold == 0 {
+		return nil
+	}
+	size, inUse := s.be.Size(), s.be.SizeInUse()
+	if size-inUse < threshold {
+		s.log.Info("Skipping defragmentation", "current-db-size-bytes", size, "current-db-size-in-use-bytes", inUse,
+			"experimental-bootstrap-defrag-threshold-bytes", threshold)
+		return nil
+	}
+	s.log.Info("defragmenting", "path", s.cfg.BackendPath(), "current-db-size-bytes", size, "current-db-size-in-use-bytes", inUse)
+	if err := s.be.Defrag(); err != nil {
+		return fmt.Errorf("defragment at start: %w", err)
+	}
+	s.log.Info("finished defragmenting directory", "path", s.cfg.BackendPath(), "current-db-size-bytes-diff", s.be.Size()-size,
+		"current-db-size-bytes", s.be.Size())
 	return nil
 }
 
