@@ -28,6 +28,15 @@ func swapBinary(t *testing.T, m *Member, bin string) {
 	m.Start()
 }
 
+// swapAll swaps every member's binary, one member at a time, as an operator would.
+func swapAll(t *testing.T, c *Cluster, bin string) {
+	t.Helper()
+	for _, m := range c.Members {
+		time.Sleep(300 * time.Millisecond)
+		swapBinary(t, m, bin)
+	}
+}
+
 func lastReleaseCluster(t *testing.T, n int) *Cluster {
 	c := NewCluster(t, n)
 	for _, m := range c.Members {
@@ -159,18 +168,12 @@ func TestDowngradeAndUpgradeBack(t *testing.T) {
 		}
 		waitLog(t, m, "the member is ready to be downgraded")
 	}
-	for _, m := range c.Members {
-		time.Sleep(300 * time.Millisecond)
-		swapBinary(t, m, ServerAt(t, LastReleaseVersion))
-	}
+	swapAll(t, c, ServerAt(t, LastReleaseVersion))
 	waitAnyLog(t, c, "the cluster has been downgraded")
 	c.WaitVersions("3.5.0", "", 15*time.Second)
 
 	// And back up.
-	for _, m := range c.Members {
-		time.Sleep(300 * time.Millisecond)
-		swapBinary(t, m, ServerAt(t, CurrentVersion))
-	}
+	swapAll(t, c, ServerAt(t, CurrentVersion))
 	c.WaitVersions("3.6.0", "3.6.0", 15*time.Second)
 	for _, m := range c.Members {
 		st, err := m.Client().Status(Ctx(t), m.ClientURL)
@@ -280,10 +283,7 @@ func TestMembershipDuringDowngrade(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("add a voter during a downgrade: %v", err)
 	}
-	for _, m := range c.Members {
-		time.Sleep(300 * time.Millisecond)
-		swapBinary(t, m, ServerAt(t, LastReleaseVersion))
-	}
+	swapAll(t, c, ServerAt(t, LastReleaseVersion))
 	waitAnyLog(t, c, "the downgrade waits for members that still run a newer binary")
 	waitAnyLog(t, c, "the cluster has been downgraded")
 	c.WaitVersions("3.5.0", "", 15*time.Second)

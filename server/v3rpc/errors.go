@@ -71,9 +71,5 @@ func togRPCError(err error) error {
 			return e.grpc
 		}
 	}
-	var pe *version.PreconditionError
-	if errors.As(err, &pe) {
-		return status.Error(codes.FailedPrecondition, pe.Msg)
-	}
 	return status.Error(codes.Unknown, err.Error())
 }

@@ -27,9 +27,6 @@ type Decision struct {
 	WaitingFor []uint64
 }
 
-// Proposes reports whether there is something to propose.
-func (d Decision) Proposes() bool { return !d.SetVersion.IsZero() || d.FinishDowngrade }
-
 // lowest is the lowest level among the members, and false when some member's level is unknown
 // (a member that never started, or an unreadable version): then nothing is decided, as upstream.
 func (c Cluster) lowest() (Level, bool) {

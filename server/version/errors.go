@@ -10,9 +10,3 @@ var (
 	ErrNoInflightDowngrade    = errors.New("etcdserver: no inflight downgrade job")
 	ErrClusterVersionUnknown  = errors.New("etcdserver: cluster version not found during downgrade")
 )
-
-// PreconditionError is a refusal because of the cluster's state that upstream does not have a
-// code of its own for (the gRPC layer answers FailedPrecondition with Msg).
-type PreconditionError struct{ Msg string }
-
-func (e *PreconditionError) Error() string { return e.Msg }
