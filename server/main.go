@@ -8,5 +8,5 @@ import (
 )
 
 func main() {
-	os.Exit(etcdmain.Main(os.Args[1:], os.Environ(), os.Stderr))
+	os.Exit(etcdmain.Main(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
 }

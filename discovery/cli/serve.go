@@ -42,7 +42,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	fs.StringSliceVar(&m.AdvertiseClientUrls, "advertise-client-urls", nil, "Client URLs to hand out as discovery endpoints (default: --listen-client-urls).")
 	fs.StringSliceVar(&m.ListenPeerUrls, "listen-peer-urls", m.ListenPeerUrls, "URLs the member listens on for peer traffic.")
 	fs.StringSliceVar(&m.AdvertisePeerUrls, "initial-advertise-peer-urls", nil, "Peer URLs of the member (default: --listen-peer-urls).")
-	fs.StringVar(&m.LogLevel, "log-level", m.LogLevel, "Log level: debug, info, warn or error.")
+	fs.StringVar(&m.Log.Level, "log-level", m.Log.Level, "Log level: debug, info, warn or error.")
 	if err := parse(fs, args, nil, false); err != nil {
 		return err
 	}
@@ -59,11 +59,11 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if len(m.AdvertisePeerUrls) == 0 {
 		m.AdvertisePeerUrls = m.ListenPeerUrls
 	}
-	lg, err := embed.NewLogger(m.LogLevel)
+	lg, err := m.Log.Build()
 	if err != nil {
 		return usageError{fmt.Errorf("--log-level: %w", err)}
 	}
-	m.Logger = lg
+	m.Logger = lg.Logger
 	if err := m.Validate(); err != nil && len(sf.endpoints) == 0 {
 		return usageError{err}
 	}
@@ -102,7 +102,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--listen-api-url: %w", err)
 	}
 	api := &http.Server{Handler: service.Handler(service.Config{Client: cli, Endpoints: endpoints,
-		DefaultSize: sf.defaultSize, MaxSize: sf.maxSize, Logger: lg}), ReadHeaderTimeout: 10 * time.Second}
+		DefaultSize: sf.defaultSize, MaxSize: sf.maxSize, Logger: lg.Logger}), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := api.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			fail <- fmt.Errorf("token API: %w", err)

@@ -37,6 +37,10 @@ type Config struct {
 	Logger        *slog.Logger
 	// OpenTimeout bounds the wait for the file lock; zero means one second.
 	OpenTimeout time.Duration
+	// FreelistType is bbolt's freelist: "map" (default) or "array".
+	FreelistType string
+	// UnsafeNoSync skips fsync on commit (--unsafe-no-fsync).
+	UnsafeNoSync bool
 	// ObserveCommit, when set, receives the duration of every commit (for metrics).
 	ObserveCommit func(time.Duration)
 }
@@ -75,7 +79,7 @@ func Open(cfg Config) (*Backend, error) {
 	if cfg.OpenTimeout == 0 {
 		cfg.OpenTimeout = time.Second
 	}
-	db, err := openDB(cfg.Path, cfg.OpenTimeout)
+	db, err := openDB(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -103,8 +107,16 @@ func createBuckets(tx *bolt.Tx, names [][]byte) error {
 	return nil
 }
 
-func openDB(path string, timeout time.Duration) (*bolt.DB, error) {
-	return OpenFile(path, &bolt.Options{Timeout: timeout, InitialMmapSize: int(defaultInitialMmapSize), FreelistType: bolt.FreelistMapType})
+func openDB(cfg Config) (*bolt.DB, error) {
+	fl := bolt.FreelistMapType
+	if cfg.FreelistType == string(bolt.FreelistArrayType) {
+		fl = bolt.FreelistArrayType
+	}
+	db, err := OpenFile(cfg.Path, &bolt.Options{Timeout: cfg.OpenTimeout, InitialMmapSize: int(defaultInitialMmapSize), FreelistType: fl, NoSync: cfg.UnsafeNoSync})
+	if err == nil && cfg.UnsafeNoSync {
+		db.NoSync = true
+	}
+	return db, err
 }
 
 // OpenFile opens a bbolt file safely, for the server and for offline tools alike: a damaged file
@@ -332,7 +344,7 @@ func (b *Backend) Defrag() error {
 	if err := os.Rename(tmpPath, path); err != nil {
 		return fmt.Errorf("backend: defrag: rename: %w", err)
 	}
-	db, err := openDB(path, b.cfg.OpenTimeout)
+	db, err := openDB(b.cfg) // path is b.cfg.Path again
 	if err != nil {
 		return err
 	}
@@ -419,7 +431,7 @@ func (b *Backend) ReplaceWith(path string) error {
 	if err := os.Rename(path, dbPath); err != nil {
 		return fmt.Errorf("backend: move %s into place: %w", path, err)
 	}
-	db, err := openDB(dbPath, b.cfg.OpenTimeout)
+	db, err := openDB(b.cfg) // dbPath is b.cfg.Path
 	if err != nil {
 		return err
 	}

@@ -9,9 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -26,7 +26,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"etcdx/server/etcdserver"
+	"etcdx/server/features"
 	"etcdx/server/httpapi"
+	"etcdx/server/logutil"
 	"etcdx/server/membership"
 	"etcdx/server/tlsutil"
 	"etcdx/server/v3rpc"
@@ -34,24 +36,28 @@ import (
 
 // Config mirrors the etcd command line; field names follow upstream's config file keys.
 type Config struct {
-	Name                string
-	Dir                 string
-	ListenClientUrls    []string
-	AdvertiseClientUrls []string
-	ListenPeerUrls      []string
-	AdvertisePeerUrls   []string
-	ListenMetricsUrls   []string
-	InitialCluster      string
-	InitialClusterState string
-	InitialClusterToken string
+	Name                 string
+	Dir                  string
+	WalDir               string // the WAL's own directory ("": member/wal in Dir)
+	ListenClientUrls     []string
+	ListenClientHTTPUrls []string
+	AdvertiseClientUrls  []string
+	ListenPeerUrls       []string
+	AdvertisePeerUrls    []string
+	ListenMetricsUrls    []string
+	InitialCluster       string
+	InitialClusterState  string
+	InitialClusterToken  string
 	// DiscoveryCfg bootstraps a new cluster through v3 discovery instead of InitialCluster.
-	DiscoveryCfg DiscoveryConfig
+	DiscoveryCfg    DiscoveryConfig
+	ForceNewCluster bool
 
 	SnapshotCount uint64
 	// SnapshotCatchUpEntries is how much raft log a snapshot leaves behind for slow followers.
 	SnapshotCatchUpEntries uint64
-	// MaxSnapshots is how many raft snapshot files to keep (0: all).
+	// MaxSnapshots and MaxWals are how many raft snapshot and WAL files to keep (0: all).
 	MaxSnapshots int
+	MaxWals      int
 	// MaxLearners is how many learners the cluster may have.
 	MaxLearners int
 	// BootstrapDefragThresholdMegabytes defragments the backend at start when at least this
@@ -59,25 +65,75 @@ type Config struct {
 	BootstrapDefragThresholdMegabytes uint
 	TickMs                            uint
 	ElectionMs                        uint
+	InitialElectionTickAdvance        bool
+	PreVote                           bool
 	QuotaBackendBytes                 int64
+	BackendBatchInterval              time.Duration
+	BackendBatchLimit                 int
+	BackendFreelistType               string
+	UnsafeNoFsync                     bool
+	MemoryMlock                       bool
 	MaxRequestBytes                   uint
 	// StrictReconfigCheck refuses membership changes that would lose quorum (upstream default).
 	StrictReconfigCheck bool
 	MaxTxnOps           uint
 
+	// gRPC and HTTP serving.
+	MaxConcurrentStreams  uint32
+	GRPCKeepAliveMinTime  time.Duration
+	GRPCKeepAliveInterval time.Duration
+	GRPCKeepAliveTimeout  time.Duration
+	SocketReusePort       bool
+	SocketReuseAddress    bool
+	EnableGRPCGateway     bool
+	EnablePprof           bool
+	Metrics               string // basic or extensive
+	CORS                  []string
+	HostWhitelist         []string
+	RaftReadTimeout       time.Duration
+	RaftWriteTimeout      time.Duration
+
 	AutoCompactionMode      string
 	AutoCompactionRetention string
+	CompactionBatchLimit    int
+	CompactionSleepInterval time.Duration
 
 	WatchProgressNotifyInterval time.Duration
 	LeaseCheckpointInterval     time.Duration
+	DowngradeCheckTime          time.Duration
+	WarningApplyDuration        time.Duration
+	WarningUnaryRequestDuration time.Duration
+	CorruptCheckTime            time.Duration
+	CompactHashCheckTime        time.Duration
 
 	// ClientTLSInfo secures https client (and metrics) URLs; PeerTLSInfo secures peer traffic.
-	ClientTLSInfo tlsutil.Info
-	PeerTLSInfo   tlsutil.Info
+	ClientTLSInfo          tlsutil.Info
+	PeerTLSInfo            tlsutil.Info
+	SelfSignedCertValidity uint
+	CipherSuites           []string
+	TLSMinVersion          string
+	TLSMaxVersion          string
 
-	LogLevel string
-	// Logger overrides LogLevel when set.
+	// Authentication settings, checked now and used once authentication exists.
+	AuthToken    string
+	BcryptCost   uint
+	AuthTokenTTL uint
+
+	Tracing  TracingConfig
+	Features features.Gates
+
+	// Log configures the logger; Logger, when set, is used instead.
+	Log    logutil.Config
 	Logger *slog.Logger
+}
+
+// TracingConfig holds the distributed tracing flags.
+type TracingConfig struct {
+	Enabled                bool
+	Address                string
+	ServiceName            string
+	InstanceID             string
+	SamplingRatePerMillion int
 }
 
 // Upstream defaults (those that name a member are membership's, shared with etcdutl).
@@ -87,6 +143,7 @@ const (
 	DefaultListenPeerURLs      = membership.DefaultPeerURL
 	DefaultInitialClusterState = "new"
 	DefaultInitialClusterToken = membership.DefaultToken
+	DefaultMaxWals             = 5
 )
 
 // NewConfig returns upstream etcd's defaults.
@@ -102,16 +159,42 @@ func NewConfig() *Config {
 		SnapshotCount:               etcdserver.DefaultSnapshotCount,
 		SnapshotCatchUpEntries:      etcdserver.DefaultSnapshotCatchUpEntries,
 		MaxSnapshots:                etcdserver.DefaultMaxSnapshots,
+		MaxWals:                     DefaultMaxWals,
 		MaxLearners:                 membership.DefaultMaxLearners,
 		TickMs:                      100,
 		ElectionMs:                  1000,
+		InitialElectionTickAdvance:  true,
+		PreVote:                     true,
+		BackendFreelistType:         "map",
 		MaxRequestBytes:             etcdserver.DefaultMaxRequestBytes,
 		StrictReconfigCheck:         true,
 		MaxTxnOps:                   etcdserver.DefaultMaxTxnOps,
+		MaxConcurrentStreams:        math.MaxUint32,
+		GRPCKeepAliveMinTime:        5 * time.Second,
+		GRPCKeepAliveInterval:       2 * time.Hour,
+		GRPCKeepAliveTimeout:        20 * time.Second,
+		EnableGRPCGateway:           true,
+		Metrics:                     "basic",
+		CORS:                        []string{"*"},
+		HostWhitelist:               []string{"*"},
+		RaftReadTimeout:             5 * time.Second,
+		RaftWriteTimeout:            5 * time.Second,
 		AutoCompactionMode:          "periodic",
+		CompactionBatchLimit:        1000,
+		CompactionSleepInterval:     10 * time.Millisecond,
 		WatchProgressNotifyInterval: 10 * time.Minute,
 		LeaseCheckpointInterval:     etcdserver.DefaultLeaseCheckpointInterval,
-		LogLevel:                    "info",
+		DowngradeCheckTime:          5 * time.Second,
+		WarningApplyDuration:        100 * time.Millisecond,
+		WarningUnaryRequestDuration: 300 * time.Millisecond,
+		CompactHashCheckTime:        time.Minute,
+		SelfSignedCertValidity:      1,
+		TLSMinVersion:               "TLS1.2",
+		AuthToken:                   "simple",
+		BcryptCost:                  10,
+		AuthTokenTTL:                300,
+		Tracing:                     TracingConfig{Address: "localhost:4317", ServiceName: "etcd"},
+		Log:                         logutil.Default(),
 		DiscoveryCfg: DiscoveryConfig{ConfigSpec: clientv3.ConfigSpec{
 			DialTimeout: 2 * time.Second, RequestTimeout: 5 * time.Second,
 			KeepAliveTime: 2 * time.Second, KeepAliveTimeout: 6 * time.Second,
@@ -196,9 +279,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--auto-compaction-retention: %w", err)
 	}
 	if c.Logger == nil {
-		if _, err := NewLogger(c.LogLevel); err != nil {
-			return fmt.Errorf("--log-level: %w", err)
+		if err := c.Log.Validate(); err != nil {
+			return err
 		}
+	}
+	if err := c.validateServing(); err != nil {
+		return err
 	}
 	if c.DiscoveryCfg.enabled() {
 		return nil
@@ -207,24 +293,6 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--initial-cluster: %w", err)
 	}
 	return nil
-}
-
-// NewLogger builds the JSON logger for a level name.
-func NewLogger(level string) (*slog.Logger, error) {
-	var l slog.Level
-	switch strings.ToLower(level) {
-	case "debug":
-		l = slog.LevelDebug
-	case "info", "":
-		l = slog.LevelInfo
-	case "warn":
-		l = slog.LevelWarn
-	case "error", "dpanic", "panic", "fatal":
-		l = slog.LevelError
-	default:
-		return nil, fmt.Errorf("unknown log level %q (want debug, info, warn, error, panic or fatal)", level)
-	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
 }
 
 // Etcd is a running member with its listeners.
@@ -256,10 +324,12 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 		return nil, err
 	}
 	lg := cfg.Logger
+	var built *logutil.Logger
 	if lg == nil {
-		if lg, err = NewLogger(cfg.LogLevel); err != nil {
+		if built, err = cfg.Log.Build(); err != nil {
 			return nil, err
 		}
+		lg = built.Logger
 	}
 	started := &Etcd{cfg: cfg, log: lg, errc: make(chan error, 16), secure: map[net.Listener]bool{}}
 	e = started
@@ -301,12 +371,19 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 		lg.Warn("quota exceeds the maximum value", "quota-size-bytes", quota, "quota-maximum-size-bytes", int64(etcdserver.MaxQuotaBackendBytes))
 	}
 	srv, err := etcdserver.New(etcdserver.Config{
-		Name: cfg.Name, DataDir: cfg.Dir, PeerURLs: cfg.AdvertisePeerUrls, ClientURLs: cfg.AdvertiseClientUrls,
+		Name: cfg.Name, DataDir: cfg.Dir, WalDir: cfg.WalDir, PeerURLs: cfg.AdvertisePeerUrls, ClientURLs: cfg.AdvertiseClientUrls,
 		InitialCluster: ic, InitialClusterToken: token, NewCluster: cfg.InitialClusterState == "new", Discover: discover,
-		SnapshotCount: cfg.SnapshotCount, SnapshotCatchUpEntries: cfg.SnapshotCatchUpEntries, MaxSnapshots: cfg.MaxSnapshots, MaxLearners: cfg.MaxLearners, BootstrapDefragThresholdMegabytes: cfg.BootstrapDefragThresholdMegabytes, TickMs: cfg.TickMs, ElectionTicks: int(cfg.ElectionMs / cfg.TickMs),
+		SnapshotCount: cfg.SnapshotCount, SnapshotCatchUpEntries: cfg.SnapshotCatchUpEntries, MaxSnapshots: cfg.MaxSnapshots,
+		MaxWals: cfg.MaxWals, MaxLearners: cfg.MaxLearners, BootstrapDefragThresholdMegabytes: cfg.BootstrapDefragThresholdMegabytes,
+		TickMs: cfg.TickMs, ElectionTicks: int(cfg.ElectionMs / cfg.TickMs),
+		PreVote: cfg.PreVote, InitialElectionTickAdvance: cfg.InitialElectionTickAdvance,
 		QuotaBackendBytes: quota, MaxRequestBytes: cfg.MaxRequestBytes, MaxTxnOps: cfg.MaxTxnOps,
+		BackendBatchInterval: cfg.BackendBatchInterval, BackendBatchLimit: cfg.BackendBatchLimit,
+		BackendFreelistType: cfg.BackendFreelistType, UnsafeNoFsync: cfg.UnsafeNoFsync,
 		StrictReconfigCheck: cfg.StrictReconfigCheck,
 		AutoCompactionMode:  cfg.AutoCompactionMode, AutoCompactionRetention: cfg.AutoCompactionRetention,
+		CompactionBatchLimit: cfg.CompactionBatchLimit, CompactionSleepInterval: cfg.CompactionSleepInterval,
+		DowngradeCheckTime: cfg.DowngradeCheckTime, WarningApplyDuration: cfg.WarningApplyDuration,
 		Logger: lg, PeerTLS: peerClientTLS, LeaseCheckpointInterval: cfg.LeaseCheckpointInterval,
 	})
 	if err != nil {
@@ -330,7 +407,7 @@ func (e *Etcd) listenAll(urls []string) ([]net.Listener, error) {
 		if err != nil {
 			return ls, err
 		}
-		l, err := net.Listen("tcp", u.Host)
+		l, err := e.listen(u.Host)
 		if err != nil {
 			return ls, err
 		}
@@ -355,12 +432,17 @@ func grpcOrHTTP(gs *grpc.Server, h http.Handler) http.Handler {
 func (e *Etcd) serve() error {
 	s := e.Server
 	reg := s.Config().Registry
-	rpcMetrics := grpcprom.NewServerMetrics()
+	var metricOpts []grpcprom.ServerMetricsOption
+	if e.cfg.Metrics == "extensive" {
+		metricOpts = append(metricOpts, grpcprom.WithServerHandlingTimeHistogram())
+	}
+	rpcMetrics := grpcprom.NewServerMetrics(metricOpts...)
 	reg.MustRegister(rpcMetrics)
 	traffic := v3rpc.NewTrafficCounter(reg)
 	for _, l := range e.clients {
 		gs := v3rpc.NewServer(s, v3rpc.Options{WatchProgressNotifyInterval: e.cfg.WatchProgressNotifyInterval,
-			Metrics: rpcMetrics, Traffic: traffic})
+			Metrics: rpcMetrics, Traffic: traffic, ExtraServerOptions: e.cfg.grpcOptions(),
+			WarningUnaryRequestDuration: e.cfg.WarningUnaryRequestDuration})
 		creds := insecure.NewCredentials()
 		if e.secure[l] {
 			// The gateway's loopback connection to this same listener: it presents our own
@@ -379,10 +461,11 @@ func (e *Etcd) serve() error {
 			return fmt.Errorf("gateway connection: %w", err)
 		}
 		e.selfConns = append(e.selfConns, conn)
-		h, err := httpapi.Handler(s, conn)
+		h, err := httpapi.Handler(s, conn, e.cfg.EnableGRPCGateway)
 		if err != nil {
 			return err
 		}
+		h = e.cfg.wrapHTTP(h, e.log)
 		if e.secure[l] {
 			tcfg, err := e.cfg.ClientTLSInfo.ServerConfig("h2", "http/1.1")
 			if err != nil {

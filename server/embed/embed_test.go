@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,10 +71,14 @@ func TestEmbeddedMemberRoundTrip(t *testing.T) {
 		t.Fatalf("after restart: %+v %v", r, err)
 	}
 	// A second member on the same data dir is refused while the first holds it.
-	if e2, err := StartEtcd(&Config{Name: "x", Dir: cfg.Dir, ListenClientUrls: []string{freeURL(t)}, AdvertiseClientUrls: []string{"http://127.0.0.1:1"},
-		ListenPeerUrls: []string{freeURL(t)}, AdvertisePeerUrls: []string{peer}, InitialCluster: "x=" + peer, InitialClusterState: "new",
-		TickMs: 100, ElectionMs: 1000, LogLevel: "error", Logger: cfg.Logger}); err == nil {
-		e2.Close()
-		t.Fatal("a second member opened a data dir in use")
+	c2 := NewConfig()
+	c2.Name, c2.Dir, c2.InitialCluster, c2.Logger = "x", cfg.Dir, "x="+peer, cfg.Logger
+	c2.ListenClientUrls, c2.AdvertiseClientUrls = []string{freeURL(t)}, []string{"http://127.0.0.1:1"}
+	c2.ListenPeerUrls, c2.AdvertisePeerUrls = []string{freeURL(t)}, []string{peer}
+	if e2, err := StartEtcd(c2); err == nil || !strings.Contains(err.Error(), "lock") {
+		if e2 != nil {
+			e2.Close()
+		}
+		t.Fatalf("a second member on a data dir in use: %v", err)
 	}
 }

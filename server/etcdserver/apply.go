@@ -67,9 +67,9 @@ func (s *Server) applyEntry(e raftpb.Entry) {
 	if err != nil {
 		s.fatal("persist applied entry", err)
 	}
-	if d := time.Since(start); d > 100*time.Millisecond {
+	if d := time.Since(start); d > s.cfg.WarningApplyDuration {
 		s.m.slowApply.Inc()
-		s.log.Warn("apply request took too long", "took", d, "expected-duration", 100*time.Millisecond, "index", e.Index)
+		s.log.Warn("apply request took too long", "took", d, "expected-duration", s.cfg.WarningApplyDuration, "index", e.Index)
 	}
 	if id != 0 {
 		if res == nil {

@@ -53,6 +53,28 @@ type Config struct {
 	// LeaseCheckpointInterval is how often the leader records remaining lease TTLs.
 	LeaseCheckpointInterval time.Duration
 
+	// WalDir, when set, holds the WAL instead of member/wal (--wal-dir).
+	WalDir string
+	// MaxWals is how many WAL segment files to keep once snapshots cover them (0: all).
+	MaxWals int
+	// PreVote runs raft's pre-vote phase; InitialElectionTickAdvance fast-forwards the
+	// election timer at start, as upstream's flags of the same names.
+	PreVote                    bool
+	InitialElectionTickAdvance bool
+	// Backend commit batching and bbolt's freelist ("map" or "array").
+	BackendBatchInterval time.Duration
+	BackendBatchLimit    int
+	BackendFreelistType  string
+	// UnsafeNoFsync skips every fsync (--unsafe-no-fsync): a crash can lose acknowledged writes.
+	UnsafeNoFsync bool
+	// CompactionBatchLimit revisions are deleted per batch, CompactionSleepInterval apart.
+	CompactionBatchLimit    int
+	CompactionSleepInterval time.Duration
+	// DowngradeCheckTime is the longest interval between the leader's version checks.
+	DowngradeCheckTime time.Duration
+	// WarningApplyDuration: applying a request that takes longer is logged.
+	WarningApplyDuration time.Duration
+
 	Logger   *slog.Logger
 	Registry *prometheus.Registry
 	// PeerTLS, when set, is how this member dials its peers (https peer URLs).
@@ -69,11 +91,22 @@ const (
 	DefaultMaxRequestBytes         = 1.5 * 1024 * 1024
 	DefaultMaxTxnOps               = 128
 	DefaultLeaseCheckpointInterval = 5 * time.Minute
+	DefaultWarningApplyDuration    = 100 * time.Millisecond
+	DefaultDowngradeCheckTime      = 5 * time.Second
+	DefaultCompactionBatchLimit    = 1000
+	// versionCheckInterval is how often the version loop runs at most (ours, faster than
+	// upstream's DowngradeCheckTime default, so versions settle within a second).
+	versionCheckInterval = time.Second
 	// grpcOverheadBytes is added to the request limit for the gRPC receive limit, as upstream.
 	GRPCOverheadBytes = 512 * 1024
 )
 
-func (c *Config) walDir() string  { return schema.WALDir(c.DataDir) }
+func (c *Config) walDir() string {
+	if c.WalDir != "" {
+		return c.WalDir
+	}
+	return schema.WALDir(c.DataDir)
+}
 func (c *Config) snapDir() string { return schema.SnapDir(c.DataDir) }
 
 // BackendPath is where the bbolt file lives.
@@ -116,6 +149,15 @@ func (c *Config) validate() error {
 	}
 	if c.QuotaBackendBytes == 0 {
 		c.QuotaBackendBytes = DefaultQuotaBackendBytes
+	}
+	if c.WarningApplyDuration == 0 {
+		c.WarningApplyDuration = DefaultWarningApplyDuration
+	}
+	if c.DowngradeCheckTime == 0 {
+		c.DowngradeCheckTime = DefaultDowngradeCheckTime
+	}
+	if c.CompactionBatchLimit == 0 {
+		c.CompactionBatchLimit = DefaultCompactionBatchLimit
 	}
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = DefaultMaxRequestBytes

@@ -133,6 +133,8 @@ func New(cfg Config) (*Server, error) {
 	var err error
 	var commitObserve func(time.Duration)
 	s.be, err = backend.Open(backend.Config{Path: cfg.BackendPath(), Buckets: schema.Buckets, Logger: lg,
+		BatchInterval: cfg.BackendBatchInterval, BatchLimit: cfg.BackendBatchLimit,
+		FreelistType: cfg.BackendFreelistType, UnsafeNoSync: cfg.UnsafeNoFsync,
 		ObserveCommit: func(d time.Duration) {
 			if commitObserve != nil {
 				commitObserve(d)
@@ -170,6 +172,7 @@ func New(cfg Config) (*Server, error) {
 	if s.kv, err = mvcc.Open(s.be, lg, s.les); err != nil {
 		return fail(err)
 	}
+	s.kv.SetCompactionPace(cfg.CompactionBatchLimit, cfg.CompactionSleepInterval)
 	if s.alarms, err = loadAlarms(s.be); err != nil {
 		return fail(err)
 	}
@@ -187,7 +190,7 @@ func New(cfg Config) (*Server, error) {
 		MaxSizePerMsg:   1 << 20,
 		MaxInflightMsgs: 512,
 		CheckQuorum:     true,
-		PreVote:         true,
+		PreVote:         cfg.PreVote,
 		Logger:          raftLogger{lg.With("component", "raft")},
 	}
 	if wal.Exist(cfg.walDir()) {
@@ -200,6 +203,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	if err != nil {
 		return fail(err)
+	}
+	s.wal.SetMaxFiles(cfg.MaxWals)
+	if cfg.UnsafeNoFsync {
+		s.wal.SetUnsafeNoSync()
 	}
 	s.tr = transport.New(transport.Config{ID: s.id, ClusterID: s.mem.ClusterID(), ServerVersion: buildinfo.Version,
 		MinClusterVersion: version.MinClusterVersion(version.Local()), Raft: s, Logger: lg.With("component", "transport"), TLS: cfg.PeerTLS})
@@ -407,6 +414,8 @@ func (s *Server) Start() {
 	go s.readLoop()
 	go s.leaseLoop()
 	go s.publish()
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.adjustTicks() }()
 	if s.cfg.AutoCompactionMode != "" {
 		s.wg.Add(1)
 		go s.autoCompact()
@@ -479,7 +488,7 @@ func (s *Server) raftLoop() {
 				s.fatal("write WAL", err)
 				return
 			}
-			if len(rd.Entries) > 0 {
+			if len(rd.Entries) > 0 && !s.cfg.UnsafeNoFsync { // only real fsyncs, as upstream
 				s.m.walFsync.Observe(time.Since(start).Seconds())
 			}
 			if !raft.IsEmptySnap(rd.Snapshot) {

@@ -223,7 +223,7 @@ func (s *Server) versionLoop() {
 	case <-s.stopping:
 		return
 	}
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(min(versionCheckInterval, s.cfg.DowngradeCheckTime))
 	defer t.Stop()
 	var warned version.Skew
 	var waiting string

@@ -182,10 +182,13 @@ func probeHandler(s *etcdserver.Server, kind string, names ...string) http.Handl
 
 // Handler is the client listener's HTTP side. conn is a client connection to this member's own
 // gRPC server, used by the JSON gateway.
-func Handler(s *etcdserver.Server, conn *grpc.ClientConn) (http.Handler, error) {
+func Handler(s *etcdserver.Server, conn *grpc.ClientConn, gateway bool) (http.Handler, error) {
 	mux := http.NewServeMux()
 	AddMetrics(mux, s)
 	mux.Handle("/version", VersionHandler(s))
+	if !gateway {
+		return mux, nil // --enable-grpc-gateway=false
+	}
 	gwmux := runtime.NewServeMux(runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{
 		Marshaler: &runtime.JSONPb{
 			MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: false},

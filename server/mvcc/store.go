@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -45,6 +46,9 @@ type Store struct {
 	watch  *watchGroups
 
 	compactMu sync.Mutex
+	// compactBatch and compactPause pace the backend clean-up; guarded by compactMu.
+	compactBatch int
+	compactPause time.Duration
 	// stop ends background work (watch sync, backend compaction); bg tracks it.
 	stop     chan struct{}
 	bg       sync.WaitGroup
@@ -424,7 +428,7 @@ func (s *Store) compactBackend(rev int64, keep map[schema.Revision]struct{}, don
 	defer s.compactMu.Unlock()
 	end := schema.RevisionKey(schema.Revision{Main: rev + 1}, false)
 	from := schema.RevisionKey(schema.Revision{}, false)
-	const batchSize = 1000
+	batchSize, pause := s.compactionPace()
 	for {
 		select {
 		case <-s.stop:
@@ -466,7 +470,35 @@ func (s *Store) compactBackend(rev int64, keep map[schema.Revision]struct{}, don
 			return
 		}
 		from = append(last, 0)
+		if pause > 0 {
+			select {
+			case <-time.After(pause):
+			case <-s.stop:
+			}
+		}
 	}
+}
+
+// SetCompactionPace sets how many revisions a compaction deletes per batch and the pause
+// between batches (--compaction-batch-limit, --compaction-sleep-interval).
+func (s *Store) SetCompactionPace(batch int, pause time.Duration) {
+	s.compactMu.Lock()
+	defer s.compactMu.Unlock()
+	if batch <= 0 {
+		batch = defaultCompactionBatch
+	}
+	s.compactBatch, s.compactPause = batch, pause
+}
+
+// defaultCompactionBatch is upstream's --compaction-batch-limit default.
+const defaultCompactionBatch = 1000
+
+// compactionPace is called with compactMu held.
+func (s *Store) compactionPace() (int, time.Duration) {
+	if s.compactBatch <= 0 {
+		return defaultCompactionBatch, s.compactPause
+	}
+	return s.compactBatch, s.compactPause
 }
 
 // HashKV hashes the keys and values visible at rev that compaction at the current compact

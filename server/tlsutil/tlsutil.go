@@ -15,6 +15,30 @@ type Info struct {
 	KeyFile        string
 	TrustedCAFile  string
 	ClientCertAuth bool
+	// ClientCertFile and ClientKeyFile are what this member presents when it dials (default:
+	// CertFile and KeyFile), for certificates issued for server or client use only.
+	ClientCertFile string
+	ClientKeyFile  string
+	// Settings upstream has and this server refuses to take until they are implemented.
+	CRLFile             string
+	AllowedCNs          []string
+	AllowedHostnames    []string
+	AutoTLS             bool
+	SkipClientSANVerify bool
+	// CipherSuites, MinVersion and MaxVersion apply to both sides (0 or empty: Go's choice,
+	// with TLS 1.2 as the floor).
+	CipherSuites []uint16
+	MinVersion   uint16
+	MaxVersion   uint16
+}
+
+// base is the settings common to both sides.
+func (i Info) base() *tls.Config {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, MaxVersion: i.MaxVersion, CipherSuites: i.CipherSuites}
+	if i.MinVersion != 0 {
+		cfg.MinVersion = i.MinVersion
+	}
+	return cfg
 }
 
 // Empty reports whether no TLS material was given.
@@ -24,6 +48,20 @@ func (i Info) Empty() bool { return i.CertFile == "" && i.KeyFile == "" }
 func (i Info) Validate(prefix string) error {
 	if (i.CertFile == "") != (i.KeyFile == "") {
 		return fmt.Errorf("--%scert-file and --%skey-file must be given together", prefix, prefix)
+	}
+	cp := prefix
+	if cp == "" {
+		cp = "client-"
+	} else {
+		cp = prefix + "client-"
+	}
+	if (i.ClientCertFile == "") != (i.ClientKeyFile == "") {
+		return fmt.Errorf("--%scert-file and --%skey-file must be given together", cp, cp)
+	}
+	if i.ClientCertFile != "" {
+		if _, err := tls.LoadX509KeyPair(i.ClientCertFile, i.ClientKeyFile); err != nil {
+			return fmt.Errorf("--%scert-file/--%skey-file: %w", cp, cp, err)
+		}
 	}
 	if i.ClientCertAuth && i.TrustedCAFile == "" {
 		return fmt.Errorf("--%sclient-cert-auth requires --%strusted-ca-file", prefix, prefix)
@@ -60,7 +98,8 @@ func (i Info) ServerConfig(nextProtos ...string) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load certificate: %w", err)
 	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: nextProtos}
+	cfg := i.base()
+	cfg.Certificates, cfg.NextProtos = []tls.Certificate{cert}, nextProtos
 	if i.TrustedCAFile != "" {
 		pool, err := loadPool(i.TrustedCAFile)
 		if err != nil {
@@ -77,7 +116,7 @@ func (i Info) ServerConfig(nextProtos ...string) (*tls.Config, error) {
 
 // ClientConfig is the dialing side: trust the CA, present our certificate.
 func (i Info) ClientConfig() (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	cfg := i.base()
 	if i.TrustedCAFile != "" {
 		pool, err := loadPool(i.TrustedCAFile)
 		if err != nil {
@@ -85,8 +124,12 @@ func (i Info) ClientConfig() (*tls.Config, error) {
 		}
 		cfg.RootCAs = pool
 	}
-	if !i.Empty() {
-		cert, err := tls.LoadX509KeyPair(i.CertFile, i.KeyFile)
+	certFile, keyFile := i.CertFile, i.KeyFile
+	if i.ClientCertFile != "" {
+		certFile, keyFile = i.ClientCertFile, i.ClientKeyFile
+	}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 		if err != nil {
 			return nil, fmt.Errorf("load certificate: %w", err)
 		}

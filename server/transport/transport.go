@@ -186,6 +186,13 @@ func (t *Transport) ActiveSince(id uint64) time.Time {
 	return t.inbound[id]
 }
 
+// ActivePeers is how many peers have a stream open to this member.
+func (t *Transport) ActivePeers() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.inbound)
+}
+
 // Handler serves incoming streams.
 func (t *Transport) Handler() http.Handler {
 	mux := http.NewServeMux()

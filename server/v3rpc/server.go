@@ -26,6 +26,8 @@ type Options struct {
 	// WatchProgressNotifyInterval is how often watchers that asked for progress hear of it.
 	WatchProgressNotifyInterval time.Duration
 	ExtraServerOptions          []grpc.ServerOption
+	// WarningUnaryRequestDuration: unary calls that take longer are logged (0: upstream's 300 ms).
+	WarningUnaryRequestDuration time.Duration
 }
 
 // NewServer returns a gRPC server with every v3 service registered for s.
@@ -44,7 +46,11 @@ func NewServer(s *etcdserver.Server, o Options) *grpc.Server {
 	}
 	lw := &leaderWatch{streams: map[*leaderCtx]struct{}{}}
 	go watchLeader(s, lw)
-	opts = append(opts, grpc.ChainUnaryInterceptor(learnerUnaryGate(s), leaderUnaryGate(s)),
+	warn := o.WarningUnaryRequestDuration
+	if warn == 0 {
+		warn = 300 * time.Millisecond
+	}
+	opts = append(opts, grpc.ChainUnaryInterceptor(requestStats(cfg.Logger, warn), learnerUnaryGate(s), leaderUnaryGate(s)),
 		grpc.ChainStreamInterceptor(learnerStreamGate(s), leaderStreamGate(s, lw)))
 	if o.Traffic != nil {
 		opts = append(opts, grpc.StatsHandler(o.Traffic))

@@ -52,6 +52,36 @@ type WAL struct {
 	segLimit int64
 	// pendingSnap is the snapshot marker ReadAll must find.
 	pendingSnap raftpb.SnapshotMetadata
+	// maxFiles bounds the segment files kept once snapshots cover them (0: keep all; -1, the
+	// default, keeps none that are covered).
+	maxFiles int
+	// noSync skips fsync (--unsafe-no-fsync).
+	noSync bool
+}
+
+// SetMaxFiles keeps up to n segment files even when snapshots cover them (--max-wals);
+// 0 keeps every file.
+func (w *WAL) SetMaxFiles(n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.maxFiles = n
+}
+
+// SetUnsafeNoSync stops fsyncing appends: acknowledged writes can be lost in a crash.
+func (w *WAL) SetUnsafeNoSync() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.noSync = true
+}
+
+func (w *WAL) sync() error {
+	if w.noSync {
+		return nil
+	}
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("wal: fsync: %w", err)
+	}
+	return nil
 }
 
 // Exist reports whether dir holds a WAL.
@@ -119,7 +149,7 @@ func Open(dir string, snap raftpb.SnapshotMetadata) (*WAL, error) {
 		lf.Close()
 		return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
 	}
-	w := &WAL{dir: dir, segments: segs, lockFile: lf, segLimit: SegmentSizeBytes}
+	w := &WAL{dir: dir, segments: segs, lockFile: lf, segLimit: SegmentSizeBytes, maxFiles: -1}
 	w.lastIdx = snap.Index
 	w.pendingSnap = snap
 	return w, nil
@@ -296,8 +326,8 @@ func (w *WAL) Save(st raftpb.HardState, ents []raftpb.Entry) error {
 		w.lastIdx = ents[len(ents)-1].Index
 	}
 	if mustSync {
-		if err := w.f.Sync(); err != nil {
-			return fmt.Errorf("wal: fsync: %w", err)
+		if err := w.sync(); err != nil {
+			return err
 		}
 	}
 	if w.size >= w.segLimit {
@@ -320,10 +350,7 @@ func (w *WAL) SaveSnapshot(meta raftpb.SnapshotMetadata) error {
 	if meta.Index > w.lastIdx {
 		w.lastIdx = meta.Index
 	}
-	if err := w.f.Sync(); err != nil {
-		return fmt.Errorf("wal: fsync: %w", err)
-	}
-	return nil
+	return w.sync()
 }
 
 func (w *WAL) write(b []byte) error {
@@ -381,6 +408,13 @@ func (w *WAL) ReleaseTo(index uint64) error {
 		if w.segments[i+1].index <= index+1 {
 			keepFrom = i + 1
 		}
+	}
+	switch {
+	case w.maxFiles == 0:
+		keepFrom = 0
+	case w.maxFiles > 0:
+		// Only the oldest files beyond the limit go, and only those the snapshot covers.
+		keepFrom = min(keepFrom, max(0, len(w.segments)-w.maxFiles))
 	}
 	for _, s := range w.segments[:keepFrom] {
 		if err := os.Remove(filepath.Join(w.dir, s.name)); err != nil && !os.IsNotExist(err) {

@@ -157,3 +157,54 @@ func TestMissingSnapshotMarker(t *testing.T) {
 		t.Fatalf("want ErrSnapshotNotFound, got %v", err)
 	}
 }
+
+func TestReleaseKeepsMaxFiles(t *testing.T) {
+	cases := []struct {
+		name     string
+		maxFiles int // -1: not set
+		want     func(before, covered int) int
+	}{
+		{"unset releases every covered file", -1, func(before, covered int) int { return before - covered }},
+		{"0 keeps all", 0, func(before, _ int) int { return before }},
+		{"3 keeps three", 3, func(before, covered int) int { return max(3, before-covered) }},
+		{"a limit above the count keeps all", 1000, func(before, _ int) int { return before }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w, err := Create(filepath.Join(t.TempDir(), "wal"), []byte("meta"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			w.segLimit = 200
+			if c.maxFiles >= 0 {
+				w.SetMaxFiles(c.maxFiles)
+			}
+			for i := uint64(1); i <= 40; i++ {
+				if err := w.Save(raftpb.HardState{Term: 1, Commit: i}, entries(i, i, 1)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.SaveSnapshot(raftpb.SnapshotMetadata{Index: 35, Term: 1}); err != nil {
+				t.Fatal(err)
+			}
+			before := w.SegmentCount()
+			covered := 0
+			for i := 0; i+1 < len(w.segments); i++ {
+				if w.segments[i+1].index <= 36 {
+					covered = i + 1
+				}
+			}
+			if err := w.ReleaseTo(35); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := w.SegmentCount(), c.want(before, covered); got != want {
+				t.Fatalf("segments after release = %d, want %d (before %d, covered %d)", got, want, before, covered)
+			}
+			files, _ := filepath.Glob(filepath.Join(w.dir, "*.wal"))
+			if len(files) != w.SegmentCount() {
+				t.Fatalf("%d files on disk, %d segments", len(files), w.SegmentCount())
+			}
+		})
+	}
+}

@@ -1,0 +1,395 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+var helpFlag = regexp.MustCompile(`(?m)^\s+--([a-z0-9-]+)`)
+
+func helpFlags(t *testing.T, bin string) map[string]bool {
+	t.Helper()
+	out, err := exec.Command(bin, "--help").Output()
+	if err != nil {
+		t.Fatalf("%s --help: %v", bin, err)
+	}
+	m := map[string]bool{}
+	for _, f := range helpFlag.FindAllStringSubmatch(string(out), -1) {
+		m[f[1]] = true
+	}
+	return m
+}
+
+// TestHelpListsEveryUpstreamFlag fails when upstream 3.6.16's `etcd --help` lists a flag ours
+// does not take, and checks that each one is also read from its ETCD_* variable.
+func TestHelpListsEveryUpstreamFlag(t *testing.T) {
+	up := helpFlags(t, UpstreamBinary(t, "etcd"))
+	ours := helpFlags(t, Binary(t, "etcd"))
+	if len(up) < 100 {
+		t.Fatalf("parsed only %d flags from upstream's --help", len(up))
+	}
+	var missing []string
+	for f := range up {
+		if !ours[f] {
+			missing = append(missing, f)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Fatalf("upstream flags ours lacks: %v", missing)
+	}
+	// Every flag is known to the environment too: an ETCD_ variable for each raises no
+	// "unrecognized environment variable" warning (values are bad on purpose, so the member
+	// stops at the first one it reads, before it starts).
+	code, out := runEtcd(t, []string{"ETCD_MAX_WALS=x"}, "--data-dir", filepath.Join(t.TempDir(), "d"))
+	if code != 1 || !strings.Contains(out, "ETCD_MAX_WALS") {
+		t.Fatalf("ETCD_MAX_WALS=x: exit %d, %s", code, out)
+	}
+}
+
+// logLines decodes a zap JSON log.
+func logLines(t *testing.T, b []byte) []map[string]any {
+	t.Helper()
+	var lines []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(string(b)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("log line is not JSON: %q", sc.Text())
+		}
+		lines = append(lines, m)
+	}
+	return lines
+}
+
+// TestLoggingFlags: upstream's zap JSON (level, ts, caller, msg) on stderr by default, files
+// with --log-outputs, the console form with --log-format console, and --log-level.
+func TestLoggingFlags(t *testing.T) {
+	m := NewMember(t)
+	m.Start()
+	m.Stop()
+	lines := logLines(t, []byte(m.Log()))
+	if len(lines) < 10 {
+		t.Fatalf("only %d log lines", len(lines))
+	}
+	ts := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$`)
+	for _, l := range lines {
+		lvl, _ := l["level"].(string)
+		if lvl != strings.ToLower(lvl) || lvl == "" || !ts.MatchString(fmt.Sprint(l["ts"])) || l["caller"] == nil || l["msg"] == nil {
+			t.Fatalf("not upstream's zap form: %v", l)
+		}
+	}
+
+	dir := t.TempDir()
+	file := filepath.Join(dir, "etcd.log")
+	f := NewMember(t, "--log-outputs", file, "--log-level", "warn")
+	f.Start()
+	c := f.Client()
+	if _, err := c.Put(Ctx(t), "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	f.Stop()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range logLines(t, b) {
+		if l["level"] == "info" || l["level"] == "debug" {
+			t.Fatalf("--log-level warn logged %v", l)
+		}
+	}
+	if strings.Contains(f.Log(), `"msg"`) {
+		t.Fatalf("--log-outputs %s still logged to stderr:\n%s", file, f.LogTail(5))
+	}
+
+	con := NewMember(t, "--log-format", "console")
+	con.Start()
+	con.Stop()
+	if !regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT\S+\tinfo\t\S+:\d+\tready to serve client requests`).MatchString(con.Log()) {
+		t.Fatalf("--log-format console:\n%s", con.LogTail(10))
+	}
+
+	rot := filepath.Join(dir, "rotated.log")
+	r := NewMember(t, "--log-outputs", rot, "--enable-log-rotation", "--log-rotation-config-json", `{"maxsize": 1, "maxbackups": 2}`)
+	r.Start()
+	r.Stop()
+	if b, err := os.ReadFile(rot); err != nil || !strings.Contains(string(b), "ready to serve client requests") {
+		t.Fatalf("rotated log file: %v\n%s", err, b)
+	}
+}
+
+// TestWalDir: --wal-dir holds the WAL, the data dir none, and the member restarts from both.
+func TestWalDir(t *testing.T) {
+	walDir := filepath.Join(t.TempDir(), "wal")
+	m := NewMember(t, "--wal-dir", walDir)
+	m.Start()
+	if _, err := m.Client().Put(Ctx(t), "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	m.Stop()
+	if wals, _ := filepath.Glob(filepath.Join(walDir, "*.wal")); len(wals) == 0 {
+		t.Fatalf("no WAL files in --wal-dir %s", walDir)
+	}
+	if wals, _ := filepath.Glob(filepath.Join(m.DataDir, "member", "wal", "*.wal")); len(wals) != 0 {
+		t.Fatalf("WAL files in the data dir too: %v", wals)
+	}
+	m.Start()
+	r, err := m.Client().Get(Ctx(t), "k")
+	if err != nil || len(r.Kvs) != 1 {
+		t.Fatalf("after restart with --wal-dir: %+v %v", r, err)
+	}
+}
+
+// TestElectionFlags: the initial election tick advance and pre-vote, by upstream's and raft's log lines.
+func TestElectionFlags(t *testing.T) {
+	m := NewMember(t, "--pre-vote=false")
+	m.Start()
+	m.Stop()
+	if !m.LogHas("started as single-node; fast-forwarding election ticks") {
+		t.Fatal("a single member did not fast-forward its election ticks")
+	}
+	if m.LogHas("became pre-candidate") || !m.LogHas("became candidate") {
+		t.Fatal("--pre-vote=false still ran a pre-vote")
+	}
+	d := NewMember(t)
+	d.Start()
+	d.Stop()
+	if !d.LogHas("became pre-candidate") {
+		t.Fatal("pre-vote is upstream's default, but no pre-vote ran")
+	}
+
+	c := NewCluster(t, 3, "--initial-election-tick-advance=false")
+	c.Start()
+	for _, m := range c.Members {
+		if !m.LogHas("skipping initial election tick advance") {
+			t.Fatalf("%s: --initial-election-tick-advance=false not honoured", m.Name)
+		}
+	}
+}
+
+func fetch(t *testing.T, method, url, host, origin string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
+	if host != "" {
+		req.Host = host
+	}
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// TestHTTPServingFlags: --enable-pprof, --host-whitelist, --cors, --metrics extensive and
+// --enable-grpc-gateway on the client URL.
+func TestHTTPServingFlags(t *testing.T) {
+	m := NewMember(t, "--enable-pprof", "--host-whitelist", "etcd.example,127.0.0.1", "--cors", "http://ui.example", "--metrics", "extensive")
+	m.Start()
+	if _, err := m.Client().Put(Ctx(t), "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := fetch(t, "GET", m.ClientURL+"/debug/pprof/", "etcd.example", ""); resp.StatusCode != 200 || !strings.Contains(body, "goroutine") {
+		t.Fatalf("--enable-pprof: %d %.200s", resp.StatusCode, body)
+	}
+	if resp, _ := fetch(t, "GET", m.ClientURL+"/version", "evil.example", ""); resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Fatalf("a Host outside --host-whitelist: %d, want 421", resp.StatusCode)
+	}
+	resp, _ := fetch(t, "GET", m.ClientURL+"/version", "etcd.example", "http://ui.example")
+	if resp.StatusCode != 200 || resp.Header.Get("Access-Control-Allow-Origin") != "http://ui.example" {
+		t.Fatalf("--cors origin: %d %v", resp.StatusCode, resp.Header)
+	}
+	if resp, _ := fetch(t, "GET", m.ClientURL+"/version", "etcd.example", "http://other.example"); resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("an origin outside --cors got CORS headers: %v", resp.Header)
+	}
+	if !strings.Contains(metricsText(t, m), `grpc_server_handling_seconds_bucket{grpc_method="Put"`) {
+		t.Fatal("--metrics extensive exported no gRPC handling-time histogram")
+	}
+
+	d := NewMember(t, "--enable-grpc-gateway=false")
+	d.Start()
+	if resp, _ := fetch(t, "GET", d.ClientURL+"/debug/pprof/", "", ""); resp.StatusCode != 404 {
+		t.Fatalf("pprof served without --enable-pprof: %d", resp.StatusCode)
+	}
+	if resp, _ := fetch(t, "POST", d.ClientURL+"/v3/kv/range", "", ""); resp.StatusCode != 404 {
+		t.Fatalf("--enable-grpc-gateway=false still serves the gateway: %d", resp.StatusCode)
+	}
+	if strings.Contains(metricsText(t, d), "grpc_server_handling_seconds_bucket") {
+		t.Fatal("basic metrics include the handling-time histogram")
+	}
+}
+
+func metricsText(t *testing.T, m *Member) string {
+	t.Helper()
+	_, body := fetch(t, "GET", m.MetricsURL+"/metrics", "", "")
+	return body
+}
+
+func metricValue(t *testing.T, m *Member, sample string) float64 {
+	t.Helper()
+	l := metricLine(t, m, sample)
+	if l == "" {
+		t.Fatalf("no %s sample", sample)
+	}
+	v, err := strconv.ParseFloat(strings.Fields(l)[1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestGRPCServingFlags: --max-concurrent-streams limits each client connection.
+func TestGRPCServingFlags(t *testing.T) {
+	m := NewMember(t, "--max-concurrent-streams", "1")
+	m.Start()
+	c := m.Client()
+	wctx, cancel := context.WithCancel(Ctx(t))
+	defer cancel()
+	wch := c.Watch(wctx, "w")
+	// The watch stream takes the connection's one stream once it is open; a put from another
+	// connection shows it is.
+	other, err := m.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Put(Ctx(t), "w", "1"); err != nil {
+		t.Fatal(err)
+	}
+	<-wch
+	ctx, cancel2 := context.WithTimeout(Ctx(t), 2*time.Second)
+	defer cancel2()
+	if _, err := c.Get(ctx, "w"); err == nil {
+		t.Fatal("a second concurrent stream was served with --max-concurrent-streams 1")
+	}
+	cancel()
+}
+
+// TestListenerFlags: --socket-reuse-port lets another socket bind the client port.
+func TestListenerFlags(t *testing.T) {
+	reuse := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1) })
+		return serr
+	}}
+	for _, flagOn := range []bool{true, false} {
+		m := NewMember(t, fmt.Sprintf("--socket-reuse-port=%t", flagOn))
+		m.Start()
+		l, err := reuse.Listen(context.Background(), "tcp", strings.TrimPrefix(m.ClientURL, "http://"))
+		if l != nil {
+			l.Close()
+		}
+		if flagOn != (err == nil) {
+			t.Fatalf("--socket-reuse-port=%t: second bind err = %v", flagOn, err)
+		}
+		m.Stop()
+	}
+}
+
+// TestDiskFlags: --backend-batch-limit commits every N writes, --unsafe-no-fsync skips the
+// WAL's fsync (so upstream's fsync histogram stays empty).
+func TestDiskFlags(t *testing.T) {
+	const puts = 50
+	m := NewMember(t, "--backend-batch-limit", "1", "--backend-batch-interval", "1h", "--unsafe-no-fsync")
+	m.Start()
+	c := m.Client()
+	before := metricValue(t, m, "etcd_disk_backend_commit_duration_seconds_count")
+	for i := 0; i < puts; i++ {
+		if _, err := c.Put(Ctx(t), fmt.Sprint(i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := metricValue(t, m, "etcd_disk_backend_commit_duration_seconds_count") - before; got < puts {
+		t.Fatalf("--backend-batch-limit 1: %v commits for %d puts", got, puts)
+	}
+	if got := metricValue(t, m, "etcd_disk_wal_fsync_duration_seconds_count"); got != 0 {
+		t.Fatalf("--unsafe-no-fsync: %v WAL fsyncs", got)
+	}
+
+	d := NewMember(t, "--backend-batch-interval", "1h", "--backend-batch-limit", "100000")
+	d.Start()
+	c = d.Client()
+	before = metricValue(t, d, "etcd_disk_backend_commit_duration_seconds_count")
+	for i := 0; i < puts; i++ {
+		if _, err := c.Put(Ctx(t), fmt.Sprint(i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := metricValue(t, d, "etcd_disk_backend_commit_duration_seconds_count") - before; got >= puts/2 {
+		t.Fatalf("a long batch interval and limit still committed %v times for %d puts", got, puts)
+	}
+	if got := metricValue(t, d, "etcd_disk_wal_fsync_duration_seconds_count"); got < puts {
+		t.Fatalf("%v WAL fsyncs for %d puts", got, puts)
+	}
+}
+
+// TestTLSVersionFlags: --tls-min-version refuses older clients; --cipher-suites limits TLS 1.2.
+func TestTLSVersionFlags(t *testing.T) {
+	certs := NewCerts(t)
+	m := NewMember(t, "--cert-file", certs.ServerCert, "--key-file", certs.ServerKey, "--trusted-ca-file", certs.CA,
+		"--tls-min-version", "TLS1.3")
+	m.ClientURL = strings.Replace(m.ClientURL, "http://", "https://", 1)
+	m.TLS = certs.ClientTLS(t, true)
+	m.Start()
+	addr := strings.TrimPrefix(m.ClientURL, "https://")
+	for _, c := range []struct {
+		max uint16
+		ok  bool
+	}{{tls.VersionTLS12, false}, {tls.VersionTLS13, true}} {
+		cfg := certs.ClientTLS(t, false)
+		cfg.MaxVersion = c.max
+		conn, err := tls.Dial("tcp", addr, cfg)
+		if conn != nil {
+			conn.Close()
+		}
+		if (err == nil) != c.ok {
+			t.Fatalf("client up to TLS %x against --tls-min-version TLS1.3: err = %v", c.max, err)
+		}
+	}
+}
+
+// TestWarningDurationFlags: requests slower than --warning-apply-duration and
+// --warning-unary-request-duration are logged with upstream's messages.
+func TestWarningDurationFlags(t *testing.T) {
+	m := NewMember(t, "--warning-apply-duration", "1ns", "--warning-unary-request-duration", "1ns")
+	m.Start()
+	if _, err := m.Client().Put(Ctx(t), "slow", "v"); err != nil {
+		t.Fatal(err)
+	}
+	m.Stop()
+	if !m.LogHas(`"msg":"apply request took too long"`) || !m.LogHas(`"msg":"request stats"`) || !m.LogHas(`"response type":"/etcdserverpb.KV/Put"`) {
+		t.Fatalf("no slow-request warnings:\n%s", m.LogTail(20))
+	}
+	d := NewMember(t)
+	d.Start()
+	if _, err := d.Client().Put(Ctx(t), "fast", "v"); err != nil {
+		t.Fatal(err)
+	}
+	d.Stop()
+	if d.LogHas(`"msg":"request stats"`) {
+		t.Fatal("a fast request was logged at the default threshold")
+	}
+}

@@ -1,0 +1,221 @@
+package embed
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"etcdx/server/tlsutil"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+)
+
+// tlsVersion reads --tls-min-version / --tls-max-version ("" lets Go choose).
+func tlsVersion(v string) (uint16, error) {
+	switch v {
+	case "":
+		return 0, nil
+	case "TLS1.2":
+		return tls.VersionTLS12, nil
+	case "TLS1.3":
+		return tls.VersionTLS13, nil
+	}
+	return 0, fmt.Errorf("unexpected TLS version %q (must be one of: TLS1.2, TLS1.3)", v)
+}
+
+// cipherSuites reads --cipher-suites by the names Go gives them (upstream's names).
+func cipherSuites(names []string) ([]uint16, error) {
+	byName := map[string]uint16{}
+	for _, s := range tls.CipherSuites() {
+		byName[s.Name] = s.ID
+	}
+	for _, s := range tls.InsecureCipherSuites() {
+		byName[s.Name] = s.ID
+	}
+	var ids []uint16
+	for _, n := range names {
+		id, ok := byName[n]
+		if !ok {
+			return nil, fmt.Errorf("unexpected TLS cipher suite %q", n)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// validateServing checks the serving, TLS-hardening and authentication flags.
+func (c *Config) validateServing() error {
+	minV, err := tlsVersion(c.TLSMinVersion)
+	if err != nil {
+		return err
+	}
+	maxV, err := tlsVersion(c.TLSMaxVersion)
+	if err != nil {
+		return err
+	}
+	if maxV != 0 && minV > maxV {
+		return fmt.Errorf("min version (%s) is greater than max version (%s)", c.TLSMinVersion, c.TLSMaxVersion)
+	}
+	if minV == tls.VersionTLS13 && len(c.CipherSuites) > 0 {
+		return errors.New("cipher suites cannot be configured when only TLS1.3 is enabled")
+	}
+	ids, err := cipherSuites(c.CipherSuites)
+	if err != nil {
+		return err
+	}
+	for _, info := range []*tlsutil.Info{&c.ClientTLSInfo, &c.PeerTLSInfo} {
+		info.CipherSuites, info.MinVersion, info.MaxVersion = ids, minV, maxV
+	}
+	if c.MaxConcurrentStreams == 0 {
+		return errors.New("--max-concurrent-streams must be greater than 0")
+	}
+	if c.BackendBatchLimit < 0 || c.BackendBatchInterval < 0 {
+		return errors.New("--backend-batch-limit and --backend-batch-interval must not be negative")
+	}
+	if c.MaxWals < 0 {
+		return errors.New("--max-wals must not be negative (0 keeps every WAL file)")
+	}
+	if c.CompactionBatchLimit < 0 || c.CompactionSleepInterval < 0 {
+		return errors.New("--compaction-batch-limit and --compaction-sleep-interval must not be negative")
+	}
+	for _, o := range c.CORS {
+		if o == "*" {
+			continue
+		}
+		if u, err := url.Parse(o); err != nil || u.Scheme == "" || u.Host == "" {
+			return fmt.Errorf("--cors: %q is not an origin URL (scheme://host[:port]) or '*'", o)
+		}
+	}
+	return validateAuthToken(c.AuthToken)
+}
+
+// validateAuthToken checks --auth-token's form: simple, or jwt with upstream's options.
+func validateAuthToken(s string) error {
+	parts := strings.Split(s, ",")
+	switch parts[0] {
+	case "simple", "":
+		if len(parts) > 1 {
+			return errors.New("auth: invalid auth options")
+		}
+		return nil
+	case "jwt":
+	default:
+		return fmt.Errorf("auth: invalid auth options (unknown token type %q; want simple or jwt)", parts[0])
+	}
+	for _, p := range parts[1:] {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok {
+			return fmt.Errorf("auth: invalid auth options (%q is not key=value)", p)
+		}
+		switch k {
+		case "pub-key", "priv-key", "sign-method":
+		case "ttl":
+			if _, err := time.ParseDuration(v); err != nil {
+				return fmt.Errorf("auth: invalid auth options (ttl: %v)", err)
+			}
+		default:
+			return fmt.Errorf("auth: invalid auth options (unknown option %q)", k)
+		}
+	}
+	return nil
+}
+
+// listen binds one URL's address with the socket options asked for.
+func (e *Etcd) listen(host string) (net.Listener, error) {
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			if e.cfg.SocketReuseAddress {
+				serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+			}
+			if serr == nil && e.cfg.SocketReusePort {
+				serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	return lc.Listen(context.Background(), "tcp", host)
+}
+
+// grpcOptions are the flag-driven gRPC server settings.
+func (c *Config) grpcOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.MaxConcurrentStreams(c.MaxConcurrentStreams),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: c.GRPCKeepAliveMinTime, PermitWithoutStream: false}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: c.GRPCKeepAliveInterval, Timeout: c.GRPCKeepAliveTimeout}),
+	}
+}
+
+// wrapHTTP adds what the flags ask of client HTTP serving: the /debug/pprof/ endpoints,
+// the Host header allow-list and CORS headers.
+func (c *Config) wrapHTTP(h http.Handler, lg *slog.Logger) http.Handler {
+	if c.EnablePprof {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		mux.Handle("/", h)
+		h = mux
+	}
+	hosts := set(c.HostWhitelist)
+	origins := set(c.CORS)
+	next := h
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// As upstream: plain-HTTP requests must name an allowed host (DNS rebinding, CVE-2018-5702).
+		if r.TLS == nil && !hosts["*"] {
+			host := r.Host
+			if hh, _, err := net.SplitHostPort(host); err == nil {
+				host = hh
+			}
+			if !hosts[host] {
+				lg.Warn("rejecting HTTP request to prevent DNS rebinding attacks", "host", host)
+				http.Error(w, fmt.Sprintf("etcd: the Host header %q is not allowed; use TLS or add it with --host-whitelist", host), http.StatusMisdirectedRequest)
+				return
+			}
+		}
+		if origins["*"] {
+			corsHeaders(w, "*")
+		} else if o := r.Header.Get("Origin"); o != "" && origins[o] {
+			corsHeaders(w, o)
+		}
+		if r.Method == http.MethodOptions {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, "/v3beta/") {
+			r.URL.Path = "/v3/" + strings.TrimPrefix(r.URL.Path, "/v3beta/")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func corsHeaders(w http.ResponseWriter, origin string) {
+	w.Header().Add("Access-Control-Allow-Methods", "POST, GET, OPTIONS, PUT, DELETE")
+	w.Header().Add("Access-Control-Allow-Origin", origin)
+	w.Header().Add("Access-Control-Allow-Headers", "accept, content-type, authorization")
+}
+
+func set(list []string) map[string]bool {
+	m := map[string]bool{}
+	for _, s := range list {
+		m[s] = true
+	}
+	return m
+}
