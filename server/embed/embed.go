@@ -390,6 +390,13 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 		return nil, err
 	}
 	e.Server = srv
+	if srv.Restarted() && cfg.Features.Enabled(features.InitialCorruptCheck) {
+		if err := srv.InitialCorruptCheck(context.Background()); err != nil {
+			lg.Error("checkInitialHashKV failed", "error", err.Error())
+			srv.Stop()
+			return nil, err
+		}
+	}
 	srv.Start()
 	if err := e.serve(); err != nil {
 		srv.Stop()

@@ -67,6 +67,7 @@ func (s *Server) PeerHandler() http.Handler {
 	mux.HandleFunc(leasePath, s.serveLeaseRenew)
 	mux.HandleFunc(leaseInternalPath, s.serveLeaseTTL)
 	mux.HandleFunc(membersPath, s.serveMembers)
+	mux.HandleFunc(peerHashKVPath, s.serveHashKV)
 	mux.HandleFunc(memberPromotePrefix, s.servePromote)
 	mux.HandleFunc(downgradeEnabledPath, s.serveDowngradeEnabled)
 	return mux

@@ -61,6 +61,8 @@ type Server struct {
 	// tr carries raft messages to peers; peerClient forwards lease calls to the leader.
 	tr         *transport.Transport
 	peerClient *http.Client
+	// restarted: the member started from its own data (not bootstrapped or joining now).
+	restarted bool
 
 	reqIDs   *idGenerator
 	waits    *waitRegistry
@@ -194,6 +196,7 @@ func New(cfg Config) (*Server, error) {
 		Logger:          raftLogger{lg.With("component", "raft")},
 	}
 	if wal.Exist(cfg.walDir()) {
+		s.restarted = true
 		if cfg.Discover != nil {
 			lg.Warn("discovery token is ignored since cluster already initialized; valid logs are found", "wal-dir", cfg.walDir())
 		}
