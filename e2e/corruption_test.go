@@ -94,3 +94,54 @@ func TestInitialCorruptCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPeriodicCorruptCheckRaisesAlarm: with --corrupt-check-time the leader compares hashes
+// with the other members; a member whose copy of a value was damaged while it was down gets
+// the CORRUPT alarm, after which the cluster refuses writes with upstream's error and still
+// serves reads.
+func TestPeriodicCorruptCheckRaisesAlarm(t *testing.T) {
+	c := NewCluster(t, 3, "--corrupt-check-time", "500ms")
+	c.Start()
+	cl := c.Client()
+	if _, err := cl.Put(Ctx(t), "k", "precious-value"); err != nil {
+		t.Fatal(err)
+	}
+	m := c.Members[2]
+	mc := m.Client()
+	for i := 0; ; i++ {
+		r, err := mc.Get(Ctx(t), "k", clientv3.WithSerializable())
+		if err == nil && len(r.Kvs) == 1 {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("member %s never applied the put: %v", m.Name, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	corruptValue(t, m.DataDir, "precious-value", "PRECIOUS-VALUE")
+	m.Start()
+	var alarms *clientv3.AlarmResponse
+	for i := 0; i < 150; i++ {
+		var err error
+		if alarms, err = cl.AlarmList(Ctx(t)); err == nil && len(alarms.Alarms) > 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if alarms == nil || len(alarms.Alarms) != 1 || alarms.Alarms[0].Alarm.String() != "CORRUPT" {
+		t.Fatalf("no CORRUPT alarm: %+v", alarms)
+	}
+	if _, err := cl.Put(Ctx(t), "k2", "v"); err == nil || !strings.Contains(err.Error(), "etcdserver: corrupt cluster") {
+		t.Fatalf("a write on a corrupt cluster: %v", err)
+	}
+	if r, err := cl.Get(Ctx(t), "k"); err != nil || len(r.Kvs) != 1 {
+		t.Fatalf("a read on a corrupt cluster: %+v %v", r, err)
+	}
+	leader := c.Leader(10 * time.Second)
+	if !leader.LogHas("same compact revision then hashes must match") {
+		t.Fatalf("the leader did not say why:\n%s", leader.LogTail(20))
+	}
+}

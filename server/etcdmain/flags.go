@@ -279,7 +279,7 @@ func newFlagSet(out io.Writer) *flagValues {
 		"client-cert-allowed-hostname", "peer-cert-allowed-cn", "peer-cert-allowed-hostname", "peer-skip-client-san-verification",
 		"auto-tls", "peer-auto-tls", "self-signed-cert-validity", "enable-distributed-tracing",
 		"distributed-tracing-address", "distributed-tracing-service-name", "distributed-tracing-instance-id", "distributed-tracing-sampling-rate",
-		"corrupt-check-time", "compact-hash-check-time", "raft-read-timeout", "raft-write-timeout",
+		"compact-hash-check-time", "raft-read-timeout", "raft-write-timeout",
 	} {
 		fv.pending[name] = true
 	}

@@ -152,6 +152,12 @@ func (s *Server) applyConfChange(b *backend.BatchTx, cc raftpb.ConfChange) *appl
 
 func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest, index uint64) *applyResult {
 	noSpace := s.alarms.active(pb.AlarmType_NOSPACE)
+	// As upstream: once a member's data is known to diverge, the cluster takes no more changes
+	// to keys or leases until the alarm is disarmed.
+	if s.alarms.active(pb.AlarmType_CORRUPT) && (r.Put != nil || r.DeleteRange != nil || r.Txn != nil ||
+		r.Compaction != nil || r.LeaseGrant != nil || r.LeaseRevoke != nil) {
+		return &applyResult{err: ErrCorrupt}
+	}
 	switch {
 	case r.Put != nil:
 		if noSpace {

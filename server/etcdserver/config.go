@@ -72,6 +72,9 @@ type Config struct {
 	CompactionSleepInterval time.Duration
 	// DowngradeCheckTime is the longest interval between the leader's version checks.
 	DowngradeCheckTime time.Duration
+	// CorruptCheckTime is how often the leader compares hashes with the other members
+	// (--corrupt-check-time; 0: never).
+	CorruptCheckTime time.Duration
 	// WarningApplyDuration: applying a request that takes longer is logged.
 	WarningApplyDuration time.Duration
 

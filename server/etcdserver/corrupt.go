@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
@@ -150,3 +151,108 @@ func (s *Server) InitialCorruptCheck(ctx context.Context) error {
 // Restarted says whether the member started from data it already had (a new member has
 // nothing to check).
 func (s *Server) Restarted() bool { return s.restarted }
+
+// monitorCorruption runs the periodic check on the leader every CorruptCheckTime.
+func (s *Server) monitorCorruption() {
+	if s.cfg.CorruptCheckTime <= 0 {
+		return
+	}
+	select {
+	case <-s.ready:
+	case <-s.stopping:
+		return
+	}
+	s.log.Info("enabled corruption checking", "local-member-id", fmt.Sprintf("%x", s.id), "interval", s.cfg.CorruptCheckTime)
+	t := time.NewTicker(s.cfg.CorruptCheckTime)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopping:
+			return
+		case <-t.C:
+		}
+		if s.Leader() != s.id || s.alarms.active(pb.AlarmType_CORRUPT) {
+			continue
+		}
+		if err := s.periodicCorruptCheck(); err != nil {
+			s.log.Warn("failed to check hash KV", "error", err.Error())
+		}
+	}
+}
+
+// periodicCorruptCheck is upstream's leader-side check: the leader's own hash before and after
+// a linearizable read must agree at the same revision, no follower may be ahead of the leader,
+// and a follower at the leader's compact revision must have its hash. Any breach raises the
+// CORRUPT alarm for the member at fault.
+func (s *Server) periodicCorruptCheck() error {
+	hash, rev, compactRev, err := s.kv.HashKV(0)
+	if err != nil {
+		return err
+	}
+	type peerHash struct {
+		id   uint64
+		resp *pb.HashKVResponse
+	}
+	var peers []peerHash
+	for _, m := range s.mem.List() {
+		if m.ID == s.id || m.IsLearner {
+			continue
+		}
+		for _, u := range m.PeerURLs {
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.electionTimeout()*5)
+			resp, err := s.peerHashKV(ctx, u, rev)
+			cancel()
+			if err == nil {
+				peers = append(peers, peerHash{m.ID, resp})
+				break
+			}
+			s.log.Warn("failed to get hashKV from peer", "remote-peer-id", fmt.Sprintf("%x", m.ID), "remote-peer-endpoint", u, "error", err.Error())
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.electionTimeout()*5)
+	err = s.LinearizableReadNotify(ctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	hash2, rev2, compactRev2, err := s.kv.HashKV(0)
+	if err != nil {
+		return err
+	}
+	alarmed := false
+	raise := func(id uint64) {
+		if alarmed {
+			return
+		}
+		alarmed = true
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.electionTimeout()*5)
+		defer cancel()
+		if _, err := s.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: id, Alarm: pb.AlarmType_CORRUPT}); err != nil {
+			s.log.Error("failed to raise CORRUPT alarm", "member-id", fmt.Sprintf("%x", id), "error", err.Error())
+		}
+	}
+	if hash2 != hash && rev2 == rev && compactRev2 == compactRev {
+		s.log.Warn("found hash mismatch", "revision-1", rev, "compact-revision-1", compactRev, "hash-1", hash,
+			"revision-2", rev2, "compact-revision-2", compactRev2, "hash-2", hash2)
+		raise(s.id)
+	}
+	for _, p := range peers {
+		peer := fmt.Sprintf("%x", p.id)
+		switch {
+		case p.resp.Header.GetRevision() > rev2:
+			s.log.Warn("revision from follower must be less than or equal to leader's", "leader-revision", rev2,
+				"follower-revision", p.resp.Header.GetRevision(), "follower-peer-id", peer)
+			raise(p.id)
+		case p.resp.CompactRevision > compactRev2:
+			s.log.Warn("compact revision from follower must be less than or equal to leader's", "leader-compact-revision", compactRev2,
+				"follower-compact-revision", p.resp.CompactRevision, "follower-peer-id", peer)
+			raise(p.id)
+		case p.resp.CompactRevision == compactRev && p.resp.Hash != hash:
+			s.log.Warn("same compact revision then hashes must match", "leader-compact-revision", compactRev2, "leader-hash", hash,
+				"follower-compact-revision", p.resp.CompactRevision, "follower-hash", p.resp.Hash, "follower-peer-id", peer)
+			raise(p.id)
+		}
+	}
+	s.log.Info("finished peer corruption check", "number-of-peers-checked", len(peers))
+	return nil
+}

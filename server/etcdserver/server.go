@@ -41,6 +41,7 @@ var (
 	ErrTooManyOps      = errors.New("etcdserver: too many operations in txn request")
 	ErrDuplicateKey    = errors.New("etcdserver: duplicate key given in txn request")
 	ErrNotLeader       = errors.New("etcdserver: not leader")
+	ErrCorrupt         = errors.New("etcdserver: corrupt cluster")
 )
 
 // Server is one member.
@@ -417,8 +418,9 @@ func (s *Server) Start() {
 	go s.readLoop()
 	go s.leaseLoop()
 	go s.publish()
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.adjustTicks() }()
+	go func() { defer s.wg.Done(); s.monitorCorruption() }()
 	if s.cfg.AutoCompactionMode != "" {
 		s.wg.Add(1)
 		go s.autoCompact()

@@ -26,6 +26,7 @@ var errorTable = []struct {
 	{mvcc.ErrFutureRev, rpctypes.ErrGRPCFutureRev},
 	{etcdserver.ErrKeyNotFound, rpctypes.ErrGRPCKeyNotFound},
 	{etcdserver.ErrNoSpace, rpctypes.ErrGRPCNoSpace},
+	{etcdserver.ErrCorrupt, rpctypes.ErrGRPCCorrupt},
 	{etcdserver.ErrRequestTooLarge, rpctypes.ErrGRPCRequestTooLarge},
 	{etcdserver.ErrTooManyOps, rpctypes.ErrGRPCTooManyOps},
 	{etcdserver.ErrDuplicateKey, rpctypes.ErrGRPCDuplicateKey},

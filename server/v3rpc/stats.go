@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -38,16 +39,31 @@ func requestStats(lg *slog.Logger, warn time.Duration) grpc.UnaryServerIntercept
 	}
 }
 
-// size is a message's encoded size (-1 for what is not a protobuf message).
+// size is a message's encoded size (-1 for what is not a protobuf message, or a nil one: a
+// failed call's response).
 func size(m any) int {
-	if v1, ok := m.(protoadapt.MessageV1); ok && v1 != nil {
+	if isNil(m) {
+		return -1
+	}
+	if v1, ok := m.(protoadapt.MessageV1); ok {
 		return gproto.Size(protoadapt.MessageV2Of(v1))
 	}
 	return -1
 }
 
+func isNil(m any) bool {
+	if m == nil {
+		return true
+	}
+	v := reflect.ValueOf(m)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
 // loggable describes a request without the values it writes.
 func loggable(req any) string {
+	if isNil(req) {
+		return ""
+	}
 	switch r := req.(type) {
 	case *pb.PutRequest:
 		return fmt.Sprintf("key:%q value_size:%d lease:%d", r.Key, len(r.Value), r.Lease)
