@@ -41,14 +41,13 @@ type Config struct {
 	FreelistType string
 	// UnsafeNoSync skips fsync on commit (--unsafe-no-fsync).
 	UnsafeNoSync bool
-	// ObserveCommit, when set, receives the duration of every commit (for metrics).
-	ObserveCommit func(time.Duration)
 }
 
 // Backend is safe for concurrent use.
 type Backend struct {
 	cfg Config
 	log *slog.Logger
+	m   *metrics
 
 	// dbMu guards db against the swap done by Defrag: readers hold it shared.
 	dbMu sync.RWMutex
@@ -83,7 +82,7 @@ func Open(cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{cfg: cfg, log: cfg.Logger, db: db, stop: make(chan struct{}), done: make(chan struct{})}
+	b := &Backend{cfg: cfg, log: cfg.Logger, db: db, stop: make(chan struct{}), done: make(chan struct{}), m: newMetrics()}
 	if err := db.Update(func(tx *bolt.Tx) error {
 		return createBuckets(tx, cfg.Buckets)
 	}); err != nil {
@@ -228,12 +227,11 @@ func (b *Backend) commitLocked() error {
 		return nil
 	}
 	start := time.Now()
-	if err := b.tx.Commit(); err != nil {
+	tx := b.tx
+	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("backend: commit: %w", err)
 	}
-	if b.cfg.ObserveCommit != nil {
-		b.cfg.ObserveCommit(time.Since(start))
-	}
+	b.m.committed(time.Since(start), tx.Stats())
 	b.pending = 0
 	for _, fn := range b.onCommit {
 		fn()
@@ -272,6 +270,8 @@ func (b *Backend) SizeInUse() int64 {
 
 // Snapshot writes a consistent copy of the whole committed file to w and returns its size.
 func (b *Backend) Snapshot(w io.Writer) (int64, error) {
+	start := time.Now()
+	defer func() { b.m.snapshot.Observe(time.Since(start).Seconds()) }()
 	if err := b.Commit(); err != nil {
 		return 0, err
 	}
@@ -291,6 +291,8 @@ func (b *Backend) SnapshotSize() int64 { return b.Size() }
 
 // Hash is CRC-32C over every bucket's name, keys and values, in order.
 func (b *Backend) Hash() (uint32, error) {
+	start := time.Now()
+	defer func() { b.m.hash.Observe(time.Since(start).Seconds()) }()
 	if err := b.Commit(); err != nil {
 		return 0, err
 	}
@@ -310,6 +312,12 @@ func (b *Backend) Hash() (uint32, error) {
 
 // Defrag rewrites the file without free pages. Writes wait for it; reads wait for the swap.
 func (b *Backend) Defrag() error {
+	start := time.Now()
+	b.m.defragInflight.Store(1)
+	defer func() {
+		b.m.defragInflight.Store(0)
+		b.m.defrag.Observe(time.Since(start).Seconds())
+	}()
 	b.batchMu.Lock()
 	defer b.batchMu.Unlock()
 	if err := b.tx.Commit(); err != nil {

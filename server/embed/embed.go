@@ -384,8 +384,8 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 		AutoCompactionMode:  cfg.AutoCompactionMode, AutoCompactionRetention: cfg.AutoCompactionRetention,
 		CompactionBatchLimit: cfg.CompactionBatchLimit, CompactionSleepInterval: cfg.CompactionSleepInterval,
 		DowngradeCheckTime: cfg.DowngradeCheckTime, WarningApplyDuration: cfg.WarningApplyDuration,
-		CorruptCheckTime: cfg.CorruptCheckTime,
-		Logger:           lg, PeerTLS: peerClientTLS, LeaseCheckpointInterval: cfg.LeaseCheckpointInterval,
+		CorruptCheckTime: cfg.CorruptCheckTime, Features: &cfg.Features,
+		Logger: lg, PeerTLS: peerClientTLS, LeaseCheckpointInterval: cfg.LeaseCheckpointInterval,
 	})
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -48,7 +49,9 @@ func (s *Server) applyEntry(e raftpb.Entry) {
 		if r.Header != nil {
 			id = r.Header.ID
 		}
+		opStart := time.Now()
 		res = s.applyRequest(b, &r, e.Index)
+		s.m.applyDuration.WithLabelValues("v3", requestOp(&r), strconv.FormatBool(res == nil || res.err == nil)).Observe(time.Since(opStart).Seconds())
 	case raftpb.EntryConfChange:
 		var cc raftpb.ConfChange
 		if err := cc.Unmarshal(e.Data); err != nil {
@@ -142,6 +145,9 @@ func (s *Server) applyConfChange(b *backend.BatchTx, cc raftpb.ConfChange) *appl
 		s.log.Info("updated member", "cluster-id", fmt.Sprintf("%x", s.ClusterID()), "updated-remote-peer-id", fmt.Sprintf("%x", rec.ID),
 			"updated-remote-peer-urls", rec.PeerURLs)
 	case promoted:
+		if s.Leader() == s.id {
+			s.m.learnerPromotions.Inc()
+		}
 		s.log.Info("promote member", "cluster-id", fmt.Sprintf("%x", s.ClusterID()), "promoted-member-id", fmt.Sprintf("%x", rec.ID))
 	default:
 		s.log.Info("added member", "cluster-id", fmt.Sprintf("%x", s.ClusterID()), "added-peer-id", fmt.Sprintf("%x", rec.ID),
@@ -196,6 +202,7 @@ func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest, ind
 			return &applyResult{err: err}
 		}
 		s.m.leaseGranted.Inc()
+		s.m.leaseTTL.Observe(float64(l.TTL))
 		return &applyResult{resp: &pb.LeaseGrantResponse{Header: &pb.ResponseHeader{Revision: s.kv.Rev()}, ID: l.ID, TTL: l.TTL}}
 	case r.LeaseRevoke != nil:
 		keys, err := s.les.Keys(r.LeaseRevoke.ID)

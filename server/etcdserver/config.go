@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"etcdx/server/features"
 	"etcdx/server/membership"
 	"etcdx/server/schema"
 )
@@ -53,6 +54,8 @@ type Config struct {
 	// LeaseCheckpointInterval is how often the leader records remaining lease TTLs.
 	LeaseCheckpointInterval time.Duration
 
+	// Features are the --feature-gates (nil: upstream's defaults).
+	Features *features.Gates
 	// WalDir, when set, holds the WAL instead of member/wal (--wal-dir).
 	WalDir string
 	// MaxWals is how many WAL segment files to keep once snapshots cover them (0: all).

@@ -17,11 +17,15 @@
 //	versions.go      the version lifecycle at run time: publishing versions, the leader's
 //	                 cluster-version decisions, storage migration, Maintenance.Downgrade
 //	peerhttp.go      the peer listener: raft messages, lease forwarding, /members,
-//	                 /members/promote, /downgrade/enabled, the peer version check
+//	                 /members/promote, /members/hashkv, /downgrade/enabled, the peer version check
 //	snapshot_ship.go database snapshots sent to and received from other members
 //	leadership.go    MoveLeader and handing leadership over before stopping
-//	alarms.go        the alarm table (NOSPACE)
+//	alarms.go        the alarm table (NOSPACE, CORRUPT)
+//	corrupt.go       corruption checks: /members/hashkv, the initial check, the leader's
+//	                 periodic check that raises CORRUPT
+//	ticks.go         fast-forwarding the election timer at start
 //	compactor.go     auto compaction (periodic, revision)
-//	metrics.go       the member's Prometheus metrics
+//	metrics.go       the member's Prometheus metrics (and backend's, mvcc's registered with
+//	                 them), late-heartbeat detection
 //	wait.go, ids.go  waiting for applied entries; request and lease IDs
 package etcdserver

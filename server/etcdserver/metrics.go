@@ -1,10 +1,17 @@
 package etcdserver
 
 import (
+	"fmt"
+	"runtime"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/raft/v3/raftpb"
 
 	"etcdx/pkg/buildinfo"
+	"etcdx/server/features"
 	"etcdx/server/version"
 )
 
@@ -24,11 +31,25 @@ type metrics struct {
 	clusterVersion     *prometheus.GaugeVec
 	quotaBytes         prometheus.Gauge
 	walFsync           prometheus.Histogram
-	backendCommit      prometheus.Histogram
 	snapshotSave       prometheus.Histogram
 	leaseGranted       prometheus.Counter
 	leaseRevoked       prometheus.Counter
 	leaseRenewed       prometheus.Counter
+	leaseExpired       prometheus.Counter
+	leaseTTL           prometheus.Histogram
+
+	walWrite                     prometheus.Histogram
+	walWriteBytes                prometheus.Gauge
+	snapFsync, snapMarshal       prometheus.Histogram
+	snapDBFsync, snapDBSave      prometheus.Histogram
+	applyDuration                *prometheus.HistogramVec
+	rangeDuration                *prometheus.HistogramVec
+	clientRequests               *prometheus.CounterVec
+	healthSuccess, healthFailure prometheus.Counter
+	heartbeatSendFailures        prometheus.Counter
+	learnerPromotions            prometheus.Counter
+	readIndexFailed, slowReads   prometheus.Counter
+	snapshotApplying             prometheus.Gauge
 }
 
 func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
@@ -46,15 +67,58 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		clusterVersion:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "etcd_cluster_version", Help: "Which version is running. 1 for 'cluster_version' label with current cluster version"}, []string{"cluster_version"}),
 		quotaBytes:         prometheus.NewGauge(prometheus.GaugeOpts{Name: "etcd_server_quota_backend_bytes", Help: "Current backend storage quota size in bytes."}),
 		walFsync:           prometheus.NewHistogram(prometheus.HistogramOpts{Name: "etcd_disk_wal_fsync_duration_seconds", Help: "The latency distributions of fsync called by WAL.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
-		backendCommit:      prometheus.NewHistogram(prometheus.HistogramOpts{Name: "etcd_disk_backend_commit_duration_seconds", Help: "The latency distributions of commit called by backend.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
 		snapshotSave:       prometheus.NewHistogram(prometheus.HistogramOpts{Name: "etcd_debugging_snap_save_total_duration_seconds", Help: "The total latency distributions of save called by snapshot.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
 		leaseGranted:       prometheus.NewCounter(prometheus.CounterOpts{Name: "etcd_debugging_lease_granted_total", Help: "The total number of granted leases."}),
 		leaseRevoked:       prometheus.NewCounter(prometheus.CounterOpts{Name: "etcd_debugging_lease_revoked_total", Help: "The total number of revoked leases."}),
 		leaseRenewed:       prometheus.NewCounter(prometheus.CounterOpts{Name: "etcd_debugging_lease_renewed_total", Help: "The number of renewed leases seen by the leader."}),
 	}
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
+	hist := func(name, help string, b []float64) prometheus.Histogram {
+		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: b})
+	}
+	ms := prometheus.ExponentialBuckets(0.001, 2, 14)
+	m.leaseExpired = counter("etcd_debugging_server_lease_expired_total", "The total number of expired leases.")
+	m.leaseTTL = hist("etcd_debugging_lease_ttl_total", "Bucketed histogram of lease TTLs.", prometheus.ExponentialBuckets(1, 2, 24))
+	m.walWrite = hist("etcd_disk_wal_write_duration_seconds", "The latency distributions of write called by WAL.", ms)
+	m.walWriteBytes = prometheus.NewGauge(prometheus.GaugeOpts{Name: "etcd_disk_wal_write_bytes_total", Help: "Total number of bytes written in WAL."})
+	m.snapFsync = hist("etcd_snap_fsync_duration_seconds", "The latency distributions of fsync called by snap.", ms)
+	m.snapMarshal = hist("etcd_debugging_snap_save_marshalling_duration_seconds", "The marshalling cost distributions of save called by snapshot.", ms)
+	m.snapDBFsync = hist("etcd_snap_db_fsync_duration_seconds", "The latency distributions of fsyncing .snap.db file", ms)
+	m.snapDBSave = hist("etcd_snap_db_save_total_duration_seconds", "The total latency distributions of v3 snapshot save", prometheus.ExponentialBuckets(0.1, 2, 10))
+	m.applyDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "etcd_server_apply_duration_seconds", Help: "The latency distributions of v2 apply called by backend.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 20)}, []string{"version", "op", "success"})
+	m.rangeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "etcd_server_range_duration_seconds", Help: "The latency distributions of txn.Range",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 20)}, []string{"success"})
+	m.clientRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "etcd_server_client_requests_total", Help: "The total number of client requests per client version."}, []string{"type", "client_api_version"})
+	m.healthSuccess = counter("etcd_server_health_success", "The total number of successful health checks")
+	m.healthFailure = counter("etcd_server_health_failures", "The total number of failed health checks")
+	m.heartbeatSendFailures = counter("etcd_server_heartbeat_send_failures_total", "The total number of leader heartbeat send failures (likely overloaded from slow disk).")
+	m.learnerPromotions = counter("etcd_server_learner_promote_successes", "The total number of successful learner promotions while this member is leader.")
+	m.readIndexFailed = counter("etcd_server_read_indexes_failed_total", "The total number of failed read indexes seen.")
+	m.slowReads = counter("etcd_server_slow_read_indexes_total", "The total number of pending read indexes not in sync with leader's or timed out read index requests.")
+	m.snapshotApplying = prometheus.NewGauge(prometheus.GaugeOpts{Name: "etcd_server_snapshot_apply_in_progress_total", Help: "1 if the server is applying the incoming snapshot. 0 if none."})
+	goVersion := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "etcd_server_go_version", Help: "Which Go version server is running with. 1 for 'server_go_version' label with current version."}, []string{"server_go_version"})
+	goVersion.WithLabelValues(runtime.Version()).Set(1)
+	reg.MustRegister(m.leaseExpired, m.leaseTTL, m.walWrite, m.walWriteBytes, m.snapFsync, m.snapMarshal, m.snapDBFsync, m.snapDBSave,
+		m.applyDuration, m.rangeDuration, m.clientRequests, m.healthSuccess, m.healthFailure, m.heartbeatSendFailures,
+		m.learnerPromotions, m.readIndexFailed, m.slowReads, m.snapshotApplying, goVersion,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "etcd_server_is_learner", Help: "Whether or not this member is a learner. 1 if is, 0 otherwise."},
+			func() float64 {
+				if me := s.mem.Get(s.id); me != nil && me.IsLearner {
+					return 1
+				}
+				return 0
+			}),
+		// No authentication yet (issue 16): the auth store's revision is upstream's initial one.
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "etcd_debugging_auth_revision", Help: "The current revision of auth store."}, func() float64 { return 1 }),
+		knownPeers{s}, featureGauges{s.cfg.Features})
+	reg.MustRegister(s.be.Collectors()...)
+	reg.MustRegister(s.kv.Collectors()...)
 	reg.MustRegister(m.hasLeader, m.isLeader, m.leaderChanges, m.proposalsCommitted, m.proposalsApplied,
 		m.proposalsPending, m.proposalsFailed, m.slowApply, m.serverID, m.serverVersion, m.clusterVersion,
-		m.quotaBytes, m.walFsync, m.backendCommit, m.snapshotSave, m.leaseGranted, m.leaseRevoked, m.leaseRenewed,
+		m.quotaBytes, m.walFsync, m.snapshotSave, m.leaseGranted, m.leaseRevoked, m.leaseRenewed,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "etcd_mvcc_db_total_size_in_bytes", Help: "Total size of the underlying database physically allocated in bytes."},
 			func() float64 { return float64(s.be.Size()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "etcd_mvcc_db_total_size_in_use_in_bytes", Help: "Total size of the underlying database logically in use in bytes."},
@@ -72,6 +136,71 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	return m
 }
 
+// knownPeers is etcd_network_known_peers{Local,Remote}: 1 for every member this one knows, itself
+// included, as upstream.
+type knownPeers struct{ s *Server }
+
+var knownPeersDesc = prometheus.NewDesc("etcd_network_known_peers", "The current number of known peers.", []string{"Local", "Remote"}, nil)
+
+func (k knownPeers) Describe(ch chan<- *prometheus.Desc) { ch <- knownPeersDesc }
+
+func (k knownPeers) Collect(ch chan<- prometheus.Metric) {
+	local := fmt.Sprintf("%x", k.s.id)
+	for _, m := range k.s.mem.List() {
+		ch <- prometheus.MustNewConstMetric(knownPeersDesc, prometheus.GaugeValue, 1, local, fmt.Sprintf("%x", m.ID))
+	}
+}
+
+// featureGauges is etcd_server_feature_enabled{name,stage}.
+type featureGauges struct{ g *features.Gates }
+
+var featureDesc = prometheus.NewDesc("etcd_server_feature_enabled", "Whether or not a feature is enabled. 1 is enabled, 0 is not.", []string{"name", "stage"}, nil)
+
+func (f featureGauges) Describe(ch chan<- *prometheus.Desc) { ch <- featureDesc }
+
+func (f featureGauges) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range f.g.All() {
+		v := 0.0
+		if st.On {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(featureDesc, prometheus.GaugeValue, v, st.Name, st.Stage)
+	}
+}
+
+// requestOp names a raft request for etcd_server_apply_duration_seconds, as upstream does.
+func requestOp(r *pb.InternalRaftRequest) string {
+	switch {
+	case r.Range != nil:
+		return "Range"
+	case r.Put != nil:
+		return "Put"
+	case r.DeleteRange != nil:
+		return "DeleteRange"
+	case r.Txn != nil:
+		return "Txn"
+	case r.Compaction != nil:
+		return "Compaction"
+	case r.LeaseGrant != nil:
+		return "LeaseGrant"
+	case r.LeaseRevoke != nil:
+		return "LeaseRevoke"
+	case r.LeaseCheckpoint != nil:
+		return "LeaseCheckpoint"
+	case r.Alarm != nil:
+		return "Alarm"
+	case r.ClusterVersionSet != nil:
+		return "ClusterVersionSet"
+	case r.ClusterMemberAttrSet != nil:
+		return "ClusterMemberAttrSet"
+	case r.DowngradeInfoSet != nil:
+		return "DowngradeInfoSet"
+	case r.DowngradeVersionTest != nil:
+		return "DowngradeVersionTest"
+	}
+	return "Unknown"
+}
+
 // setClusterVersion moves etcd_cluster_version's 1 to the new label ("3.6", as upstream).
 func (m *metrics) setClusterVersion(l version.Level) {
 	m.clusterVersion.Reset()
@@ -79,3 +208,40 @@ func (m *metrics) setClusterVersion(l version.Level) {
 		m.clusterVersion.WithLabelValues(l.String()).Set(1)
 	}
 }
+
+// heartbeatDetector is upstream's check that a leader's heartbeats leave on time: two heartbeat
+// intervals without one to a peer mean the loop is overloaded (slow disk, most likely).
+type heartbeatDetector struct {
+	last map[uint64]time.Time
+}
+
+func (d *heartbeatDetector) observe(msgs []raftpb.Message, s *Server) {
+	now := time.Now()
+	for _, m := range msgs {
+		if m.Type != raftpb.MsgHeartbeat {
+			continue
+		}
+		if d.last == nil {
+			d.last = map[uint64]time.Time{}
+		}
+		if prev, ok := d.last[m.To]; ok {
+			if late := now.Sub(prev) - 2*s.cfg.heartbeat(); late > 0 {
+				s.log.Warn("leader failed to send out heartbeat on time; took too long, leader is overloaded likely from slow disk",
+					"to", fmt.Sprintf("%x", m.To), "heartbeat-interval", s.cfg.heartbeat(), "expected-duration", 2*s.cfg.heartbeat(), "exceeded-duration", late)
+				s.m.heartbeatSendFailures.Inc()
+			}
+		}
+		d.last[m.To] = now
+	}
+}
+
+// walMetrics reports the WAL's writes and fsyncs (only real ones, so --unsafe-no-fsync leaves
+// etcd_disk_wal_fsync_duration_seconds empty, as upstream).
+type walMetrics struct{ m *metrics }
+
+func (w walMetrics) Wrote(n int, took time.Duration) {
+	w.m.walWriteBytes.Add(float64(n))
+	w.m.walWrite.Observe(took.Seconds())
+}
+
+func (w walMetrics) Synced(took time.Duration) { w.m.walFsync.Observe(took.Seconds()) }

@@ -62,6 +62,8 @@ type Server struct {
 	// tr carries raft messages to peers; peerClient forwards lease calls to the leader.
 	tr         *transport.Transport
 	peerClient *http.Client
+	// heartbeats notices a leader that sends heartbeats late (raft loop only).
+	heartbeats heartbeatDetector
 	// restarted: the member started from its own data (not bootstrapped or joining now).
 	restarted bool
 
@@ -134,15 +136,9 @@ func New(cfg Config) (*Server, error) {
 		readc: make(chan raft.ReadState, 16), msgSnapC: make(chan raftpb.Message, 16), readWake: make(chan struct{}, 1), readNotifier: newNotifier(), leaders: newLeaderWatch(), versionWake: make(chan struct{}, 1),
 		draining: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{})}
 	var err error
-	var commitObserve func(time.Duration)
 	s.be, err = backend.Open(backend.Config{Path: cfg.BackendPath(), Buckets: schema.Buckets, Logger: lg,
 		BatchInterval: cfg.BackendBatchInterval, BatchLimit: cfg.BackendBatchLimit,
-		FreelistType: cfg.BackendFreelistType, UnsafeNoSync: cfg.UnsafeNoFsync,
-		ObserveCommit: func(d time.Duration) {
-			if commitObserve != nil {
-				commitObserve(d)
-			}
-		}})
+		FreelistType: cfg.BackendFreelistType, UnsafeNoSync: cfg.UnsafeNoFsync})
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +216,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.reqIDs = newIDGenerator(s.id, time.Now())
 	s.m = newMetrics(cfg.Registry, s)
-	commitObserve = func(d time.Duration) { s.m.backendCommit.Observe(d.Seconds()) }
+	s.wal.SetObserver(walMetrics{s.m})
 	s.m.serverID.WithLabelValues(fmt.Sprintf("%x", s.id)).Set(1)
 	s.m.setClusterVersion(s.ClusterVersion())
 	s.m.quotaBytes.Set(float64(cfg.QuotaBackendBytes))
@@ -478,9 +474,8 @@ func (s *Server) raftLoop() {
 				s.committedIndex.Store(rd.HardState.Commit)
 				s.m.proposalsCommitted.Set(float64(rd.HardState.Commit))
 			}
-			start := time.Now()
 			if !raft.IsEmptySnap(rd.Snapshot) {
-				if err := snap.Save(s.cfg.snapDir(), rd.Snapshot); err != nil {
+				if err := s.saveSnap(rd.Snapshot); err != nil {
 					s.fatal("save incoming snapshot", err)
 					return
 				}
@@ -493,9 +488,6 @@ func (s *Server) raftLoop() {
 				s.fatal("write WAL", err)
 				return
 			}
-			if len(rd.Entries) > 0 && !s.cfg.UnsafeNoFsync { // only real fsyncs, as upstream
-				s.m.walFsync.Observe(time.Since(start).Seconds())
-			}
 			if !raft.IsEmptySnap(rd.Snapshot) {
 				if err := s.storage.ApplySnapshot(rd.Snapshot); err != nil {
 					s.fatal("apply incoming snapshot to raft storage", err)
@@ -507,7 +499,9 @@ func (s *Server) raftLoop() {
 				return
 			}
 			// Followers must persist before answering; sending after the WAL write covers both roles.
-			s.tr.Send(s.divertSnapshots(rd.Messages))
+			msgs := s.divertSnapshots(rd.Messages)
+			s.heartbeats.observe(msgs, s)
+			s.tr.Send(msgs)
 			b := applyBatch{ents: rd.CommittedEntries, snap: rd.Snapshot, applied: make(chan struct{})}
 			hasConf := false
 			for _, e := range rd.CommittedEntries {
@@ -644,7 +638,7 @@ func (s *Server) snapshot(index uint64) error {
 	if err != nil {
 		return fmt.Errorf("create snapshot: %w", err)
 	}
-	if err := snap.Save(s.cfg.snapDir(), sn); err != nil {
+	if err := s.saveSnap(sn); err != nil {
 		return err
 	}
 	if err := s.wal.SaveSnapshot(sn.Metadata); err != nil {
@@ -785,6 +779,7 @@ func (s *Server) readIndexRound() error {
 		return s.node.ReadIndex(ctx, rctx)
 	}
 	if err := send(); err != nil {
+		s.m.readIndexFailed.Inc()
 		return ErrTimeout
 	}
 	for {
@@ -803,10 +798,13 @@ func (s *Server) readIndexRound() error {
 			}
 		case <-retry.C:
 			// The request may have been dropped (no leader yet): ask again.
+			s.m.slowReads.Inc()
 			if err := send(); err != nil {
+				s.m.readIndexFailed.Inc()
 				return ErrTimeout
 			}
 		case <-deadline:
+			s.m.slowReads.Inc()
 			return ErrTimeout
 		case <-s.stopping:
 			return ErrStopped
@@ -858,6 +856,8 @@ func (s *Server) leaseLoop() {
 				defer cancel()
 				if _, err := s.LeaseRevoke(ctx, &pb.LeaseRevokeRequest{ID: id}); err != nil && !errors.Is(err, lease.ErrNotFound) {
 					s.log.Warn("failed to revoke expired lease", "lease-id", fmt.Sprintf("%016x", id), "error", err)
+				} else if err == nil {
+					s.m.leaseExpired.Inc()
 				}
 			}(id)
 		}
@@ -947,3 +947,13 @@ func (r raftLogger) Fatal(v ...any)              { r.l.Error(fmt.Sprint(v...)); 
 func (r raftLogger) Fatalf(f string, v ...any)   { r.l.Error(fmt.Sprintf(f, v...)); os.Exit(1) }
 func (r raftLogger) Panic(v ...any)              { panic(fmt.Sprint(v...)) }
 func (r raftLogger) Panicf(f string, v ...any)   { panic(fmt.Sprintf(f, v...)) }
+
+// saveSnap writes a raft snapshot file, with its metrics.
+func (s *Server) saveSnap(sn raftpb.Snapshot) error {
+	tm, err := snap.SaveTimed(s.cfg.snapDir(), sn)
+	if err == nil {
+		s.m.snapMarshal.Observe(tm.Marshal.Seconds())
+		s.m.snapFsync.Observe(tm.Fsync.Seconds())
+	}
+	return err
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -20,13 +21,16 @@ func (s *Server) snapDBPath(index uint64) string { return schema.SnapDBPath(s.cf
 func (s *Server) ReceiveSnapshotDB(index uint64, r io.Reader) error {
 	path := s.snapDBPath(index)
 	tmp := path + ".tmp"
+	start := time.Now()
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", tmp, err)
 	}
 	n, err := io.Copy(f, r)
 	if err == nil {
+		syncStart := time.Now()
 		err = f.Sync()
+		s.m.snapDBFsync.Observe(time.Since(syncStart).Seconds())
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -38,6 +42,7 @@ func (s *Server) ReceiveSnapshotDB(index uint64, r io.Reader) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
+	s.m.snapDBSave.Observe(time.Since(start).Seconds())
 	s.log.Info("received database snapshot from leader", "index", index, "size", n)
 	return nil
 }
@@ -67,6 +72,8 @@ func (s *Server) sendSnapshot(m raftpb.Message) {
 // installSnapshot swaps in the database received with a snapshot and reloads everything that
 // lives in it.
 func (s *Server) installSnapshot(sn raftpb.Snapshot) error {
+	s.m.snapshotApplying.Set(1)
+	defer s.m.snapshotApplying.Set(0)
 	path := s.snapDBPath(sn.Metadata.Index)
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("database for snapshot %d: %w", sn.Metadata.Index, err)

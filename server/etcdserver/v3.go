@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -29,7 +31,11 @@ func proposeAs[T any](ctx context.Context, s *Server, r *pb.InternalRaftRequest)
 }
 
 // Range reads; linearizable unless the request asks to be served locally.
-func (s *Server) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error) {
+func (s *Server) Range(ctx context.Context, r *pb.RangeRequest) (resp *pb.RangeResponse, err error) {
+	start := time.Now()
+	defer func() {
+		s.m.rangeDuration.WithLabelValues(strconv.FormatBool(err == nil)).Observe(time.Since(start).Seconds())
+	}()
 	if !r.Serializable {
 		if err := s.LinearizableReadNotify(ctx); err != nil {
 			return nil, err
@@ -38,6 +44,21 @@ func (s *Server) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeRespon
 	v := s.kv.Read()
 	defer v.End()
 	return applyRange(v, r)
+}
+
+// CountClientRequest counts a client call by kind (unary or stream) and the API version the
+// client announced (etcd_server_client_requests_total).
+func (s *Server) CountClientRequest(kind, apiVersion string) {
+	s.m.clientRequests.WithLabelValues(kind, apiVersion).Inc()
+}
+
+// ObserveHealth counts a /health answer.
+func (s *Server) ObserveHealth(ok bool) {
+	if ok {
+		s.m.healthSuccess.Inc()
+	} else {
+		s.m.healthFailure.Inc()
+	}
 }
 
 // Put writes through raft.

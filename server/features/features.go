@@ -70,10 +70,37 @@ type Gates struct {
 
 // Enabled says whether f is on.
 func (g *Gates) Enabled(f Feature) bool {
+	if g == nil {
+		return known[f].def
+	}
 	if v, ok := g.set[f]; ok {
 		return v
 	}
 	return known[f].def
+}
+
+// Status is one gate's state, for etcd_server_feature_enabled.
+type Status struct {
+	Name, Stage string
+	On          bool
+}
+
+// All lists every gate (the stage-wide switches too, as upstream exports them).
+func (g *Gates) All() []Status {
+	out := []Status{{string(allAlpha), "ALPHA", g != nil && g.set[allAlpha]}, {string(allBeta), "BETA", g != nil && g.set[allBeta]}}
+	for f, s := range known {
+		st := "ALPHA"
+		if s.stage == beta {
+			st = "BETA"
+		}
+		on := s.def
+		if g != nil {
+			on = g.Enabled(f)
+		}
+		out = append(out, Status{string(f), st, on})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // Names lists every gate with its default, for the help text.
@@ -130,6 +157,7 @@ func (g *Gates) apply(m map[Feature]bool) error {
 		s stage
 	}{{allAlpha, alpha}, {allBeta, beta}} {
 		if v, ok := m[all.f]; ok {
+			g.set[all.f] = v
 			for f, s := range known {
 				if s.stage == all.s {
 					g.set[f] = v

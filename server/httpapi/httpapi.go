@@ -131,6 +131,7 @@ func HealthHandler(s *etcdserver.Server) http.Handler {
 				break
 			}
 		}
+		s.ObserveHealth(h.Health == "true")
 		w.Header().Set("Content-Type", "application/json")
 		if h.Health != "true" {
 			w.WriteHeader(http.StatusServiceUnavailable)

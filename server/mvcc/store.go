@@ -45,6 +45,7 @@ type Store struct {
 	leases LeaseAttacher
 	watch  *watchGroups
 
+	metrics   *Metrics
 	compactMu sync.Mutex
 	// compactBatch and compactPause pace the backend clean-up; guarded by compactMu.
 	compactBatch int
@@ -59,7 +60,7 @@ type Store struct {
 func Open(be *backend.Backend, lg *slog.Logger, leases LeaseAttacher) (*Store, error) {
 	// Revision 1 is the empty store, as upstream: the first change gets revision 2.
 	s := &Store{be: be, log: lg, idx: newTreeIndex(), buf: map[string][]byte{}, compactRev: -1, currentRev: 1,
-		leases: leases, stop: make(chan struct{})}
+		leases: leases, stop: make(chan struct{}), metrics: newMetrics()}
 	s.watch = newWatchGroups(s)
 	be.OnCommit(func() {
 		s.mu.Lock()
@@ -191,6 +192,7 @@ type RangeResult struct {
 func (s *Store) Range(key, end []byte, ro RangeOptions) (*RangeResult, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	s.metrics.ranges.Inc()
 	return s.rangeLocked(key, end, ro, s.currentRev, nil)
 }
 
@@ -246,6 +248,9 @@ type TxnWrite struct {
 	ownBatch bool  // Write locked the batch itself and must release it
 	rev      int64 // the revision this transaction's changes get
 	changes  []change
+	// operation counts, for the metrics
+	ranges, puts, deletes int
+	putSize               int64
 }
 
 type change struct {
@@ -281,6 +286,7 @@ func (t *TxnWrite) Rev() int64 {
 
 // Range reads, seeing this transaction's own earlier changes.
 func (t *TxnWrite) Range(key, end []byte, ro RangeOptions) (*RangeResult, error) {
+	t.ranges++
 	r, err := t.s.rangeLocked(key, end, ro, t.Rev(), t.batch.Tx())
 	if r != nil {
 		r.Rev = t.Rev()
@@ -291,6 +297,8 @@ func (t *TxnWrite) Range(key, end []byte, ro RangeOptions) (*RangeResult, error)
 // Put writes key=value with a lease (0: none) and returns the previous value, if any.
 func (t *TxnWrite) Put(key, value []byte, lease int64) error {
 	s := t.s
+	t.puts++
+	t.putSize += int64(len(key) + len(value))
 	rev := schema.Revision{Main: t.rev, Sub: int64(len(t.changes))}
 	created, ver := rev, int64(1)
 	var oldLease int64
@@ -319,6 +327,7 @@ func (t *TxnWrite) Put(key, value []byte, lease int64) error {
 
 // DeleteRange deletes live keys in [key, end) and returns how many it deleted.
 func (t *TxnWrite) DeleteRange(key, end []byte) (int64, error) {
+	t.deletes++
 	krs, _ := t.s.idx.revisions(key, end, t.rev, 0)
 	for _, kr := range krs {
 		var lease int64
@@ -370,6 +379,7 @@ func (t *TxnWrite) Changes() int { return len(t.changes) }
 // End publishes the transaction: the revision moves on if anything changed, and watchers hear.
 func (t *TxnWrite) End() error {
 	s := t.s
+	s.metrics.txnEnded(t.ranges, t.puts, t.deletes, t.putSize)
 	if len(t.changes) > 0 {
 		s.currentRev = t.rev
 		s.watch.notify(t.rev, t.changes)
@@ -409,7 +419,9 @@ func (s *Store) CompactIn(b *backend.BatchTx, rev int64) (<-chan struct{}, error
 		return nil, err
 	}
 	s.compactRev = rev
+	idxStart := time.Now()
 	keep := s.idx.compact(rev)
+	s.metrics.indexCompactionPauseMs.Observe(float64(time.Since(idxStart)) / float64(time.Millisecond))
 	s.mu.Unlock()
 	s.watch.compacted(rev)
 	done := make(chan struct{})
@@ -429,6 +441,7 @@ func (s *Store) compactBackend(rev int64, keep map[schema.Revision]struct{}, don
 	end := schema.RevisionKey(schema.Revision{Main: rev + 1}, false)
 	from := schema.RevisionKey(schema.Revision{}, false)
 	batchSize, pause := s.compactionPace()
+	started := time.Now()
 	for {
 		select {
 		case <-s.stop:
@@ -436,6 +449,7 @@ func (s *Store) compactBackend(rev int64, keep map[schema.Revision]struct{}, don
 			return
 		default:
 		}
+		batchStart := time.Now()
 		b := s.be.Batch()
 		c := b.Tx().Bucket(schema.Key).Cursor()
 		var del [][]byte
@@ -465,7 +479,11 @@ func (s *Store) compactBackend(rev int64, keep map[schema.Revision]struct{}, don
 			s.log.Error("compaction failed", "revision", rev, "error", errors.Join(err, uerr))
 			return
 		}
+		s.metrics.compactionPauseMs.Observe(float64(time.Since(batchStart)) / float64(time.Millisecond))
+		s.metrics.compactionKeys.Add(float64(len(del)))
 		if finished {
+			s.metrics.compactionTotalMs.Observe(float64(time.Since(started)) / float64(time.Millisecond))
+			s.metrics.compactionLast.Set(float64(time.Now().Unix()))
 			s.log.Info("finished scheduled compaction", "compact-revision", rev)
 			return
 		}
@@ -504,6 +522,12 @@ func (s *Store) compactionPace() (int, time.Duration) {
 // HashKV hashes the keys and values visible at rev that compaction at the current compact
 // revision keeps, so members at the same revision agree. rev 0 means current.
 func (s *Store) HashKV(rev int64) (hash uint32, hashRev, compactRev int64, err error) {
+	start := time.Now()
+	defer func() {
+		if err == nil {
+			s.metrics.hashRev.Observe(time.Since(start).Seconds())
+		}
+	}()
 	if err := s.be.Commit(); err != nil {
 		return 0, 0, 0, err
 	}
@@ -615,13 +639,15 @@ func (s *Store) eventsBetween(from, to int64) ([]Event, error) {
 
 // TxnRead is a consistent read-only view at the revision current when it began.
 type TxnRead struct {
-	s   *Store
-	rev int64
+	s      *Store
+	rev    int64
+	ranges int
 }
 
 // Read opens a read view; End must be called. Writes wait while views are open, so keep them short.
 func (s *Store) Read() *TxnRead {
 	s.mu.RLock()
+	s.metrics.openReads.Add(1)
 	return &TxnRead{s: s, rev: s.currentRev}
 }
 
@@ -630,11 +656,16 @@ func (t *TxnRead) Rev() int64 { return t.rev }
 
 // Range reads in the view.
 func (t *TxnRead) Range(key, end []byte, ro RangeOptions) (*RangeResult, error) {
+	t.ranges++
 	return t.s.rangeLocked(key, end, ro, t.rev, nil)
 }
 
 // End closes the view.
-func (t *TxnRead) End() { t.s.mu.RUnlock() }
+func (t *TxnRead) End() {
+	t.s.metrics.openReads.Add(-1)
+	t.s.metrics.txnEnded(t.ranges, 0, 0, 0)
+	t.s.mu.RUnlock()
+}
 
 // Reload rebuilds the store from the backend after its file was replaced (a snapshot from the
 // leader). Every watcher falls back to catching up from the new history.

@@ -69,11 +69,35 @@ type watchGroups struct {
 	s        *Store
 	mu       sync.Mutex
 	watchers map[*watcher]struct{}
+	streams  map[*WatchStream]struct{}
 	wake     chan struct{}
 }
 
+// counts are the watcher gauges: watchers, unsynced (slow) watchers, open streams.
+func (g *watchGroups) counts() (watchers, slow, streams int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for w := range g.watchers {
+		if !w.synced {
+			slow++
+		}
+	}
+	return len(g.watchers), slow, len(g.streams)
+}
+
+// pending is how many responses wait in watch streams' queues.
+func (g *watchGroups) pending() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for ws := range g.streams {
+		n += len(ws.ch)
+	}
+	return n
+}
+
 func newWatchGroups(s *Store) *watchGroups {
-	return &watchGroups{s: s, watchers: map[*watcher]struct{}{}, wake: make(chan struct{}, 1)}
+	return &watchGroups{s: s, watchers: map[*watcher]struct{}{}, streams: map[*WatchStream]struct{}{}, wake: make(chan struct{}, 1)}
 }
 
 // notify is called by a write transaction's End with the store lock held.
@@ -102,6 +126,7 @@ func (g *watchGroups) notify(rev int64, changes []change) {
 		select {
 		case w.ws.ch <- WatchResponse{WatchID: w.id, Events: picked, Revision: rev}:
 			w.minRev = rev + 1
+			g.s.metrics.events.Add(float64(len(picked)))
 		default:
 			// The stream is not keeping up: catch up from the store later.
 			w.synced = false
@@ -179,6 +204,7 @@ func (g *watchGroups) syncOnce() {
 		if len(picked) > 0 {
 			select {
 			case w.ws.ch <- WatchResponse{WatchID: w.id, Events: picked, Revision: cur}:
+				s.metrics.events.Add(float64(len(picked)))
 			default:
 				continue // still behind; next round
 			}
@@ -200,7 +226,11 @@ type WatchStream struct {
 
 // NewWatchStream opens a stream; Close it when done.
 func (s *Store) NewWatchStream() *WatchStream {
-	return &WatchStream{g: s.watch, ch: make(chan WatchResponse, 128), watchers: map[int64]*watcher{}}
+	ws := &WatchStream{g: s.watch, ch: make(chan WatchResponse, 128), watchers: map[int64]*watcher{}}
+	s.watch.mu.Lock()
+	s.watch.streams[ws] = struct{}{}
+	s.watch.mu.Unlock()
+	return ws
 }
 
 // ErrWatchIDInUse is returned when a client picks an ID that is taken.
@@ -298,6 +328,7 @@ func (ws *WatchStream) Close() {
 		delete(g.watchers, w)
 		delete(ws.watchers, id)
 	}
+	delete(g.streams, ws)
 }
 
 // lockStoreAndGroups takes the store's read lock (no writes while watchers change state) and then

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
 )
@@ -22,10 +23,22 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // Save writes s durably into dir.
 func Save(dir string, s raftpb.Snapshot) error {
+	_, err := SaveTimed(dir, s)
+	return err
+}
+
+// Timings is how long Save spent encoding the snapshot and in fsync (for metrics).
+type Timings struct{ Marshal, Fsync time.Duration }
+
+// SaveTimed is Save, reporting where the time went.
+func SaveTimed(dir string, s raftpb.Snapshot) (Timings, error) {
+	var tm Timings
+	start := time.Now()
 	body, err := s.Marshal()
 	if err != nil {
-		return fmt.Errorf("snap: marshal: %w", err)
+		return tm, fmt.Errorf("snap: marshal: %w", err)
 	}
+	tm.Marshal = time.Since(start)
 	b := make([]byte, 4, 4+len(body))
 	binary.LittleEndian.PutUint32(b, crc32.Checksum(body, crcTable))
 	b = append(b, body...)
@@ -33,26 +46,28 @@ func Save(dir string, s raftpb.Snapshot) error {
 	tmp := filepath.Join(dir, name+".tmp")
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
-		return fmt.Errorf("snap: create: %w", err)
+		return tm, fmt.Errorf("snap: create: %w", err)
 	}
 	if _, err := f.Write(b); err != nil {
 		f.Close()
-		return fmt.Errorf("snap: write: %w", err)
+		return tm, fmt.Errorf("snap: write: %w", err)
 	}
+	syncStart := time.Now()
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("snap: fsync: %w", err)
+		return tm, fmt.Errorf("snap: fsync: %w", err)
 	}
+	tm.Fsync = time.Since(syncStart)
 	f.Close()
 	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("snap: rename: %w", err)
+		return tm, fmt.Errorf("snap: rename: %w", err)
 	}
 	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("snap: open dir: %w", err)
+		return tm, fmt.Errorf("snap: open dir: %w", err)
 	}
 	defer d.Close()
-	return d.Sync()
+	return tm, d.Sync()
 }
 
 // Load reads and verifies one snapshot file.

@@ -50,8 +50,8 @@ func NewServer(s *etcdserver.Server, o Options) *grpc.Server {
 	if warn == 0 {
 		warn = 300 * time.Millisecond
 	}
-	opts = append(opts, grpc.ChainUnaryInterceptor(requestStats(cfg.Logger, warn), learnerUnaryGate(s), leaderUnaryGate(s)),
-		grpc.ChainStreamInterceptor(learnerStreamGate(s), leaderStreamGate(s, lw)))
+	opts = append(opts, grpc.ChainUnaryInterceptor(countUnary(s), requestStats(cfg.Logger, warn), learnerUnaryGate(s), leaderUnaryGate(s)),
+		grpc.ChainStreamInterceptor(countStream(s), learnerStreamGate(s), leaderStreamGate(s, lw)))
 	if o.Traffic != nil {
 		opts = append(opts, grpc.StatsHandler(o.Traffic))
 	}

@@ -6,12 +6,17 @@ import (
 	"log/slog"
 	"reflect"
 	"time"
+	"unicode/utf8"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	gproto "google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/protoadapt"
+
+	"etcdx/server/etcdserver"
 )
 
 // requestStats logs upstream's "request stats" line for a unary call: at warn level when it took
@@ -73,4 +78,42 @@ func loggable(req any) string {
 		return r.String()
 	}
 	return ""
+}
+
+// clientVersion is the API version a client announced ("unknown" when it did not), or an
+// error for one that is not valid UTF-8, as upstream refuses it.
+func clientVersion(ctx context.Context) (string, error) {
+	ver := "unknown"
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if vs := md.Get(rpctypes.MetadataClientAPIVersionKey); len(vs) > 0 {
+			ver = vs[0]
+		}
+	}
+	if !utf8.ValidString(ver) {
+		return "", rpctypes.ErrGRPCInvalidClientAPIVersion
+	}
+	return ver, nil
+}
+
+// countUnary and countStream feed etcd_server_client_requests_total.
+func countUnary(s *etcdserver.Server) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		ver, err := clientVersion(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.CountClientRequest("unary", ver)
+		return handler(ctx, req)
+	}
+}
+
+func countStream(s *etcdserver.Server) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		ver, err := clientVersion(ss.Context())
+		if err != nil {
+			return err
+		}
+		s.CountClientRequest("stream", ver)
+		return handler(srv, ss)
+	}
 }

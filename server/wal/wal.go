@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -57,6 +58,20 @@ type WAL struct {
 	maxFiles int
 	// noSync skips fsync (--unsafe-no-fsync).
 	noSync bool
+	obs    Observer
+}
+
+// Observer hears how long appends and fsyncs take (for metrics).
+type Observer interface {
+	Wrote(bytes int, took time.Duration)
+	Synced(took time.Duration)
+}
+
+// SetObserver reports every write and fsync to o.
+func (w *WAL) SetObserver(o Observer) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.obs = o
 }
 
 // SetMaxFiles keeps up to n segment files even when snapshots cover them (--max-wals);
@@ -78,8 +93,12 @@ func (w *WAL) sync() error {
 	if w.noSync {
 		return nil
 	}
+	start := time.Now()
 	if err := w.f.Sync(); err != nil {
 		return fmt.Errorf("wal: fsync: %w", err)
+	}
+	if w.obs != nil {
+		w.obs.Synced(time.Since(start))
 	}
 	return nil
 }
@@ -354,8 +373,12 @@ func (w *WAL) SaveSnapshot(meta raftpb.SnapshotMetadata) error {
 }
 
 func (w *WAL) write(b []byte) error {
+	start := time.Now()
 	n, err := w.f.Write(b)
 	w.size += int64(n)
+	if w.obs != nil {
+		w.obs.Wrote(n, time.Since(start))
+	}
 	if err != nil {
 		return fmt.Errorf("wal: write %s: %w", w.segments[len(w.segments)-1].name, err)
 	}
