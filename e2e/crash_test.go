@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -185,8 +186,8 @@ func TestGracefulShutdown(t *testing.T) {
 	if err := m.Stop(); err != nil {
 		t.Fatalf("SIGTERM: %v\n%s", err, m.LogTail(10))
 	}
-	if code, _ := m.Wait(time.Second); code != 0 {
-		t.Fatalf("exit code after SIGTERM = %d", code)
+	if err := m.ExitErr(); !endedBy(err, syscall.SIGTERM) {
+		t.Fatalf("after SIGTERM the process ended with %v; want by the signal, after clean-up, as upstream", err)
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("shutdown took %v", d)
@@ -207,8 +208,8 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	if err := m.Stop(); err != nil {
 		t.Fatalf("SIGTERM under load: %v\n%s", err, m.LogTail(10))
 	}
-	if code, _ := m.Wait(time.Second); code != 0 {
-		t.Fatalf("exit code %d after SIGTERM under load", code)
+	if err := m.ExitErr(); !endedBy(err, syscall.SIGTERM) {
+		t.Fatalf("after SIGTERM under load the process ended with %v", err)
 	}
 	close(stop)
 	acked := <-done

@@ -55,7 +55,7 @@ var absentByDesign = map[string]bool{
 	"etcd_debugging_store_expires_total": true, "etcd_debugging_store_reads_total": true,
 	"etcd_debugging_store_watch_requests_total": true, "etcd_debugging_store_watchers": true,
 	"etcd_debugging_store_writes_total": true,
-	"etcd_grpc_proxy_cache_hits_total": true, "etcd_grpc_proxy_cache_keys_total": true,
+	"etcd_grpc_proxy_cache_hits_total":  true, "etcd_grpc_proxy_cache_keys_total": true,
 	"etcd_grpc_proxy_cache_misses_total": true, "etcd_grpc_proxy_events_coalescing_total": true,
 	"etcd_grpc_proxy_watchers_coalescing_total": true,
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -92,8 +93,8 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 		if err := m.Stop(); err != nil {
 			t.Fatalf("SIGTERM %s: %v\n%s", m.Name, err, m.LogTail(10))
 		}
-		if code, _ := m.Wait(time.Second); code != 0 {
-			t.Fatalf("%s exited %d after SIGTERM", m.Name, code)
+		if err := m.ExitErr(); !endedBy(err, syscall.SIGTERM) {
+			t.Fatalf("%s ended with %v after SIGTERM", m.Name, err)
 		}
 		m.Start()
 	}

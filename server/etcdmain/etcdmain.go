@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"etcdx/pkg/buildinfo"
 	"etcdx/server/embed"
@@ -314,6 +315,7 @@ func waitForEnd(e *embed.Etcd, lg *slog.Logger) int {
 	case sig := <-sigc:
 		lg.Info("received signal; shutting down", "signal", sig.String())
 		e.Close()
+		endBySignal(sig)
 		return 0
 	case <-e.Server.Done():
 		e.Close()
@@ -328,4 +330,19 @@ func waitForEnd(e *embed.Etcd, lg *slog.Logger) int {
 		e.Close()
 		return ExitFailed
 	}
+}
+
+// endBySignal ends the process by the signal that stopped it, as upstream does after its
+// clean-up (so a supervisor sees "terminated by SIGTERM", exit status 143 in a shell); as pid 1
+// (a container's init, which the kernel does not kill so) it returns for a plain exit 0.
+func endBySignal(sig os.Signal) {
+	s, ok := sig.(syscall.Signal)
+	if !ok || os.Getpid() == 1 {
+		return
+	}
+	signal.Reset(s)
+	if err := syscall.Kill(os.Getpid(), s); err != nil {
+		return
+	}
+	time.Sleep(time.Second) // the default action ends the process before this returns
 }

@@ -275,7 +275,7 @@ func newFlagSet(out io.Writer) *flagValues {
 	fs.StringVar(&fv.configFile, "config-file", "", "Path to the server configuration file. Other command line flags and environment variables are then ignored.")
 
 	for _, name := range []string{
-		"force-new-cluster", "listen-client-http-urls", "client-crl-file", "peer-crl-file",
+		"listen-client-http-urls", "client-crl-file", "peer-crl-file",
 		"client-cert-allowed-hostname", "peer-cert-allowed-cn", "peer-cert-allowed-hostname", "peer-skip-client-san-verification",
 		"auto-tls", "peer-auto-tls", "self-signed-cert-validity", "enable-distributed-tracing",
 		"distributed-tracing-address", "distributed-tracing-service-name", "distributed-tracing-instance-id", "distributed-tracing-sampling-rate",

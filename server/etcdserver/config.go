@@ -56,6 +56,8 @@ type Config struct {
 
 	// Features are the --feature-gates (nil: upstream's defaults).
 	Features *features.Gates
+	// ForceNewCluster restarts the member as a one-member cluster from its data.
+	ForceNewCluster bool
 	// WalDir, when set, holds the WAL instead of member/wal (--wal-dir).
 	WalDir string
 	// MaxWals is how many WAL segment files to keep once snapshots cover them (0: all).

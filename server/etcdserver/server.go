@@ -356,6 +356,11 @@ func (s *Server) restart(rcfg *raft.Config) error {
 		s.snapIndex = sn.Metadata.Index
 		s.confState = sn.Metadata.ConfState
 	}
+	if cfg.ForceNewCluster {
+		if st, ents, err = s.forceNewCluster(sn, st, ents, cindex); err != nil {
+			return err
+		}
+	}
 	if err := s.storage.SetHardState(st); err != nil {
 		return fmt.Errorf("set hard state: %w", err)
 	}
