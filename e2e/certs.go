@@ -20,6 +20,8 @@ import (
 // and a client certificate.
 type Certs struct {
 	CA, ServerCert, ServerKey, ClientCert, ClientKey string
+	// CRL revokes the client certificate; EmptyCRL revokes nothing (both signed by the CA).
+	CRL, EmptyCRL string
 }
 
 // NewCerts writes a fresh CA and certificates into a temporary directory.
@@ -29,7 +31,7 @@ func NewCerts(t testing.TB) Certs {
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "e2e test CA"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +60,23 @@ func NewCerts(t testing.TB) Certs {
 	c := Certs{CA: write("ca.crt", "CERTIFICATE", caDER)}
 	c.ServerCert, c.ServerKey = leaf(2, "server", []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth})
 	c.ClientCert, c.ClientKey = leaf(3, "client", []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth})
+	crl := func(name string, number int64, revoked ...int64) string {
+		tmpl := &x509.RevocationList{Number: big.NewInt(number), ThisUpdate: time.Now().Add(-time.Hour), NextUpdate: time.Now().Add(24 * time.Hour)}
+		for _, r := range revoked {
+			tmpl.RevokedCertificateEntries = append(tmpl.RevokedCertificateEntries, x509.RevocationListEntry{SerialNumber: big.NewInt(r), RevocationTime: time.Now()})
+		}
+		der, err := x509.CreateRevocationList(rand.Reader, tmpl, caCert, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name) // DER, which upstream reads (ours reads PEM too)
+		if err := os.WriteFile(p, der, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	c.CRL = crl("revoked.crl", 2, 3)
+	c.EmptyCRL = crl("empty.crl", 1)
 	return c
 }
 

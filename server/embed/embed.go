@@ -248,12 +248,12 @@ func (c *Config) Validate() error {
 		return err
 	}
 	for _, u := range append(append([]string(nil), c.ListenClientUrls...), c.ListenMetricsUrls...) {
-		if strings.HasPrefix(u, "https://") && c.ClientTLSInfo.Empty() {
+		if strings.HasPrefix(u, "https://") && c.ClientTLSInfo.Empty() && !c.ClientTLSInfo.AutoTLS {
 			return fmt.Errorf("--listen-client-urls: %s is https but --cert-file and --key-file are not set", u)
 		}
 	}
 	for _, u := range c.ListenPeerUrls {
-		if strings.HasPrefix(u, "https://") && c.PeerTLSInfo.Empty() {
+		if strings.HasPrefix(u, "https://") && c.PeerTLSInfo.Empty() && !c.PeerTLSInfo.AutoTLS {
 			return fmt.Errorf("--listen-peer-urls: %s is https but --peer-cert-file and --peer-key-file are not set", u)
 		}
 	}
@@ -330,6 +330,9 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 			return nil, err
 		}
 		lg = built.Logger
+	}
+	if err := cfg.selfCerts(lg); err != nil {
+		return nil, err
 	}
 	started := &Etcd{cfg: cfg, log: lg, errc: make(chan error, 16), secure: map[net.Listener]bool{}}
 	e = started
@@ -479,7 +482,8 @@ func (e *Etcd) serve() error {
 			if err != nil {
 				return err
 			}
-			hs := &http.Server{Handler: grpcOrHTTP(gs, h), TLSConfig: tcfg, ReadHeaderTimeout: 10 * time.Second}
+			hs := &http.Server{Handler: grpcOrHTTP(gs, h), TLSConfig: tcfg, ReadHeaderTimeout: 10 * time.Second,
+				ErrorLog: handshakeLog(e.log, "client")}
 			e.grpcServers = append(e.grpcServers, gs)
 			e.httpServers = append(e.httpServers, hs)
 			e.whenReady(func() {
@@ -513,7 +517,7 @@ func (e *Etcd) serve() error {
 		mux.Handle("/leases/", peerHandler)
 		mux.Handle("/members", peerHandler)
 		mux.Handle("/members/", peerHandler)
-		if err := e.serveHTTP(l, mux, e.cfg.PeerTLSInfo, &e.peerServers, "http/1.1"); err != nil {
+		if err := e.serveHTTP(l, mux, e.cfg.PeerTLSInfo, &e.peerServers, "peer", "http/1.1"); err != nil {
 			return err
 		}
 		e.log.Info("serving peer traffic", "address", l.Addr().String())
@@ -521,7 +525,7 @@ func (e *Etcd) serve() error {
 	for _, l := range e.metrics {
 		mux := http.NewServeMux()
 		httpapi.AddMetrics(mux, s)
-		if err := e.serveHTTP(l, mux, e.cfg.ClientTLSInfo, &e.httpServers, "h2", "http/1.1"); err != nil {
+		if err := e.serveHTTP(l, mux, e.cfg.ClientTLSInfo, &e.httpServers, "client", "h2", "http/1.1"); err != nil {
 			return err
 		}
 	}
@@ -542,8 +546,8 @@ func (e *Etcd) whenReady(serve func()) {
 }
 
 // serveHTTP serves h on l, over TLS when the listener's URL is https.
-func (e *Etcd) serveHTTP(l net.Listener, h http.Handler, info tlsutil.Info, into *[]*http.Server, protos ...string) error {
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+func (e *Etcd) serveHTTP(l net.Listener, h http.Handler, info tlsutil.Info, into *[]*http.Server, endpoint string, protos ...string) error {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: handshakeLog(e.log, endpoint)}
 	*into = append(*into, hs)
 	if !e.secure[l] {
 		go func() { e.report(hs.Serve(l)) }()

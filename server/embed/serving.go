@@ -5,11 +5,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -218,4 +220,62 @@ func set(list []string) map[string]bool {
 		m[s] = true
 	}
 	return m
+}
+
+// selfCerts makes (or reuses) the self-signed certificates --auto-tls and --peer-auto-tls ask
+// for, under <data-dir>/fixtures as upstream, for the hosts of the listen URLs.
+func (c *Config) selfCerts(lg *slog.Logger) error {
+	for _, side := range []struct {
+		info *tlsutil.Info
+		name string
+		flag string
+		urls []string
+	}{{&c.ClientTLSInfo, "client", "auto-tls", append(append([]string(nil), c.ListenClientUrls...), c.ListenClientHTTPUrls...)},
+		{&c.PeerTLSInfo, "peer", "peer-auto-tls", c.ListenPeerUrls}} {
+		if !side.info.AutoTLS {
+			continue
+		}
+		if !side.info.Empty() {
+			lg.Warn(fmt.Sprintf("ignoring %s auto TLS since certs given", side.name))
+			continue
+		}
+		var hosts []string
+		for _, raw := range side.urls {
+			if u, err := url.Parse(raw); err == nil {
+				hosts = append(hosts, u.Host)
+			}
+		}
+		gen, err := tlsutil.SelfCert(filepath.Join(c.Dir, "fixtures", side.name), hosts, c.SelfSignedCertValidity)
+		if err != nil {
+			return fmt.Errorf("--%s: %w", side.flag, err)
+		}
+		side.info.CertFile, side.info.KeyFile, side.info.SelfSigned = gen.CertFile, gen.KeyFile, true
+	}
+	return nil
+}
+
+// handshakeLog turns net/http's error lines into structured ones: a refused TLS handshake is
+// upstream's "rejected connection on client endpoint" (or peer endpoint) warning.
+func handshakeLog(lg *slog.Logger, endpoint string) *log.Logger {
+	return log.New(handshakeWriter{lg, "rejected connection on " + endpoint + " endpoint"}, "", 0)
+}
+
+type handshakeWriter struct {
+	lg  *slog.Logger
+	msg string
+}
+
+func (w handshakeWriter) Write(p []byte) (int, error) {
+	line := strings.TrimSpace(string(p))
+	if rest, ok := strings.CutPrefix(line, "http: TLS handshake error from "); ok {
+		addr, reason, _ := strings.Cut(rest, ": ")
+		level := slog.LevelWarn
+		if reason == "EOF" {
+			level = slog.LevelDebug // probes that connect and leave, as upstream
+		}
+		w.lg.Log(context.Background(), level, w.msg, "remote-addr", addr, "error", reason)
+		return len(p), nil
+	}
+	w.lg.Warn("http server error", "error", line)
+	return len(p), nil
 }

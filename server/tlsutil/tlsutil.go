@@ -3,10 +3,16 @@
 package tlsutil
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
+	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strings"
+	"time"
 )
 
 // Info is one side's TLS material (client listener or peer).
@@ -19,11 +25,18 @@ type Info struct {
 	// CertFile and KeyFile), for certificates issued for server or client use only.
 	ClientCertFile string
 	ClientKeyFile  string
-	// Settings upstream has and this server refuses to take until they are implemented.
-	CRLFile             string
-	AllowedCNs          []string
-	AllowedHostnames    []string
-	AutoTLS             bool
+	// CRLFile lists revoked certificates, refused at the handshake (read at each one, so a
+	// new list takes effect without a restart).
+	CRLFile string
+	// AllowedCNs or AllowedHostnames, when set, limit which client certificates are accepted.
+	AllowedCNs       []string
+	AllowedHostnames []string
+	// AutoTLS asks for a self-signed certificate when no files are given; SelfSigned marks one
+	// in use (its peers cannot be verified, so the dialing side skips verification).
+	AutoTLS    bool
+	SelfSigned bool
+	// SkipClientSANVerify turns off the check that a client certificate's IP or DNS names match
+	// the address it connects from.
 	SkipClientSANVerify bool
 	// CipherSuites, MinVersion and MaxVersion apply to both sides (0 or empty: Go's choice,
 	// with TLS 1.2 as the floor).
@@ -54,6 +67,14 @@ func (i Info) Validate(prefix string) error {
 		cp = "client-"
 	} else {
 		cp = prefix + "client-"
+	}
+	if len(i.AllowedCNs) > 0 && len(i.AllowedHostnames) > 0 {
+		return fmt.Errorf("AllowedCNs and AllowedHostnames are mutually exclusive (cns=%q, hostnames=%q)", i.AllowedCNs, i.AllowedHostnames)
+	}
+	if i.CRLFile != "" {
+		if _, err := loadCRL(i.CRLFile); err != nil {
+			return fmt.Errorf("--%scrl-file: %w", prefix, err)
+		}
 	}
 	if (i.ClientCertFile == "") != (i.ClientKeyFile == "") {
 		return fmt.Errorf("--%scert-file and --%skey-file must be given together", cp, cp)
@@ -111,7 +132,117 @@ func (i Info) ServerConfig(nextProtos ...string) (*tls.Config, error) {
 			cfg.ClientAuth = tls.RequireAndVerifyClientCert
 		}
 	}
+	if len(i.AllowedCNs) > 0 || len(i.AllowedHostnames) > 0 {
+		cfg.VerifyPeerCertificate = i.verifyAllowed
+	}
+	// Checks that need the client's address get a configuration per connection.
+	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		c := cfg.Clone()
+		c.GetConfigForClient = nil
+		remote := hello.Conn.RemoteAddr().String()
+		c.VerifyConnection = func(cs tls.ConnectionState) error { return i.checkClient(cs, remote) }
+		return c, nil
+	}
 	return cfg, nil
+}
+
+// verifyAllowed accepts a verified client certificate whose common name, or host names, are
+// among those allowed (upstream's AllowedCNs / AllowedHostnames).
+func (i Info) verifyAllowed(_ [][]byte, chains [][]*x509.Certificate) error {
+	for _, chain := range chains {
+		if len(chain) == 0 {
+			continue
+		}
+		leaf := chain[0]
+		for _, cn := range i.AllowedCNs {
+			if leaf.Subject.CommonName == cn {
+				return nil
+			}
+		}
+		for _, h := range i.AllowedHostnames {
+			if leaf.VerifyHostname(h) == nil {
+				return nil
+			}
+		}
+	}
+	return errors.New("client certificate authentication failed")
+}
+
+// checkClient refuses, after the handshake, a revoked client certificate and (unless skipped)
+// one whose IP or DNS names do not name the address it connects from, as upstream does.
+func (i Info) checkClient(cs tls.ConnectionState, remote string) error {
+	if len(cs.PeerCertificates) == 0 {
+		return nil
+	}
+	if !i.SkipClientSANVerify {
+		if err := checkSAN(cs.PeerCertificates[0], remote); err != nil {
+			return err
+		}
+	}
+	if i.CRLFile != "" {
+		revoked, err := loadCRL(i.CRLFile)
+		if err != nil {
+			return err
+		}
+		for _, c := range cs.PeerCertificates {
+			if revoked[string(c.SerialNumber.Bytes())] {
+				return fmt.Errorf("transport: certificate serial %x revoked", c.SerialNumber.Bytes())
+			}
+		}
+	}
+	return nil
+}
+
+// checkSAN accepts a certificate without names, or one naming the remote IP, or one whose DNS
+// names include a name the remote address resolves back to.
+func checkSAN(cert *x509.Certificate, remote string) error {
+	if len(cert.IPAddresses) == 0 && len(cert.DNSNames) == 0 {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		return err
+	}
+	if len(cert.IPAddresses) > 0 {
+		if cert.VerifyHostname(host) == nil {
+			return nil
+		}
+		if len(cert.DNSNames) == 0 {
+			return fmt.Errorf("tls: client certificate is not valid for %s", host)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	names, _ := net.DefaultResolver.LookupAddr(ctx, host)
+	for _, n := range names {
+		n = strings.TrimSuffix(n, ".")
+		for _, d := range cert.DNSNames {
+			if d == n || (strings.HasPrefix(d, "*.") && strings.HasSuffix(n, d[1:])) {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("tls: %q does not match any of DNSNames %q", host, cert.DNSNames)
+}
+
+// loadCRL reads a revocation list (PEM or DER) into the set of revoked serial numbers.
+func loadCRL(path string) (map[string]bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if blk, _ := pem.Decode(b); blk != nil {
+		b = blk.Bytes
+	}
+	list, err := x509.ParseRevocationList(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	revoked := map[string]bool{}
+	for _, e := range list.RevokedCertificateEntries {
+		revoked[string(e.SerialNumber.Bytes())] = true
+	}
+	return revoked, nil
 }
 
 // ClientConfig is the dialing side: trust the CA, present our certificate.
@@ -123,6 +254,9 @@ func (i Info) ClientConfig() (*tls.Config, error) {
 			return nil, err
 		}
 		cfg.RootCAs = pool
+	}
+	if i.SelfSigned {
+		cfg.InsecureSkipVerify = true // a self-signed peer cannot be verified, as upstream
 	}
 	certFile, keyFile := i.CertFile, i.KeyFile
 	if i.ClientCertFile != "" {

@@ -1,0 +1,173 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// tlsMember is a one-member cluster serving https clients with certs, with more flags.
+func tlsMember(t *testing.T, certs Certs, extra ...string) *Member {
+	t.Helper()
+	m := NewMember(t, append([]string{"--cert-file", certs.ServerCert, "--key-file", certs.ServerKey,
+		"--trusted-ca-file", certs.CA, "--client-cert-auth"}, extra...)...)
+	m.ClientURL = strings.Replace(m.ClientURL, "http://", "https://", 1)
+	m.TLS = certs.ClientTLS(t, true)
+	return m
+}
+
+// putWith tries one write with a client TLS configuration.
+func putWith(t *testing.T, m *Member, cfg *tls.Config) error {
+	t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 3 * time.Second, Logger: zap.NewNop(), TLS: cfg})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_, err = c.Put(ctx, "k", "v")
+	return err
+}
+
+// TestTLSHardeningFlags: --client-crl-file refuses a revoked certificate (re-read at each
+// handshake), --client-cert-allowed-hostname accepts only certificates for that name, and a
+// refused handshake is logged as upstream logs it.
+func TestTLSHardeningFlags(t *testing.T) {
+	certs := NewCerts(t)
+	crl := filepath.Join(t.TempDir(), "current.crl")
+	copyFile(t, certs.CRL, crl)
+	m := tlsMember(t, certs, "--client-crl-file", crl)
+	// The harness's own client would use the revoked certificate: wait for readiness on the
+	// plain-HTTP metrics URL instead.
+	if err := m.StartNoWait(); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, m)
+	if err := putWith(t, m, certs.ClientTLS(t, true)); err == nil {
+		t.Fatal("a revoked client certificate was accepted")
+	}
+	if !m.LogHas(`"msg":"rejected connection on client endpoint"`) {
+		t.Fatalf("the refused handshake was not logged:\n%s", m.LogTail(10))
+	}
+	copyFile(t, certs.EmptyCRL, crl)
+	if err := putWith(t, m, certs.ClientTLS(t, true)); err != nil {
+		t.Fatalf("after the revocation list was emptied: %v", err)
+	}
+	m.Stop()
+
+	for _, c := range []struct {
+		host string
+		ok   bool
+	}{{"localhost", true}, {"other.example", false}} {
+		h := tlsMember(t, certs, "--client-cert-allowed-hostname", c.host)
+		if err := h.StartNoWait(); err != nil {
+			t.Fatal(err)
+		}
+		waitReady(t, h)
+		if err := putWith(t, h, certs.ClientTLS(t, true)); (err == nil) != c.ok {
+			t.Fatalf("--client-cert-allowed-hostname %s: put err = %v", c.host, err)
+		}
+		h.Stop()
+	}
+}
+
+// TestPeerTLSFlags: --peer-cert-allowed-cn admits peers whose certificate has that common name
+// and refuses the others; --peer-auto-tls and --auto-tls run a cluster on self-signed
+// certificates valid for --self-signed-cert-validity years.
+func TestPeerTLSFlags(t *testing.T) {
+	certs := NewCerts(t)
+	ok := NewCluster(t, 3, "--peer-cert-allowed-cn", "server")
+	ok.UseTLS(certs)
+	ok.Start()
+	if _, err := ok.Client().Put(Ctx(t), "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+
+	refused := NewCluster(t, 2, "--peer-cert-allowed-cn", "nobody")
+	refused.UseTLS(certs)
+	for _, m := range refused.Members {
+		if err := m.StartNoWait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for !refused.Members[0].LogHas("rejected connection on peer endpoint") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no peer refused for its common name:\n%s", refused.Members[0].LogTail(20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := refused.Members[0].WaitHealthy(2 * time.Second); err == nil {
+		t.Fatal("peers with a common name outside --peer-cert-allowed-cn formed a cluster")
+	}
+
+	auto := NewCluster(t, 3, "--peer-auto-tls", "--auto-tls", "--self-signed-cert-validity", "2")
+	for _, m := range auto.Members {
+		m.ClientURL = strings.Replace(m.ClientURL, "http://", "https://", 1)
+		m.PeerURL = strings.Replace(m.PeerURL, "http://", "https://", 1)
+		m.TLS = &tls.Config{InsecureSkipVerify: true}
+	}
+	var ic []string
+	for _, m := range auto.Members {
+		ic = append(ic, m.Name+"="+m.PeerURL)
+	}
+	for _, m := range auto.Members {
+		m.InitialCluster = strings.Join(ic, ",")
+	}
+	auto.Start()
+	if _, err := auto.Client().Put(Ctx(t), "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	for _, side := range []string{"client", "peer"} {
+		b, err := os.ReadFile(filepath.Join(auto.Members[0].DataDir, "fixtures", side, "cert.pem"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blk, _ := pem.Decode(b)
+		cert, err := x509.ParseCertificate(blk.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if years := time.Until(cert.NotAfter).Hours() / 24 / 365; years < 1.9 || years > 2.1 {
+			t.Fatalf("%s certificate valid for %.1f years, want 2", side, years)
+		}
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitReady waits for the member's /readyz on its metrics URL (plain HTTP).
+func waitReady(t *testing.T, m *Member) {
+	t.Helper()
+	for i := 0; i < 100; i++ {
+		resp, err := http.Get(m.MetricsURL + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s never became ready:\n%s", m.Name, m.LogTail(20))
+}
