@@ -393,3 +393,49 @@ func TestWarningDurationFlags(t *testing.T) {
 		t.Fatal("a fast request was logged at the default threshold")
 	}
 }
+
+// TestListenClientHTTPURLs: with --listen-client-http-urls the HTTP API (gateway, /health)
+// moves to its own listener and the client URLs serve gRPC only, as upstream.
+func TestListenClientHTTPURLs(t *testing.T) {
+	httpURL := fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
+	m := NewMember(t, "--listen-client-http-urls", httpURL)
+	if err := m.StartNoWait(); err != nil {
+		t.Fatal(err)
+	}
+	// The client URL no longer answers HTTP: wait for /health on the HTTP URL.
+	for i := 0; ; i++ {
+		resp, err := http.Get(httpURL + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if i == 200 {
+			t.Fatalf("no /health on %s: %v\n%s", httpURL, err, m.LogTail(20))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := m.Client().Put(Ctx(t), "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	// post returns the status, or 0 when the listener does not speak HTTP/1 at all (upstream's
+	// gRPC-only listener answers with HTTP/2 frames; ours with 404).
+	post := func(base string) int {
+		resp, err := http.Post(base+"/v3/kv/range", "application/json", strings.NewReader(`{"key":"aw=="}`))
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post(httpURL); code != http.StatusOK {
+		t.Fatalf("gateway on --listen-client-http-urls: %d", code)
+	}
+	if code := post(m.ClientURL); code == http.StatusOK {
+		t.Fatalf("gateway still on the client URL: %d", code)
+	}
+	if resp, body := fetch(t, "GET", httpURL+"/health", "", ""); resp.StatusCode != 200 || !strings.Contains(body, `"health":"true"`) {
+		t.Fatalf("/health on the HTTP URL: %d %s", resp.StatusCode, body)
+	}
+}

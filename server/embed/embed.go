@@ -232,7 +232,7 @@ func (c *Config) Validate() error {
 	for _, group := range []struct {
 		flag string
 		urls []string
-	}{{"listen-client-urls", c.ListenClientUrls}, {"advertise-client-urls", c.AdvertiseClientUrls},
+	}{{"listen-client-urls", c.ListenClientUrls}, {"listen-client-http-urls", c.ListenClientHTTPUrls}, {"advertise-client-urls", c.AdvertiseClientUrls},
 		{"listen-peer-urls", c.ListenPeerUrls}, {"initial-advertise-peer-urls", c.AdvertisePeerUrls},
 		{"listen-metrics-urls", c.ListenMetricsUrls}} {
 		for _, u := range group.urls {
@@ -247,7 +247,7 @@ func (c *Config) Validate() error {
 	if err := c.PeerTLSInfo.Validate("peer-"); err != nil {
 		return err
 	}
-	for _, u := range append(append([]string(nil), c.ListenClientUrls...), c.ListenMetricsUrls...) {
+	for _, u := range append(append(append([]string(nil), c.ListenClientUrls...), c.ListenClientHTTPUrls...), c.ListenMetricsUrls...) {
 		if strings.HasPrefix(u, "https://") && c.ClientTLSInfo.Empty() && !c.ClientTLSInfo.AutoTLS {
 			return fmt.Errorf("--listen-client-urls: %s is https but --cert-file and --key-file are not set", u)
 		}
@@ -301,8 +301,10 @@ type Etcd struct {
 	cfg     *Config
 	log     *slog.Logger
 	clients []net.Listener
-	peers   []net.Listener
-	metrics []net.Listener
+	// httpClients are --listen-client-http-urls: HTTP only, and then clients' gRPC only.
+	httpClients []net.Listener
+	peers       []net.Listener
+	metrics     []net.Listener
 	// secure records, per listener, whether its URL is https.
 	secure map[net.Listener]bool
 
@@ -347,6 +349,9 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 	}
 	if e.clients, err = e.listenAll(cfg.ListenClientUrls); err != nil {
 		return nil, fmt.Errorf("listen on client URLs: %w", err)
+	}
+	if e.httpClients, err = e.listenAll(cfg.ListenClientHTTPUrls); err != nil {
+		return nil, fmt.Errorf("listen on client HTTP URLs: %w", err)
 	}
 	if e.metrics, err = e.listenAll(cfg.ListenMetricsUrls); err != nil {
 		return nil, fmt.Errorf("listen on metrics URLs: %w", err)
@@ -477,6 +482,10 @@ func (e *Etcd) serve() error {
 			return err
 		}
 		h = e.cfg.wrapHTTP(h, e.log)
+		traffic := "grpc+http"
+		if len(e.httpClients) > 0 {
+			h, traffic = http.NotFoundHandler(), "grpc" // HTTP has listeners of its own
+		}
 		if e.secure[l] {
 			tcfg, err := e.cfg.ClientTLSInfo.ServerConfig("h2", "http/1.1")
 			if err != nil {
@@ -488,7 +497,7 @@ func (e *Etcd) serve() error {
 			e.httpServers = append(e.httpServers, hs)
 			e.whenReady(func() {
 				e.log.Info("ready to serve client requests") // upstream's event, one per client listener
-				e.log.Info("serving client traffic securely", "traffic", "grpc+http", "address", l.Addr().String())
+				e.log.Info("serving client traffic securely", "traffic", traffic, "address", l.Addr().String())
 				e.report(hs.ServeTLS(l, "", ""))
 			})
 			continue
@@ -501,11 +510,14 @@ func (e *Etcd) serve() error {
 		e.httpServers = append(e.httpServers, hs)
 		e.whenReady(func() {
 			e.log.Info("ready to serve client requests")
-			e.log.Info("serving client traffic insecurely; this is strongly discouraged!", "traffic", "grpc+http", "address", l.Addr().String())
+			e.log.Info("serving client traffic insecurely; this is strongly discouraged!", "traffic", traffic, "address", l.Addr().String())
 			go func() { e.report(gs.Serve(grpcL)) }()
 			go func() { e.report(hs.Serve(httpL)) }()
 			e.report(m.Serve())
 		})
+	}
+	if err := e.serveClientHTTP(); err != nil {
+		return err
 	}
 	peerHandler := s.PeerHandler()
 	for _, l := range e.peers {
@@ -528,6 +540,45 @@ func (e *Etcd) serve() error {
 		if err := e.serveHTTP(l, mux, e.cfg.ClientTLSInfo, &e.httpServers, "client", "h2", "http/1.1"); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// serveClientHTTP serves the gateway, /health, /metrics and the rest of the client HTTP API
+// on --listen-client-http-urls, through the first client listener's gRPC connection.
+func (e *Etcd) serveClientHTTP() error {
+	if len(e.httpClients) == 0 {
+		return nil
+	}
+	if len(e.selfConns) == 0 {
+		return errors.New("--listen-client-http-urls needs a --listen-client-urls listener for the gateway to call")
+	}
+	h, err := httpapi.Handler(e.Server, e.selfConns[0], e.cfg.EnableGRPCGateway)
+	if err != nil {
+		return err
+	}
+	h = e.cfg.wrapHTTP(h, e.log)
+	for _, l := range e.httpClients {
+		l := l
+		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: handshakeLog(e.log, "client")}
+		e.httpServers = append(e.httpServers, hs)
+		secure := e.secure[l]
+		var tcfg *tls.Config
+		if secure {
+			if tcfg, err = e.cfg.ClientTLSInfo.ServerConfig("h2", "http/1.1"); err != nil {
+				return err
+			}
+			hs.TLSConfig = tcfg
+		}
+		e.whenReady(func() {
+			if secure {
+				e.log.Info("serving client traffic securely", "traffic", "http", "address", l.Addr().String())
+				e.report(hs.ServeTLS(l, "", ""))
+				return
+			}
+			e.log.Info("serving client traffic insecurely; this is strongly discouraged!", "traffic", "http", "address", l.Addr().String())
+			e.report(hs.Serve(l))
+		})
 	}
 	return nil
 }
@@ -630,7 +681,7 @@ func (e *Etcd) Close() {
 }
 
 func (e *Etcd) closeListeners() {
-	for _, group := range [][]net.Listener{e.clients, e.peers, e.metrics} {
+	for _, group := range [][]net.Listener{e.clients, e.httpClients, e.peers, e.metrics} {
 		for _, l := range group {
 			l.Close()
 		}
