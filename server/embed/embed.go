@@ -423,11 +423,11 @@ func (e *Etcd) listenAll(urls []string) ([]net.Listener, error) {
 		if err != nil {
 			return ls, err
 		}
-		l, err := e.listen(u.Host)
+		l, err := e.listen(u)
 		if err != nil {
 			return ls, err
 		}
-		e.secure[l] = u.Scheme == "https"
+		e.secure[l] = membership.IsSecure(u)
 		ls = append(ls, l)
 	}
 	return ls, nil
@@ -470,7 +470,11 @@ func (e *Etcd) serve() error {
 			ctls.InsecureSkipVerify = true
 			creds = credentials.NewTLS(ctls)
 		}
-		conn, err := grpc.NewClient("passthrough:///"+l.Addr().String(),
+		target := "passthrough:///" + l.Addr().String()
+		if l.Addr().Network() == "unix" {
+			target = "unix:" + l.Addr().String()
+		}
+		conn, err := grpc.NewClient(target,
 			grpc.WithTransportCredentials(creds),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<31-1)))
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"etcdx/server/membership"
 	"etcdx/server/tlsutil"
 
 	"google.golang.org/grpc"
@@ -134,8 +136,17 @@ func validateAuthToken(s string) error {
 	return nil
 }
 
-// listen binds one URL's address with the socket options asked for.
-func (e *Etcd) listen(host string) (net.Listener, error) {
+// listen binds one URL's address with the socket options asked for; a unix:// URL gets a socket
+// file, replacing one a killed member left behind.
+func (e *Etcd) listen(u *url.URL) (net.Listener, error) {
+	if membership.IsUnix(u) {
+		path := membership.SocketPath(u)
+		if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			os.Remove(path) // a killed member's socket; any other file makes Listen fail instead
+		}
+		return net.Listen("unix", path)
+	}
+	host := u.Host
 	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
 		var serr error
 		err := rc.Control(func(fd uintptr) {

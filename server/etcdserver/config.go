@@ -13,6 +13,7 @@ import (
 	"etcdx/server/features"
 	"etcdx/server/membership"
 	"etcdx/server/schema"
+	"etcdx/server/transport"
 )
 
 // Config is everything a member needs to start.
@@ -190,7 +191,7 @@ func (c *Config) validate() error {
 
 // peerHTTPClient dials peers, over TLS when peer TLS is configured.
 func (c *Config) peerHTTPClient(timeout time.Duration) *http.Client {
-	return &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: c.PeerTLS}}
+	return &http.Client{Timeout: timeout, Transport: transport.NewRoundTripper(5*time.Second, c.PeerTLS)}
 }
 
 // DiscoveryError is a failed discovery bootstrap; its text is upstream's.

@@ -72,7 +72,9 @@ func SameURLs(a, b []string) bool {
 	return true
 }
 
-// ParseURL checks a member URL (peer or client): http or https, host:port, no path.
+// ParseURL checks a member URL (peer or client): http or https with host:port and no path, or
+// a unix socket as upstream takes them, unix:// or unixs:// with the socket's name as host
+// (unix://localhost:2379 is the file "localhost:2379") or, for listeners, as a path.
 func ParseURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	if err != nil {
@@ -80,8 +82,13 @@ func ParseURL(s string) (*url.URL, error) {
 	}
 	switch u.Scheme {
 	case "http", "https":
+	case "unix", "unixs":
+		if u.Host == "" && u.Path == "" {
+			return nil, fmt.Errorf("URL %q names no socket", s)
+		}
+		return u, nil
 	default:
-		return nil, fmt.Errorf("URL %q: scheme must be http or https", s)
+		return nil, fmt.Errorf("URL scheme must be http, https, unix, or unixs: %s", s)
 	}
 	if u.Host == "" {
 		return nil, fmt.Errorf("URL %q has no host:port", s)
@@ -94,3 +101,12 @@ func ParseURL(s string) (*url.URL, error) {
 	}
 	return u, nil
 }
+
+// SocketPath is where a unix:// or unixs:// URL's socket lives, as upstream reads it.
+func SocketPath(u *url.URL) string { return u.Host + u.Path }
+
+// IsUnix says whether a URL names a unix socket.
+func IsUnix(u *url.URL) bool { return u.Scheme == "unix" || u.Scheme == "unixs" }
+
+// IsSecure says whether a URL asks for TLS.
+func IsSecure(u *url.URL) bool { return u.Scheme == "https" || u.Scheme == "unixs" }

@@ -41,7 +41,7 @@ func TestParseInitialCluster(t *testing.T) {
 		"":               "empty initial cluster",
 		"a":              `"a" is not of the form name=url`,
 		"=http://h:1":    "is not of the form name=url",
-		"a=ftp://h:1":    "scheme must be http or https",
+		"a=ftp://h:1":    "scheme must be http, https, unix, or unixs",
 		"a=http://h":     "missing port",
 		"a=http://h:1/x": "must not have a path",
 		"a=http://":      "has no host:port",

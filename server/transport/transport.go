@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -84,10 +83,8 @@ func New(cfg Config) *Transport {
 	if cfg.DialTimeout == 0 {
 		cfg.DialTimeout = time.Second
 	}
-	dialer := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}
 	return &Transport{cfg: cfg, log: cfg.Logger, peers: map[uint64]*peer{}, inbound: map[uint64]time.Time{}, stopc: make(chan struct{}),
-		client: &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 4,
-			ResponseHeaderTimeout: 0, DisableCompression: true, TLSClientConfig: cfg.TLS}}}
+		client: &http.Client{Transport: NewRoundTripper(cfg.DialTimeout, cfg.TLS)}}
 }
 
 // SetClusterID updates the cluster ID used in handshakes (known only after bootstrap).

@@ -46,6 +46,9 @@ type Member struct {
 	Flags []string
 	// TLS is how the harness talks to an https member.
 	TLS *tls.Config
+	// WorkDir is the process's working directory (relative unix:// socket names live there);
+	// empty: the caller's.
+	WorkDir string
 	// LogPath receives the process's output, appended across runs (default: <name>.log beside
 	// the data directory).
 	LogPath string
@@ -118,6 +121,7 @@ func (m *Member) Start() error {
 	cmd := exec.Command(m.Bin, m.Args()...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), m.Env...)
+	cmd.Dir = m.WorkDir
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return fmt.Errorf("start %s: %w", m.Bin, err)
@@ -270,7 +274,11 @@ func (m *Member) WaitHealthy(ctx context.Context) error {
 			default:
 			}
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.ClientURL+"/health", nil)
+		base := m.ClientURL
+		if strings.HasPrefix(base, "unix") && m.MetricsURL != "" {
+			base = m.MetricsURL // the plain HTTP client cannot dial a socket
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/health", nil)
 		if err != nil {
 			return err
 		}
