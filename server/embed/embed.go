@@ -31,6 +31,7 @@ import (
 	"etcdx/server/logutil"
 	"etcdx/server/membership"
 	"etcdx/server/tlsutil"
+	"etcdx/server/tracing"
 	"etcdx/server/v3rpc"
 )
 
@@ -119,21 +120,12 @@ type Config struct {
 	BcryptCost   uint
 	AuthTokenTTL uint
 
-	Tracing  TracingConfig
+	Tracing  tracing.Config
 	Features features.Gates
 
 	// Log configures the logger; Logger, when set, is used instead.
 	Log    logutil.Config
 	Logger *slog.Logger
-}
-
-// TracingConfig holds the distributed tracing flags.
-type TracingConfig struct {
-	Enabled                bool
-	Address                string
-	ServiceName            string
-	InstanceID             string
-	SamplingRatePerMillion int
 }
 
 // Upstream defaults (those that name a member are membership's, shared with etcdutl).
@@ -193,7 +185,7 @@ func NewConfig() *Config {
 		AuthToken:                   "simple",
 		BcryptCost:                  10,
 		AuthTokenTTL:                300,
-		Tracing:                     TracingConfig{Address: "localhost:4317", ServiceName: "etcd"},
+		Tracing:                     tracing.Config{Address: "localhost:4317", ServiceName: "etcd"},
 		Log:                         logutil.Default(),
 		DiscoveryCfg: DiscoveryConfig{ConfigSpec: clientv3.ConfigSpec{
 			DialTimeout: 2 * time.Second, RequestTimeout: 5 * time.Second,
@@ -286,6 +278,9 @@ func (c *Config) Validate() error {
 	if err := c.validateServing(); err != nil {
 		return err
 	}
+	if err := c.Tracing.Validate(); err != nil {
+		return err
+	}
 	if c.DiscoveryCfg.enabled() {
 		return nil
 	}
@@ -313,6 +308,8 @@ type Etcd struct {
 	// peerServers carry raft streams: they stay up while clients drain and close after the
 	// member stops (a graceful shutdown would wait for streams that never end).
 	peerServers []*http.Server
+	// tracer exports spans when --enable-distributed-tracing is on.
+	tracer *tracing.Tracer
 	// selfConns are the gateway's connections to this member's own listeners.
 	selfConns []*grpc.ClientConn
 
@@ -399,6 +396,14 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 		return nil, err
 	}
 	e.Server = srv
+	if cfg.Tracing.Enabled {
+		if e.tracer, err = tracing.Start(context.Background(), cfg.Tracing); err != nil {
+			srv.Stop()
+			return nil, err
+		}
+		lg.Info("distributed tracing enabled", "address", cfg.Tracing.Address, "service-name", cfg.Tracing.ServiceName,
+			"service-instance-id", cfg.Tracing.InstanceID, "sampling-rate", cfg.Tracing.SamplingRatePerMillion)
+	}
 	if srv.Restarted() && cfg.Features.Enabled(features.InitialCorruptCheck) {
 		if err := srv.InitialCorruptCheck(context.Background()); err != nil {
 			lg.Error("checkInitialHashKV failed", "error", err.Error())
@@ -456,8 +461,12 @@ func (e *Etcd) serve() error {
 	reg.MustRegister(rpcMetrics)
 	traffic := v3rpc.NewTrafficCounter(reg)
 	for _, l := range e.clients {
+		opts := e.cfg.grpcOptions()
+		if e.tracer != nil {
+			opts = append(opts, grpc.StatsHandler(e.tracer.StatsHandler()))
+		}
 		gs := v3rpc.NewServer(s, v3rpc.Options{WatchProgressNotifyInterval: e.cfg.WatchProgressNotifyInterval,
-			Metrics: rpcMetrics, Traffic: traffic, ExtraServerOptions: e.cfg.grpcOptions(),
+			Metrics: rpcMetrics, Traffic: traffic, ExtraServerOptions: opts,
 			WarningUnaryRequestDuration: e.cfg.WarningUnaryRequestDuration})
 		creds := insecure.NewCredentials()
 		if e.secure[l] {
@@ -644,7 +653,9 @@ func (e *Etcd) ClientAddrs() []string {
 func (e *Etcd) Close() {
 	e.closeOnce.Do(func() {
 		e.log.Info("closing etcd server", "name", e.cfg.Name)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// As upstream: in-flight requests get a request timeout (5 s plus two elections) to finish.
+		grace := 5*time.Second + 2*time.Duration(e.cfg.ElectionMs)*time.Millisecond
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
 		if e.Server != nil {
 			// A leader hands over first, so the cluster has a leader while this member drains.
@@ -660,7 +671,7 @@ func (e *Etcd) Close() {
 				go func() { gs.GracefulStop(); close(done) }()
 				select {
 				case <-done:
-				case <-time.After(2 * time.Second):
+				case <-ctx.Done():
 					gs.Stop() // long-lived streams (watch, keepalive) are cut here
 				}
 			}(gs)
@@ -679,6 +690,11 @@ func (e *Etcd) Close() {
 		}
 		for _, hs := range e.peerServers {
 			hs.Close()
+		}
+		if e.tracer != nil {
+			if err := e.tracer.Close(ctx); err != nil {
+				e.log.Warn("failed to flush trace spans", "error", err.Error())
+			}
 		}
 		e.log.Info("closed etcd server", "name", e.cfg.Name)
 	})

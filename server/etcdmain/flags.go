@@ -275,8 +275,6 @@ func newFlagSet(out io.Writer) *flagValues {
 	fs.StringVar(&fv.configFile, "config-file", "", "Path to the server configuration file. Other command line flags and environment variables are then ignored.")
 
 	for _, name := range []string{
-		"enable-distributed-tracing",
-		"distributed-tracing-address", "distributed-tracing-service-name", "distributed-tracing-instance-id", "distributed-tracing-sampling-rate",
 		"compact-hash-check-time", "raft-read-timeout", "raft-write-timeout",
 	} {
 		fv.pending[name] = true

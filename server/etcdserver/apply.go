@@ -25,6 +25,8 @@ type applyResult struct {
 	err  error
 	// physc closes when a compaction has also cleaned the backend.
 	physc <-chan struct{}
+	// applied and appliedAt bound this member's apply of the entry (for trace spans).
+	applied, appliedAt time.Time
 }
 
 func (s *Server) applyEntry(e raftpb.Entry) {
@@ -78,6 +80,7 @@ func (s *Server) applyEntry(e raftpb.Entry) {
 		if res == nil {
 			res = &applyResult{}
 		}
+		res.applied, res.appliedAt = start, time.Now()
 		s.waits.trigger(id, res)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+	"go.opentelemetry.io/otel/trace"
 
 	"etcdx/pkg/buildinfo"
 	"etcdx/server/backend"
@@ -668,6 +669,9 @@ func (s *Server) snapshot(index uint64) error {
 	return nil
 }
 
+// tracerName names this package's spans (under the gRPC server span of the request).
+const tracerName = "etcdx/server/etcdserver"
+
 // propose sends r through raft and waits for the applier's result.
 func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (*applyResult, error) {
 	id := s.reqIDs.next()
@@ -687,17 +691,28 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (*apply
 	defer cancel()
 	s.m.proposalsPending.Inc()
 	defer s.m.proposalsPending.Dec()
+	tracer := trace.SpanFromContext(ctx).TracerProvider().Tracer(tracerName)
+	pctx, span := tracer.Start(ctx, "raft proposal")
+	defer span.End()
 	if err := s.proposeRetrying(cctx, data); err != nil {
 		s.waits.trigger(id, nil)
 		s.m.proposalsFailed.Inc()
+		span.RecordError(err)
 		return nil, s.proposeErr(ctx, err)
 	}
+	proposed := time.Now()
 	select {
 	case x := <-ch:
 		if x == nil {
 			return nil, ErrStopped
 		}
-		return x.(*applyResult), nil
+		res := x.(*applyResult)
+		// The commit and apply happened elsewhere; their spans take the times recorded there.
+		_, commit := tracer.Start(pctx, "raft commit", trace.WithTimestamp(proposed))
+		commit.End(trace.WithTimestamp(res.applied))
+		_, apply := tracer.Start(pctx, "apply", trace.WithTimestamp(res.applied))
+		apply.End(trace.WithTimestamp(res.appliedAt))
+		return res, nil
 	case <-cctx.Done():
 		s.waits.trigger(id, nil)
 		s.m.proposalsFailed.Inc()
