@@ -467,6 +467,7 @@ func (e *Etcd) serve() error {
 		}
 		gs := v3rpc.NewServer(s, v3rpc.Options{WatchProgressNotifyInterval: e.cfg.WatchProgressNotifyInterval,
 			Metrics: rpcMetrics, Traffic: traffic, ExtraServerOptions: opts,
+			StopGRPCServiceOnDefrag:     e.cfg.Features.Enabled(features.StopGRPCServiceOnDefrag),
 			WarningUnaryRequestDuration: e.cfg.WarningUnaryRequestDuration})
 		creds := insecure.NewCredentials()
 		if e.secure[l] {

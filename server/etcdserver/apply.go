@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 
 	"etcdx/server/backend"
+	"etcdx/server/features"
 	"etcdx/server/membership"
 	"etcdx/server/mvcc"
 	"etcdx/server/schema"
@@ -227,7 +228,8 @@ func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest, ind
 		return &applyResult{resp: &pb.LeaseRevokeResponse{Header: &pb.ResponseHeader{Revision: s.kv.Rev()}}}
 	case r.LeaseCheckpoint != nil:
 		var persist *backend.BatchTx
-		if version.LeaseCheckpointPersist.On(version.Local(), s.ClusterVersion()) {
+		// Persisted from cluster version 3.6 on, or earlier with upstream's LeaseCheckpointPersist gate.
+		if version.LeaseCheckpointPersist.On(version.Local(), s.ClusterVersion()) || s.cfg.Features.Enabled(features.LeaseCheckpointPersist) {
 			persist = b
 		}
 		for _, cp := range r.LeaseCheckpoint.Checkpoints {

@@ -20,8 +20,9 @@ import (
 
 type maintenanceServer struct {
 	pb.UnimplementedMaintenanceServer
-	s   *etcdserver.Server
-	hdr header
+	s      *etcdserver.Server
+	hdr    header
+	health *grpcHealth
 }
 
 func (m *maintenanceServer) Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb.AlarmResponse, error) {
@@ -76,6 +77,8 @@ func (m *maintenanceServer) Downgrade(ctx context.Context, r *pb.DowngradeReques
 }
 
 func (m *maintenanceServer) Defragment(ctx context.Context, r *pb.DefragmentRequest) (*pb.DefragmentResponse, error) {
+	m.health.defragStarted()
+	defer m.health.defragFinished()
 	if err := m.s.Backend().Defrag(); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}

@@ -9,7 +9,6 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/stats"
@@ -26,6 +25,8 @@ type Options struct {
 	// WatchProgressNotifyInterval is how often watchers that asked for progress hear of it.
 	WatchProgressNotifyInterval time.Duration
 	ExtraServerOptions          []grpc.ServerOption
+	// StopGRPCServiceOnDefrag reports the gRPC health service NOT_SERVING during a defrag.
+	StopGRPCServiceOnDefrag bool
 	// WarningUnaryRequestDuration: unary calls that take longer are logged (0: upstream's 300 ms).
 	WarningUnaryRequestDuration time.Duration
 }
@@ -61,11 +62,10 @@ func NewServer(s *etcdserver.Server, o Options) *grpc.Server {
 	pb.RegisterWatchServer(gs, &watchServer{s: s, hdr: h, progressInterval: o.WatchProgressNotifyInterval,
 		maxRequestBytes: int(cfg.MaxRequestBytes)})
 	pb.RegisterLeaseServer(gs, &leaseServer{s: s, hdr: h})
-	pb.RegisterMaintenanceServer(gs, &maintenanceServer{s: s, hdr: h})
+	gh := newGRPCHealth(cfg.Logger, o.StopGRPCServiceOnDefrag)
+	pb.RegisterMaintenanceServer(gs, &maintenanceServer{s: s, hdr: h, health: gh})
 	pb.RegisterClusterServer(gs, &clusterServer{s: s, hdr: h})
-	hs := health.NewServer()
-	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	healthpb.RegisterHealthServer(gs, hs)
+	healthpb.RegisterHealthServer(gs, gh.hs)
 	if o.Metrics != nil {
 		o.Metrics.InitializeMetrics(gs) // every method shows up at zero, as dashboards expect
 	}
