@@ -84,43 +84,106 @@ func checkCommand(g *global) *cli.Command {
 			return e.checkPerf(perfLoads[model], prefix, duration, autoCompact, autoDefr)
 		}),
 	}
-	return &cli.Command{Name: "check", Short: "commands for checking properties of the etcd cluster", Subs: []*cli.Command{perf}}
+	var dsLoad, dsPrefix string
+	var dsCompact, dsDefrag bool
+	datascale := &cli.Command{Name: "datascale", Args: "", Short: "Check the memory usage of holding data for different workloads on a given server endpoint.",
+		Flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&dsLoad, "load", "s", "The datascale check's workload model. Accepted workloads: s(small), m(medium), l(large), xl(xLarge)")
+			fs.StringVar(&dsPrefix, "prefix", "/etcdctl-check-datascale/", "The prefix for writing the datascale check's keys.")
+			fs.BoolVar(&dsCompact, "auto-compact", false, "Compact storage with last revision after test is finished.")
+			fs.BoolVar(&dsDefrag, "auto-defrag", false, "Defragment storage after test is finished.")
+		},
+		Run: run(g, func(e *env) error {
+			model, ok := perfLoadAliases[dsLoad]
+			if !ok {
+				return &cli.Error{Code: cli.ExitBadFeature, Err: fmt.Errorf("unknown load option %v", dsLoad)}
+			}
+			return e.checkDatascale(datascaleLoads[model], dsPrefix, dsCompact, dsDefrag)
+		}),
+	}
+	return &cli.Command{Name: "check", Short: "commands for checking properties of the etcd cluster", Subs: []*cli.Command{perf, datascale}}
 }
 
 func (e *env) checkPerf(cfg perfLoad, prefix string, duration time.Duration, autoCompact, autoDefrag bool) error {
-	clients := make([]*clientv3.Client, cfg.clients)
-	for i := range clients {
-		c, err := e.newClient(e.g.endpoints)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		clients[i] = c
+	clients, closeAll, err := e.newClients(cfg.clients)
+	if err != nil {
+		return err
 	}
+	defer closeAll()
 	ctx, stop := untilSignal()
 	defer stop()
-	{
-		gctx, cancel := e.ctx()
-		resp, err := clients[0].Get(gctx, prefix, clientv3.WithPrefix(), clientv3.WithLimit(1))
-		cancel()
-		if err != nil {
-			return err
-		}
-		if len(resp.Kvs) > 0 {
-			return &cli.Error{Code: cli.ExitInvalidData, Err: fmt.Errorf("prefix %q has keys. Delete with 'etcdctl del --prefix %s' first", prefix, prefix)}
-		}
+	if err := e.ensureEmptyPrefix(clients[0], prefix); err != nil {
+		return err
 	}
 
 	runCtx, cancel := context.WithTimeout(ctx, duration)
 	defer cancel()
 	ops := make(chan clientv3.Op, cfg.clients)
+	start := time.Now()
+	wait := runWorkers(clients, ops)
+	go e.progress(runCtx, start, duration)
+	// Keys as upstream: a 256-byte random varint after the prefix; values of 1 KiB.
+	limiter := rate.NewLimiter(rate.Limit(cfg.limit), 1)
+	key, value := make([]byte, 256), string(make([]byte, 1024))
+	for limiter.Wait(runCtx) == nil {
+		binary.PutVarint(key, rand.Int64N(math.MaxInt64))
+		ops <- clientv3.OpPut(prefix+string(key), value)
+	}
+	close(ops)
+	lats, errs := wait()
+	s := summarise(lats, errs, time.Since(start))
+
+	if err := e.cleanupPerf(clients[0], prefix, autoCompact, autoDefrag); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return &cli.Error{Code: cli.ExitInterrupted, Err: fmt.Errorf("check perf interrupted")}
+	}
+	return e.judgePerf(s, cfg)
+}
+
+// ensureEmptyPrefix refuses to run a check over keys someone else owns.
+func (e *env) ensureEmptyPrefix(c *clientv3.Client, prefix string) error {
+	ctx, cancel := e.ctx()
+	defer cancel()
+	resp, err := c.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithLimit(1))
+	if err != nil {
+		return err
+	}
+	if len(resp.Kvs) > 0 {
+		return &cli.Error{Code: cli.ExitInvalidData, Err: fmt.Errorf("prefix %q has keys. Delete with 'etcdctl del --prefix %s' first", prefix, prefix)}
+	}
+	return nil
+}
+
+// newClients makes n clients of --endpoints; close them with the returned func.
+func (e *env) newClients(n int) ([]*clientv3.Client, func(), error) {
+	clients := make([]*clientv3.Client, 0, n)
+	closeAll := func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}
+	for i := 0; i < n; i++ {
+		c, err := e.newClient(e.g.endpoints)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		clients = append(clients, c)
+	}
+	return clients, closeAll, nil
+}
+
+// runWorkers has each client send operations from ops until it closes; wait returns the
+// latencies of those that succeeded and the count of each error.
+func runWorkers(clients []*clientv3.Client, ops <-chan clientv3.Op) (wait func() ([]time.Duration, map[string]int)) {
 	var (
 		mu   sync.Mutex
 		lats []time.Duration
 		errs = map[string]int{}
 		wg   sync.WaitGroup
 	)
-	start := time.Now()
 	for _, c := range clients {
 		wg.Add(1)
 		go func() {
@@ -139,25 +202,10 @@ func (e *env) checkPerf(cfg perfLoad, prefix string, duration time.Duration, aut
 			}
 		}()
 	}
-	go e.progress(runCtx, start, duration)
-	// Keys as upstream: a 256-byte random varint after the prefix; values of 1 KiB.
-	limiter := rate.NewLimiter(rate.Limit(cfg.limit), 1)
-	key, value := make([]byte, 256), string(make([]byte, 1024))
-	for limiter.Wait(runCtx) == nil {
-		binary.PutVarint(key, rand.Int64N(math.MaxInt64))
-		ops <- clientv3.OpPut(prefix+string(key), value)
+	return func() ([]time.Duration, map[string]int) {
+		wg.Wait()
+		return lats, errs
 	}
-	close(ops)
-	wg.Wait()
-	s := summarise(lats, errs, time.Since(start))
-
-	if err := e.cleanupPerf(clients[0], prefix, autoCompact, autoDefrag); err != nil {
-		return err
-	}
-	if ctx.Err() != nil {
-		return &cli.Error{Code: cli.ExitInterrupted, Err: fmt.Errorf("check perf interrupted")}
-	}
-	return e.judgePerf(s, cfg)
 }
 
 // judgePerf prints upstream's verdict lines: throughput within 90% of the target, no request
