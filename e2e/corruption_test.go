@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -143,5 +144,69 @@ func TestPeriodicCorruptCheckRaisesAlarm(t *testing.T) {
 	leader := c.Leader(10 * time.Second)
 	if !leader.LogHas("same compact revision then hashes must match") {
 		t.Fatalf("the leader did not say why:\n%s", leader.LogTail(20))
+	}
+}
+
+// TestCompactHashCheck: with the CompactHashCheck gate the leader compares the hash of the
+// latest compacted revision across members; the member whose copy differs gets the CORRUPT
+// alarm (the other two agree), as upstream.
+func TestCompactHashCheck(t *testing.T) {
+	c := NewCluster(t, 3, "--experimental-compact-hash-check-enabled", "--compact-hash-check-time", "300ms")
+	c.Start()
+	cl := c.Client()
+	for i := 0; i < 10; i++ {
+		if _, err := cl.Put(Ctx(t), "k", fmt.Sprintf("precious-value-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leader := c.Leader(10 * time.Second)
+	var m *Member
+	for _, x := range c.Members {
+		if x != leader {
+			m = x
+		}
+	}
+	mc := m.Client()
+	for i := 0; ; i++ {
+		r, err := mc.Get(Ctx(t), "k", clientv3.WithSerializable())
+		if err == nil && len(r.Kvs) == 1 && string(r.Kvs[0].Value) == "precious-value-9" {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("member %s never applied the puts: %v", m.Name, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	corruptValue(t, m.DataDir, "precious-value-9", "PRECIOUS-VALUE-9")
+	m.Start()
+	resp, err := cl.Get(Ctx(t), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Compact(Ctx(t), resp.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	ml, _ := cl.MemberList(Ctx(t))
+	var mid uint64
+	for _, x := range ml.Members {
+		if x.Name == m.Name {
+			mid = x.ID
+		}
+	}
+	for i := 0; ; i++ {
+		a, err := cl.AlarmList(Ctx(t))
+		if err == nil && len(a.Alarms) == 1 && a.Alarms[0].Alarm.String() == "CORRUPT" && a.Alarms[0].MemberID == mid {
+			break
+		}
+		if i == 150 {
+			t.Fatalf("no CORRUPT alarm for %s (%x): %+v %v\n%s", m.Name, mid, a, err, c.Leader(time.Second).LogTail(20))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !c.Leader(5 * time.Second).LogHas("Detected compaction hash mismatch") {
+		t.Fatal("the leader did not log the mismatch")
 	}
 }

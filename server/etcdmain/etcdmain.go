@@ -156,7 +156,7 @@ func configure(fv *flagValues, environ []string) (*configured, error) {
 var errUnsetAdvertise = errors.New("--advertise-client-urls is required when --listen-client-urls is set explicitly")
 
 // unimplementedGates are feature gates whose behaviour this server does not have yet.
-var unimplementedGates = []features.Feature{features.CompactHashCheck, features.SetMemberLocalAddr}
+var unimplementedGates = []features.Feature{features.SetMemberLocalAddr}
 
 // checkPending refuses, by name, settings this server accepts but cannot honour yet, so that
 // no configuration is silently ignored.

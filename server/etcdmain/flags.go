@@ -275,7 +275,7 @@ func newFlagSet(out io.Writer) *flagValues {
 	fs.StringVar(&fv.configFile, "config-file", "", "Path to the server configuration file. Other command line flags and environment variables are then ignored.")
 
 	for _, name := range []string{
-		"compact-hash-check-time", "raft-read-timeout", "raft-write-timeout",
+		"raft-read-timeout", "raft-write-timeout",
 	} {
 		fv.pending[name] = true
 	}

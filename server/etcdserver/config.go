@@ -81,6 +81,9 @@ type Config struct {
 	// CorruptCheckTime is how often the leader compares hashes with the other members
 	// (--corrupt-check-time; 0: never).
 	CorruptCheckTime time.Duration
+	// CompactHashCheckTime is how often the leader compares compacted revisions' hashes (with
+	// the CompactHashCheck gate).
+	CompactHashCheckTime time.Duration
 	// WarningApplyDuration: applying a request that takes longer is logged.
 	WarningApplyDuration time.Duration
 

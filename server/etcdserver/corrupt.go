@@ -13,6 +13,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"etcdx/server/features"
 	"etcdx/server/mvcc"
 	"etcdx/server/transport"
 )
@@ -221,14 +222,9 @@ func (s *Server) periodicCorruptCheck() error {
 	}
 	alarmed := false
 	raise := func(id uint64) {
-		if alarmed {
-			return
-		}
-		alarmed = true
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.electionTimeout()*5)
-		defer cancel()
-		if _, err := s.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: id, Alarm: pb.AlarmType_CORRUPT}); err != nil {
-			s.log.Error("failed to raise CORRUPT alarm", "member-id", fmt.Sprintf("%x", id), "error", err.Error())
+		if !alarmed {
+			alarmed = true
+			s.raiseCorrupt(id)
 		}
 	}
 	if hash2 != hash && rev2 == rev && compactRev2 == compactRev {
@@ -255,4 +251,112 @@ func (s *Server) periodicCorruptCheck() error {
 	}
 	s.log.Info("finished peer corruption check", "number-of-peers-checked", len(peers))
 	return nil
+}
+
+// monitorCompactHash is upstream's CompactHashCheck: members compact at the same revisions, so
+// every CompactHashCheckTime the leader compares the hashes of the latest compacted revision
+// across members; members in the minority (or, without a majority, the cluster) get the
+// CORRUPT alarm.
+func (s *Server) monitorCompactHash() {
+	if !s.cfg.Features.Enabled(features.CompactHashCheck) || s.cfg.CompactHashCheckTime <= 0 {
+		return
+	}
+	var checked int64
+	for {
+		select {
+		case <-s.stopping:
+			return
+		case <-time.After(s.cfg.CompactHashCheckTime):
+		}
+		if s.Leader() != s.id || s.alarms.active(pb.AlarmType_CORRUPT) {
+			continue
+		}
+		if rev := s.kv.CompactRev(); rev > 0 && rev != checked {
+			s.compactHashCheck(rev)
+			checked = rev
+		}
+	}
+}
+
+func (s *Server) compactHashCheck(compactRev int64) {
+	id := fmt.Sprintf("%x", s.id)
+	s.log.Info("starting compact hash check", "local-member-id", id, "timeout", s.cfg.electionTimeout()*5)
+	hash, _, localCompact, err := s.kv.HashKV(compactRev)
+	if err != nil {
+		s.log.Warn("failed to hash the compacted revision", "compact-revision", compactRev, "error", err.Error())
+		return
+	}
+	byHash := map[uint32][]uint64{hash: {s.id}}
+	peers := 0
+	for _, m := range s.mem.List() {
+		if m.ID == s.id || m.IsLearner {
+			continue
+		}
+		peers++
+		var resp *pb.HashKVResponse
+		reason := "no response"
+		for _, u := range m.PeerURLs {
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.electionTimeout()*5)
+			r, err := s.peerHashKV(ctx, u, compactRev)
+			cancel()
+			if err == nil {
+				resp = r
+				break
+			}
+			reason = err.Error()
+		}
+		if resp != nil && resp.CompactRevision != localCompact {
+			reason = fmt.Sprintf("the peer's CompactRevision %d doesn't match leader's CompactRevision %d", resp.CompactRevision, localCompact)
+			resp = nil
+		}
+		if resp == nil {
+			s.log.Warn("Skipped peer's hash", "leader-id", id, "peer-id", fmt.Sprintf("%x", m.ID), "reason", reason)
+			continue
+		}
+		byHash[resp.Hash] = append(byHash[resp.Hash], m.ID)
+	}
+	if len(byHash) > 1 {
+		quorum := (peers+1)/2 + 1
+		var majority uint32
+		found := false
+		for h, ids := range byHash {
+			if len(ids) >= quorum {
+				majority, found = h, true
+			}
+		}
+		for h, ids := range byHash {
+			if found && h == majority {
+				continue
+			}
+			s.log.Error("Detected compaction hash mismatch", "leader-id", id, "leader-compact-revision", localCompact,
+				"leader-hash", hash, "peer-hash", h, "peer-ids", fmt.Sprint(hexIDs(ids)), "quorum-exist", found)
+			if !found {
+				continue
+			}
+			for _, mid := range ids {
+				s.raiseCorrupt(mid)
+			}
+		}
+		if !found {
+			s.raiseCorrupt(0) // nobody can be blamed: the whole cluster is suspect, as upstream
+		}
+	}
+	s.log.Info("finished compaction hash check", "number-of-hashes-checked", 1)
+}
+
+func hexIDs(ids []uint64) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = fmt.Sprintf("%x", id)
+	}
+	return out
+}
+
+// raiseCorrupt proposes the CORRUPT alarm for a member (0: the cluster).
+func (s *Server) raiseCorrupt(id uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.electionTimeout()*5)
+	defer cancel()
+	if _, err := s.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: id, Alarm: pb.AlarmType_CORRUPT}); err != nil {
+		s.log.Error("failed to raise CORRUPT alarm", "member-id", fmt.Sprintf("%x", id), "error", err.Error())
+	}
 }

@@ -420,9 +420,10 @@ func (s *Server) Start() {
 	go s.readLoop()
 	go s.leaseLoop()
 	go s.publish()
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go func() { defer s.wg.Done(); s.adjustTicks() }()
 	go func() { defer s.wg.Done(); s.monitorCorruption() }()
+	go func() { defer s.wg.Done(); s.monitorCompactHash() }()
 	if s.cfg.AutoCompactionMode != "" {
 		s.wg.Add(1)
 		go s.autoCompact()
