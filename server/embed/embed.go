@@ -371,6 +371,15 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 		token = cfg.DiscoveryCfg.Token
 		discover = cfg.DiscoveryCfg.joiner(cfg.Name, self, lg)
 	}
+	var localAddr string
+	if cfg.Features.Enabled(features.SetMemberLocalAddr) {
+		lg.Info("searching for a suitable member local address in AdvertisePeerURLs", "advertise-peer-urls", cfg.AdvertisePeerUrls)
+		if localAddr = memberLocalAddr(cfg.AdvertisePeerUrls); localAddr != "" {
+			lg.Info("setting member local address", "LocalAddr", localAddr)
+		} else {
+			lg.Warn("unable to set a member local address due to lack of suitable local addresses", "advertise-peer-urls", cfg.AdvertisePeerUrls)
+		}
+	}
 	quota := cfg.QuotaBackendBytes
 	if quota > etcdserver.MaxQuotaBackendBytes {
 		lg.Warn("quota exceeds the maximum value", "quota-size-bytes", quota, "quota-maximum-size-bytes", int64(etcdserver.MaxQuotaBackendBytes))
@@ -390,7 +399,7 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 		CompactionBatchLimit: cfg.CompactionBatchLimit, CompactionSleepInterval: cfg.CompactionSleepInterval,
 		DowngradeCheckTime: cfg.DowngradeCheckTime, WarningApplyDuration: cfg.WarningApplyDuration,
 		CorruptCheckTime: cfg.CorruptCheckTime, CompactHashCheckTime: cfg.CompactHashCheckTime, Features: &cfg.Features, ForceNewCluster: cfg.ForceNewCluster,
-		Logger: lg, PeerTLS: peerClientTLS, LeaseCheckpointInterval: cfg.LeaseCheckpointInterval,
+		Logger: lg, PeerTLS: peerClientTLS, PeerLocalAddr: localAddr, LeaseCheckpointInterval: cfg.LeaseCheckpointInterval,
 	})
 	if err != nil {
 		return nil, err

@@ -82,3 +82,22 @@ func TestEmbeddedMemberRoundTrip(t *testing.T) {
 		t.Fatalf("a second member on a data dir in use: %v", err)
 	}
 }
+
+func TestMemberLocalAddr(t *testing.T) {
+	cases := []struct {
+		urls []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"http://127.0.0.1:2380", "http://localhost:2380"}, ""},
+		{[]string{"http://0.0.0.0:2380"}, ""},
+		{[]string{"http://127.0.0.1:2380", "https://10.0.0.7:2380", "http://10.0.0.8:2380"}, "10.0.0.7"},
+		{[]string{"http://[2001:db8::1]:2380"}, "2001:db8::1"},
+		{[]string{"unix://localhost:2380", "http://node1.example:2380"}, ""},
+	}
+	for _, c := range cases {
+		if got := memberLocalAddr(c.urls); got != c.want {
+			t.Errorf("memberLocalAddr(%v) = %q, want %q", c.urls, got, c.want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -289,4 +290,20 @@ func (w handshakeWriter) Write(p []byte) (int, error) {
 	}
 	w.lg.Warn("http server error", "error", line)
 	return len(p), nil
+}
+
+// memberLocalAddr is the SetMemberLocalAddr gate's choice: the first advertised peer URL whose
+// host is an IP address that is neither loopback nor unspecified ("" when none is), for the
+// member to dial its peers from.
+func memberLocalAddr(advertisePeerURLs []string) string {
+	for _, raw := range advertisePeerURLs {
+		u, err := url.Parse(raw)
+		if err != nil {
+			continue
+		}
+		if addr, err := netip.ParseAddr(u.Hostname()); err == nil && !addr.IsLoopback() && !addr.IsUnspecified() {
+			return addr.String()
+		}
+	}
+	return ""
 }

@@ -20,7 +20,6 @@ import (
 	"etcdx/pkg/buildinfo"
 	"etcdx/server/embed"
 	"etcdx/server/etcdserver"
-	"etcdx/server/features"
 	"etcdx/server/logutil"
 	"etcdx/server/version"
 )
@@ -155,9 +154,6 @@ func configure(fv *flagValues, environ []string) (*configured, error) {
 // errUnsetAdvertise is upstream's text for --listen-client-urls without --advertise-client-urls.
 var errUnsetAdvertise = errors.New("--advertise-client-urls is required when --listen-client-urls is set explicitly")
 
-// unimplementedGates are feature gates whose behaviour this server does not have yet.
-var unimplementedGates = []features.Feature{features.SetMemberLocalAddr}
-
 // checkPending refuses, by name, settings this server accepts but cannot honour yet, so that
 // no configuration is silently ignored.
 func checkPending(fv *flagValues, set map[string]bool) error {
@@ -172,11 +168,6 @@ func checkPending(fv *flagValues, set map[string]bool) error {
 			if f := fv.fs.Lookup(now); f.Value.String() != f.DefValue {
 				return fmt.Errorf("--%s=%s is not supported by this server yet", old, f.Value.String())
 			}
-		}
-	}
-	for _, g := range unimplementedGates {
-		if fv.cfg.Features.Enabled(g) {
-			return fmt.Errorf("feature gate %s=true is not supported by this server yet", g)
 		}
 	}
 	return nil

@@ -89,6 +89,8 @@ type Config struct {
 
 	Logger   *slog.Logger
 	Registry *prometheus.Registry
+	// PeerLocalAddr, when set, is the IP this member dials its peers from (SetMemberLocalAddr).
+	PeerLocalAddr string
 	// PeerTLS, when set, is how this member dials its peers (https peer URLs).
 	PeerTLS *tls.Config
 }
@@ -194,7 +196,7 @@ func (c *Config) validate() error {
 
 // peerHTTPClient dials peers, over TLS when peer TLS is configured.
 func (c *Config) peerHTTPClient(timeout time.Duration) *http.Client {
-	return &http.Client{Timeout: timeout, Transport: transport.NewRoundTripper(5*time.Second, c.PeerTLS)}
+	return &http.Client{Timeout: timeout, Transport: transport.NewRoundTripper(5*time.Second, c.PeerTLS, c.PeerLocalAddr)}
 }
 
 // DiscoveryError is a failed discovery bootstrap; its text is upstream's.

@@ -17,9 +17,16 @@ type roundTripper struct {
 	tcp, unix *http.Transport
 }
 
-// NewRoundTripper is the HTTP transport every peer request uses.
-func NewRoundTripper(dialTimeout time.Duration, tlsCfg *tls.Config) http.RoundTripper {
+// NewRoundTripper is the HTTP transport every peer request uses; localAddr, when set, is the IP
+// TCP connections leave from.
+func NewRoundTripper(dialTimeout time.Duration, tlsCfg *tls.Config, localAddr string) http.RoundTripper {
 	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	tcpDialer := dialer
+	if ip := net.ParseIP(localAddr); ip != nil {
+		d := *dialer
+		d.LocalAddr = &net.TCPAddr{IP: ip}
+		tcpDialer = &d
+	}
 	unixDial := func(ctx context.Context, _, addr string) (net.Conn, error) {
 		if p, ok := ctx.Value(socketKey{}).(string); ok {
 			addr = p
@@ -27,7 +34,7 @@ func NewRoundTripper(dialTimeout time.Duration, tlsCfg *tls.Config) http.RoundTr
 		return dialer.DialContext(ctx, "unix", addr)
 	}
 	return roundTripper{
-		tcp:  &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 4, DisableCompression: true, TLSClientConfig: tlsCfg},
+		tcp:  &http.Transport{DialContext: tcpDialer.DialContext, MaxIdleConnsPerHost: 4, DisableCompression: true, TLSClientConfig: tlsCfg},
 		unix: &http.Transport{DialContext: unixDial, MaxIdleConnsPerHost: 4, DisableCompression: true, TLSClientConfig: tlsCfg},
 	}
 }

@@ -62,6 +62,8 @@ type Config struct {
 	DialTimeout time.Duration
 	// TLS, when set, is used to dial https peers.
 	TLS *tls.Config
+	// LocalAddr, when set, is the IP peer connections leave from.
+	LocalAddr string
 }
 
 // Transport sends to and receives from peers.
@@ -84,7 +86,7 @@ func New(cfg Config) *Transport {
 		cfg.DialTimeout = time.Second
 	}
 	return &Transport{cfg: cfg, log: cfg.Logger, peers: map[uint64]*peer{}, inbound: map[uint64]time.Time{}, stopc: make(chan struct{}),
-		client: &http.Client{Transport: NewRoundTripper(cfg.DialTimeout, cfg.TLS)}}
+		client: &http.Client{Transport: NewRoundTripper(cfg.DialTimeout, cfg.TLS, cfg.LocalAddr)}}
 }
 
 // SetClusterID updates the cluster ID used in handshakes (known only after bootstrap).
