@@ -20,8 +20,8 @@ import (
 // and a client certificate.
 type Certs struct {
 	CA, ServerCert, ServerKey, ClientCert, ClientKey string
-	// CRL revokes the client certificate; EmptyCRL revokes nothing (both signed by the CA).
-	CRL, EmptyCRL string
+	// CRL revokes the client certificate, ServerCRL the server one; EmptyCRL revokes nothing.
+	CRL, ServerCRL, EmptyCRL string
 }
 
 // NewCerts writes a fresh CA and certificates into a temporary directory.
@@ -76,6 +76,7 @@ func NewCerts(t testing.TB) Certs {
 		return p
 	}
 	c.CRL = crl("revoked.crl", 2, 3)
+	c.ServerCRL = crl("server-revoked.crl", 3, 2)
 	c.EmptyCRL = crl("empty.crl", 1)
 	return c
 }

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sys/unix"
 )
 
@@ -484,5 +485,44 @@ func TestLeaseCheckpointPersistGate(t *testing.T) {
 		if (gate && ttl.TTL > 596) || (!gate && ttl.TTL < 599) {
 			t.Fatalf("LeaseCheckpointPersist=%t: TTL after restart %d of 600", gate, ttl.TTL)
 		}
+	}
+}
+
+// TestCompactionBatchLimit: --compaction-batch-limit bounds how many revisions one batch of a
+// compaction deletes (each batch is one sample of upstream's compaction pause histogram).
+func TestCompactionBatchLimit(t *testing.T) {
+	m := NewMember(t, "--compaction-batch-limit", "10", "--compaction-sleep-interval", "1ms")
+	m.Start()
+	c := m.Client()
+	var rev int64
+	for i := 0; i < 100; i++ {
+		r, err := c.Put(Ctx(t), "k", fmt.Sprint(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev = r.Header.Revision
+	}
+	before := metricValue(t, m, "etcd_debugging_mvcc_db_compaction_pause_duration_milliseconds_count")
+	if _, err := c.Compact(Ctx(t), rev, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	if batches := metricValue(t, m, "etcd_debugging_mvcc_db_compaction_pause_duration_milliseconds_count") - before; batches < 10 {
+		t.Fatalf("99 revisions compacted in %v batches with --compaction-batch-limit 10", batches)
+	}
+	if keys := metricValue(t, m, "etcd_debugging_mvcc_db_compaction_keys_total"); keys < 99 {
+		t.Fatalf("%v keys compacted, want 99", keys)
+	}
+}
+
+// TestPeerClientCertFile: with --peer-client-cert-file a member presents that certificate when
+// it dials its peers, not its server one (which --peer-crl-file revokes here).
+func TestPeerClientCertFile(t *testing.T) {
+	certs := NewCerts(t)
+	c := NewCluster(t, 3, "--peer-client-cert-file", certs.ClientCert, "--peer-client-key-file", certs.ClientKey,
+		"--peer-crl-file", certs.ServerCRL)
+	c.UseTLS(certs)
+	c.Start()
+	if _, err := c.Client().Put(Ctx(t), "k", "v"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -258,6 +258,10 @@ func (i Info) ClientConfig() (*tls.Config, error) {
 	if i.SelfSigned {
 		cfg.InsecureSkipVerify = true // a self-signed peer cannot be verified, as upstream
 	}
+	if len(i.AllowedCNs) > 0 || len(i.AllowedHostnames) > 0 {
+		// As upstream, the names allowed for peers hold for the side that answers too.
+		cfg.VerifyPeerCertificate = i.verifyAllowed
+	}
 	certFile, keyFile := i.CertFile, i.KeyFile
 	if i.ClientCertFile != "" {
 		certFile, keyFile = i.ClientCertFile, i.ClientKeyFile
