@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"fmt"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // metricFamily is what dashboards and alerts depend on: a family's type and label names.
@@ -60,6 +62,35 @@ var absentByDesign = map[string]bool{
 	"etcd_grpc_proxy_watchers_coalescing_total": true,
 }
 
+// compareFamilies lists how ours differs from upstream: a family upstream exports that ours
+// lacks (unless absent by design), or one whose type or label names differ.
+func compareFamilies(up, ours map[string]metricFamily) []string {
+	var problems []string
+	for name, uf := range up {
+		of, ok := ours[name]
+		switch {
+		case !ok && absentByDesign[name]:
+		case !ok:
+			problems = append(problems, "missing "+name)
+		case of.typ != uf.typ:
+			problems = append(problems, name+": type "+of.typ+", upstream "+uf.typ)
+		default:
+			for l := range uf.labels {
+				if !of.labels[l] {
+					problems = append(problems, name+": no label "+l)
+				}
+			}
+			for l := range of.labels {
+				if !uf.labels[l] {
+					problems = append(problems, name+": extra label "+l)
+				}
+			}
+		}
+	}
+	sort.Strings(problems)
+	return problems
+}
+
 // TestMetricFamiliesMatchUpstream runs the same requests on upstream 3.6.16 and on ours, one
 // member each, and fails when a family upstream exports is missing from ours or differs in
 // type or label names.
@@ -89,30 +120,41 @@ func TestMetricFamiliesMatchUpstream(t *testing.T) {
 	if len(up) < 50 {
 		t.Fatalf("parsed only %d families from upstream", len(up))
 	}
-	var problems []string
-	for name, uf := range up {
-		of, ok := ours[name]
-		switch {
-		case !ok && absentByDesign[name]:
-		case !ok:
-			problems = append(problems, "missing "+name)
-		case of.typ != uf.typ:
-			problems = append(problems, name+": type "+of.typ+", upstream "+uf.typ)
-		default:
-			for l := range uf.labels {
-				if !of.labels[l] {
-					problems = append(problems, name+": no label "+l)
-				}
-			}
-			for l := range of.labels {
-				if !uf.labels[l] {
-					problems = append(problems, name+": extra label "+l)
-				}
+	if problems := compareFamilies(up, ours); len(problems) > 0 {
+		t.Fatalf("metric families differ from upstream's:\n%s", strings.Join(problems, "\n"))
+	}
+}
+
+// TestPeerMetricFamiliesMatchUpstream does the same for three-member clusters, where the
+// etcd_network_peer_* families the etcd-mixin alerts on appear; ours also probes round trips.
+func TestPeerMetricFamiliesMatchUpstream(t *testing.T) {
+	scrape := func(bin string) (map[string]metricFamily, string) {
+		c := NewCluster(t, 3)
+		for _, m := range c.Members {
+			m.Bin = bin
+		}
+		c.Start()
+		for i := 0; i < 20; i++ {
+			if _, err := c.Client().Put(Ctx(t), fmt.Sprint(i), "v"); err != nil {
+				t.Fatal(err)
 			}
 		}
+		time.Sleep(6 * time.Second) // past one round-trip probe
+		text := metricsText(t, c.Members[0])
+		return etcdFamilies(text), text
 	}
-	sort.Strings(problems)
-	if len(problems) > 0 {
+	up, upText := scrape(UpstreamBinary(t, "etcd"))
+	if _, ok := up["etcd_network_peer_sent_bytes_total"]; !ok {
+		t.Fatalf("upstream's cluster exported no peer families yet:\n%s", upText)
+	}
+	ours, text := scrape(Binary(t, "etcd"))
+	if problems := compareFamilies(up, ours); len(problems) > 0 {
 		t.Fatalf("metric families differ from upstream's:\n%s", strings.Join(problems, "\n"))
+	}
+	for _, f := range []string{"etcd_network_peer_sent_bytes_total", "etcd_network_peer_received_bytes_total",
+		"etcd_network_active_peers", "etcd_network_peer_round_trip_time_seconds"} {
+		if _, ok := ours[f]; !ok {
+			t.Errorf("no %s:\n%s", f, text)
+		}
 	}
 }

@@ -115,6 +115,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "etcd_debugging_auth_revision", Help: "The current revision of auth store."}, func() float64 { return 1 }),
 		knownPeers{s}, featureGauges{s.cfg.Features})
 	reg.MustRegister(s.be.Collectors()...)
+	reg.MustRegister(s.tr.Collectors()...)
 	reg.MustRegister(s.kv.Collectors()...)
 	reg.MustRegister(m.hasLeader, m.isLeader, m.leaderChanges, m.proposalsCommitted, m.proposalsApplied,
 		m.proposalsPending, m.proposalsFailed, m.slowApply, m.serverID, m.serverVersion, m.clusterVersion,

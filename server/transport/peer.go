@@ -22,6 +22,10 @@ type peer struct {
 	mu   sync.Mutex
 	urls []string
 	next int
+
+	// connected: a stream to the peer carries messages (run's goroutine only), for
+	// etcd_network_active_peers and etcd_network_disconnected_peers_total.
+	connected bool
 }
 
 func (p *peer) setURLs(urls []string) {
@@ -50,6 +54,12 @@ func (p *peer) run() {
 		}
 		start := time.Now()
 		refusal, err := p.stream()
+		if p.connected {
+			p.connected = false
+			local, remote := hexID(p.t.cfg.ID), hexID(p.id)
+			p.t.m.activeGauge.WithLabelValues(local, remote).Dec()
+			p.t.m.disconnected.WithLabelValues(local, remote).Inc()
+		}
 		if refusal != "" && refusal != lastRefusal {
 			p.t.log.Error("peer refused our stream", "peer-id", fmt.Sprintf("%x", p.id), "reason", refusal,
 				"local-member-id", fmt.Sprintf("%x", p.t.cfg.ID), "local-version", p.t.cfg.ServerVersion)
@@ -105,9 +115,11 @@ func (p *peer) stream() (refusal string, err error) {
 		}
 		done <- result{err: io.EOF}
 	}()
-	bw := bufio.NewWriterSize(pw, 64<<10)
+	to := hexID(p.id)
+	bw := bufio.NewWriterSize(countingWriter{pw, p.t.m.sentBytes.WithLabelValues(to)}, 64<<10)
 	// abort ends the request after a write failed and reports why the peer ended it, if it did.
 	abort := func(err error) (string, error) {
+		p.t.m.sentFailures.WithLabelValues(to).Inc()
 		pw.CloseWithError(err)
 		r := <-done
 		return r.refusal, err
@@ -131,6 +143,10 @@ func (p *peer) stream() (refusal string, err error) {
 			}
 			if err := bw.Flush(); err != nil {
 				return abort(err)
+			}
+			if !p.connected {
+				p.connected = true
+				p.t.m.activeGauge.WithLabelValues(hexID(p.t.cfg.ID), to).Inc()
 			}
 		case r := <-done:
 			pw.CloseWithError(io.ErrClosedPipe)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -19,6 +20,18 @@ const SnapshotPath = "/raft/snapshot"
 // tells raft how it went. It closes db.
 func (t *Transport) SendSnapshot(m raftpb.Message, db io.ReadCloser) {
 	defer db.Close()
+	to, start := hexID(m.To), time.Now()
+	t.m.snapSendInflight.WithLabelValues(to).Inc()
+	defer t.m.snapSendInflight.WithLabelValues(to).Dec()
+	ok := false
+	defer func() {
+		if ok {
+			t.m.snapSendOK.WithLabelValues(to).Inc()
+			t.m.snapSendTime.WithLabelValues(to).Observe(time.Since(start).Seconds())
+		} else {
+			t.m.snapSendFail.WithLabelValues(to).Inc()
+		}
+	}()
 	t.mu.RLock()
 	p := t.peers[m.To]
 	t.mu.RUnlock()
@@ -28,7 +41,7 @@ func (t *Transport) SendSnapshot(m raftpb.Message, db io.ReadCloser) {
 	}
 	pr, pw := io.Pipe()
 	go func() {
-		bw := bufio.NewWriterSize(pw, 256<<10)
+		bw := bufio.NewWriterSize(countingWriter{pw, t.m.sentBytes.WithLabelValues(to)}, 256<<10)
 		err := writeFrame(bw, &m)
 		if err == nil {
 			_, err = io.Copy(bw, db)
@@ -60,6 +73,7 @@ func (t *Transport) SendSnapshot(m raftpb.Message, db io.ReadCloser) {
 		return
 	}
 	t.log.Info("sent database snapshot", "peer-id", fmt.Sprintf("%x", m.To), "index", m.Snapshot.Metadata.Index)
+	ok = true
 	t.cfg.Raft.ReportSnapshot(m.To, raft.SnapshotFinish)
 }
 
@@ -74,7 +88,19 @@ func (t *Transport) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, ref.reason, ref.status)
 		return
 	}
-	br := bufio.NewReaderSize(r.Body, 256<<10)
+	from, start := r.Header.Get(HeaderFrom), time.Now()
+	t.m.snapRecvInflight.WithLabelValues(from).Inc()
+	defer t.m.snapRecvInflight.WithLabelValues(from).Dec()
+	ok := false
+	defer func() {
+		if ok {
+			t.m.snapRecvOK.WithLabelValues(from).Inc()
+			t.m.snapRecvTime.WithLabelValues(from).Observe(time.Since(start).Seconds())
+		} else {
+			t.m.snapRecvFail.WithLabelValues(from).Inc()
+		}
+	}()
+	br := bufio.NewReaderSize(countingReader{r.Body, t.m.recvBytes.WithLabelValues(from)}, 256<<10)
 	m, err := readFrame(br)
 	if err != nil || m.Type != raftpb.MsgSnap || m.Snapshot == nil {
 		http.Error(w, fmt.Sprintf("malformed snapshot message: %v", err), http.StatusBadRequest)
@@ -88,5 +114,6 @@ func (t *Transport) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
+	ok = true
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -71,6 +71,7 @@ type Transport struct {
 	cfg    Config
 	log    *slog.Logger
 	client *http.Client
+	m      *metrics
 
 	mu    sync.RWMutex
 	peers map[uint64]*peer
@@ -86,7 +87,7 @@ func New(cfg Config) *Transport {
 		cfg.DialTimeout = time.Second
 	}
 	return &Transport{cfg: cfg, log: cfg.Logger, peers: map[uint64]*peer{}, inbound: map[uint64]time.Time{}, stopc: make(chan struct{}),
-		client: &http.Client{Transport: NewRoundTripper(cfg.DialTimeout, cfg.TLS, cfg.LocalAddr)}}
+		client: &http.Client{Transport: NewRoundTripper(cfg.DialTimeout, cfg.TLS, cfg.LocalAddr)}, m: newMetrics()}
 }
 
 // SetClusterID updates the cluster ID used in handshakes (known only after bootstrap).
@@ -115,10 +116,14 @@ func (t *Transport) AddPeer(id uint64, urls []string) {
 	}
 	p := &peer{t: t, id: id, urls: append([]string(nil), urls...), msgc: make(chan raftpb.Message, queueLen), stopc: make(chan struct{})}
 	t.peers[id] = p
-	t.wg.Add(1)
+	t.wg.Add(2)
 	go func() {
 		defer t.wg.Done()
 		p.run()
+	}()
+	go func() {
+		defer t.wg.Done()
+		p.probe()
 	}()
 	t.log.Info("added peer", "peer-id", fmt.Sprintf("%x", id), "peer-urls", urls)
 }
@@ -156,6 +161,7 @@ func (t *Transport) Send(msgs []raftpb.Message) {
 		select {
 		case p.msgc <- m:
 		default:
+			t.m.sentFailures.WithLabelValues(hexID(m.To)).Inc()
 			t.cfg.Raft.ReportUnreachable(m.To)
 		}
 	}
@@ -197,6 +203,7 @@ func (t *Transport) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(StreamPath, t.serveStream)
 	mux.HandleFunc(SnapshotPath, t.serveSnapshot)
+	mux.HandleFunc(ProbingPath, serveProbing)
 	return mux
 }
 
@@ -267,17 +274,19 @@ func (t *Transport) serveStream(w http.ResponseWriter, r *http.Request) {
 		t.mu.Unlock()
 	}()
 	t.log.Debug("accepted stream", "remote-peer-id", from, "remote-version", r.Header.Get(HeaderServerVersion))
-	br := bufio.NewReaderSize(r.Body, 64<<10)
+	br := bufio.NewReaderSize(countingReader{r.Body, t.m.recvBytes.WithLabelValues(from)}, 64<<10)
 	ctx := r.Context()
 	for {
 		m, err := readFrame(br)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
+				t.m.recvFailures.WithLabelValues(from).Inc()
 				t.log.Debug("stream from peer ended", "remote-peer-id", from, "error", err)
 			}
 			return
 		}
 		if err := t.cfg.Raft.Process(ctx, m); err != nil {
+			t.m.recvFailures.WithLabelValues(from).Inc()
 			t.log.Warn("failed to process raft message", "remote-peer-id", from, "error", err)
 			return
 		}
