@@ -86,9 +86,6 @@ func TestBadFlagsAsUpstream(t *testing.T) {
 		{nil, []string{"--peer-client-cert-auth", "--peer-cert-file", "a", "--peer-key-file", "b"}, upstreamStarts, 1, "--peer-client-cert-auth requires --peer-trusted-ca-file"},
 		{nil, []string{"--metrics", "loud"}, upstreamStarts, 2, "-metrics"},
 		{nil, []string{"--backend-bbolt-freelist-type", "list"}, upstreamStarts, 2, "-backend-bbolt-freelist-type"},
-		// Settings ours accepts but cannot honour yet are refused by name, never ignored.
-		{nil, []string{"--raft-read-timeout", "10s"}, upstreamStarts, 1, "--raft-read-timeout=10s is not supported by this server yet"},
-		{nil, []string{"--raft-write-timeout", "10s"}, upstreamStarts, 1, "--raft-write-timeout=10s is not supported by this server yet"},
 	}
 	up := UpstreamBinary(t, "etcd")
 	for _, c := range cases {

@@ -526,3 +526,48 @@ func TestPeerClientCertFile(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRaftTimeouts: idle peer streams carry link heartbeats, so nothing is cut under
+// --raft-read-timeout while the cluster is quiet; a frozen peer's stream is cut after it
+// (etcd_network_peer_received_failures_total), and the cluster recovers when the peer thaws.
+// A timeout below upstream's 5 s floor is raised, as upstream logs it.
+func TestRaftTimeouts(t *testing.T) {
+	c := NewCluster(t, 3, "--raft-read-timeout", "1s", "--raft-write-timeout", "5s")
+	c.Start()
+	m1, m3 := c.Members[0], c.Members[2]
+	if !m1.LogHas("raft-read-timeout increased to minimum value: 5s") {
+		t.Fatalf("no raised read timeout logged:\n%s", m1.LogTail(20))
+	}
+	time.Sleep(7 * time.Second) // idle, longer than the read timeout
+	if v := metricLine(t, m1, "etcd_network_disconnected_peers_total"); v != "" {
+		t.Fatalf("idle streams were cut: %s", v)
+	}
+	ml, err := c.Client().MemberList(Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id3 string
+	for _, m := range ml.Members {
+		if m.Name == m3.Name {
+			id3 = fmt.Sprintf("%x", m.ID)
+		}
+	}
+	if err := syscall.Kill(m3.Pid(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	sample := fmt.Sprintf(`etcd_network_peer_received_failures_total{From="%s"}`, id3)
+	for i := 0; metricLine(t, m1, sample) == ""; i++ {
+		if i == 150 {
+			syscall.Kill(m3.Pid(), syscall.SIGCONT)
+			t.Fatalf("the frozen peer's stream was never cut:\n%s", m1.LogTail(10))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	syscall.Kill(m3.Pid(), syscall.SIGCONT)
+	if err := m3.WaitHealthy(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Client().Put(Ctx(t), "after-thaw", "v"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -32,6 +32,7 @@ import (
 	"etcdx/server/membership"
 	"etcdx/server/tlsutil"
 	"etcdx/server/tracing"
+	"etcdx/server/transport"
 	"etcdx/server/v3rpc"
 )
 
@@ -371,6 +372,15 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 		token = cfg.DiscoveryCfg.Token
 		discover = cfg.DiscoveryCfg.joiner(cfg.Name, self, lg)
 	}
+	// As upstream, the raft connection timeouts are never below their defaults.
+	if cfg.RaftReadTimeout < transport.DefaultConnReadTimeout {
+		cfg.RaftReadTimeout = transport.DefaultConnReadTimeout
+		lg.Info(fmt.Sprintf("raft-read-timeout increased to minimum value: %v", transport.DefaultConnReadTimeout))
+	}
+	if cfg.RaftWriteTimeout < transport.DefaultConnWriteTimeout {
+		cfg.RaftWriteTimeout = transport.DefaultConnWriteTimeout
+		lg.Info(fmt.Sprintf("raft-write-timeout increased to minimum value: %v", transport.DefaultConnWriteTimeout))
+	}
 	var localAddr string
 	if cfg.Features.Enabled(features.SetMemberLocalAddr) {
 		lg.Info("searching for a suitable member local address in AdvertisePeerURLs", "advertise-peer-urls", cfg.AdvertisePeerUrls)
@@ -399,7 +409,7 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 		CompactionBatchLimit: cfg.CompactionBatchLimit, CompactionSleepInterval: cfg.CompactionSleepInterval,
 		DowngradeCheckTime: cfg.DowngradeCheckTime, WarningApplyDuration: cfg.WarningApplyDuration,
 		CorruptCheckTime: cfg.CorruptCheckTime, CompactHashCheckTime: cfg.CompactHashCheckTime, Features: &cfg.Features, ForceNewCluster: cfg.ForceNewCluster,
-		Logger: lg, PeerTLS: peerClientTLS, PeerLocalAddr: localAddr, LeaseCheckpointInterval: cfg.LeaseCheckpointInterval,
+		Logger: lg, PeerTLS: peerClientTLS, PeerLocalAddr: localAddr, PeerReadTimeout: cfg.RaftReadTimeout, PeerWriteTimeout: cfg.RaftWriteTimeout, LeaseCheckpointInterval: cfg.LeaseCheckpointInterval,
 	})
 	if err != nil {
 		return nil, err

@@ -145,33 +145,11 @@ func configure(fv *flagValues, environ []string) (*configured, error) {
 	if err := checkDiscoveryFlags(set, fv); err != nil {
 		return out, err
 	}
-	if err := checkPending(fv, set); err != nil {
-		return out, err
-	}
 	return out, c.Validate()
 }
 
 // errUnsetAdvertise is upstream's text for --listen-client-urls without --advertise-client-urls.
 var errUnsetAdvertise = errors.New("--advertise-client-urls is required when --listen-client-urls is set explicitly")
-
-// checkPending refuses, by name, settings this server accepts but cannot honour yet, so that
-// no configuration is silently ignored.
-func checkPending(fv *flagValues, set map[string]bool) error {
-	for name := range fv.pending {
-		f := fv.fs.Lookup(name)
-		if set[name] && f.Value.String() != f.DefValue {
-			return fmt.Errorf("--%s=%s is not supported by this server yet", name, f.Value.String())
-		}
-	}
-	for old, now := range fv.renamed {
-		if fv.pending[now] && set[old] {
-			if f := fv.fs.Lookup(now); f.Value.String() != f.DefValue {
-				return fmt.Errorf("--%s=%s is not supported by this server yet", old, f.Value.String())
-			}
-		}
-	}
-	return nil
-}
 
 // applyEnv sets flags not given on the command line from non-empty ETCD_<FLAG> variables,
 // as upstream: a variable that a flag also sets is an error, an unknown one a warning.

@@ -27,9 +27,6 @@ type flagValues struct {
 	// renamed pairs each deprecated spelling with the flag that replaced it (both bound to the
 	// same field, so either works; both together are refused, as upstream).
 	renamed map[string]string
-	// pending are upstream flags whose behaviour this server does not have yet: accepted at
-	// their default, refused with a clear message when set to anything else.
-	pending map[string]bool
 	// ours are flags upstream does not have (documented in docs/compatibility.md).
 	ours map[string]bool
 }
@@ -114,7 +111,7 @@ func (c choiceValue) Set(s string) error {
 
 func newFlagSet(out io.Writer) *flagValues {
 	fv := &flagValues{cfg: embed.NewConfig(), experimental: map[string]*bool{}, renamed: map[string]string{},
-		pending: map[string]bool{}, ours: map[string]bool{}}
+		ours: map[string]bool{}}
 	c := fv.cfg
 	fs := flag.NewFlagSet("etcd", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -274,11 +271,6 @@ func newFlagSet(out io.Writer) *flagValues {
 	fs.BoolVar(&fv.showVersion, "version", false, "Print the version and exit.")
 	fs.StringVar(&fv.configFile, "config-file", "", "Path to the server configuration file. Other command line flags and environment variables are then ignored.")
 
-	for _, name := range []string{
-		"raft-read-timeout", "raft-write-timeout",
-	} {
-		fv.pending[name] = true
-	}
 	fs.Usage = func() {}
 	return fv
 }

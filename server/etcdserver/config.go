@@ -89,6 +89,9 @@ type Config struct {
 
 	Logger   *slog.Logger
 	Registry *prometheus.Registry
+	// PeerReadTimeout and PeerWriteTimeout bound a silent peer stream (--raft-read-timeout,
+	// --raft-write-timeout; 0: 5 s).
+	PeerReadTimeout, PeerWriteTimeout time.Duration
 	// PeerLocalAddr, when set, is the IP this member dials its peers from (SetMemberLocalAddr).
 	PeerLocalAddr string
 	// PeerTLS, when set, is how this member dials its peers (https peer URLs).

@@ -210,7 +210,8 @@ func New(cfg Config) (*Server, error) {
 		s.wal.SetUnsafeNoSync()
 	}
 	s.tr = transport.New(transport.Config{ID: s.id, ClusterID: s.mem.ClusterID(), ServerVersion: buildinfo.Version,
-		MinClusterVersion: version.MinClusterVersion(version.Local()), Raft: s, Logger: lg.With("component", "transport"), TLS: cfg.PeerTLS, LocalAddr: cfg.PeerLocalAddr})
+		MinClusterVersion: version.MinClusterVersion(version.Local()), Raft: s, Logger: lg.With("component", "transport"), TLS: cfg.PeerTLS, LocalAddr: cfg.PeerLocalAddr,
+		ReadTimeout: cfg.PeerReadTimeout, WriteTimeout: cfg.PeerWriteTimeout})
 	s.peerClient = cfg.peerHTTPClient(10 * time.Second)
 	for _, m := range s.initialPeers {
 		s.tr.AddPeer(m.ID, m.PeerURLs)

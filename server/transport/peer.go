@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -124,9 +125,22 @@ func (p *peer) stream() (refusal string, err error) {
 		r := <-done
 		return r.refusal, err
 	}
+	// Idle streams send link heartbeats, a third of the peer's read timeout apart, as upstream.
+	heartbeat := time.NewTicker(p.t.cfg.ReadTimeout / 3)
+	defer heartbeat.Stop()
+	sent := false
 	for {
 		select {
+		case <-heartbeat.C:
+			if sent {
+				sent = false
+				continue
+			}
+			if err := p.flushWithin(bw, pw, func() error { _, err := bw.Write(make([]byte, 8)); return err }); err != nil {
+				return abort(err)
+			}
 		case m := <-p.msgc:
+			sent = true
 			if err := writeFrame(bw, &m); err != nil {
 				return abort(err)
 			}
@@ -141,7 +155,7 @@ func (p *peer) stream() (refusal string, err error) {
 					more = false
 				}
 			}
-			if err := bw.Flush(); err != nil {
+			if err := p.flushWithin(bw, pw, nil); err != nil {
 				return abort(err)
 			}
 			if !p.connected {
@@ -173,6 +187,22 @@ func (p *peer) stream() (refusal string, err error) {
 			return "", nil
 		}
 	}
+}
+
+// errWriteTimeout ends a stream whose peer took no data for the write timeout.
+var errWriteTimeout = errors.New("peer took no data within the raft write timeout")
+
+// flushWithin runs write (if any) and flushes, giving up when the peer has not taken the data
+// within the write timeout: the pipe is closed under the writer.
+func (p *peer) flushWithin(bw *bufio.Writer, pw *io.PipeWriter, write func() error) error {
+	cut := time.AfterFunc(p.t.cfg.WriteTimeout, func() { pw.CloseWithError(errWriteTimeout) })
+	defer cut.Stop()
+	if write != nil {
+		if err := write(); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
 }
 
 // setHandshake adds the versioned handshake headers every stream to this peer carries.

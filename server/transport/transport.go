@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -64,6 +65,11 @@ type Config struct {
 	TLS *tls.Config
 	// LocalAddr, when set, is the IP peer connections leave from.
 	LocalAddr string
+	// ReadTimeout ends an incoming stream that brought nothing for that long, and WriteTimeout
+	// an outgoing one whose peer took no data for that long (--raft-read-timeout,
+	// --raft-write-timeout; 0: upstream's 5 s). Idle streams carry link heartbeats, so only a
+	// peer that is gone or frozen trips them.
+	ReadTimeout, WriteTimeout time.Duration
 }
 
 // Transport sends to and receives from peers.
@@ -85,6 +91,12 @@ type Transport struct {
 func New(cfg Config) *Transport {
 	if cfg.DialTimeout == 0 {
 		cfg.DialTimeout = time.Second
+	}
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = DefaultConnReadTimeout
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = DefaultConnWriteTimeout
 	}
 	return &Transport{cfg: cfg, log: cfg.Logger, peers: map[uint64]*peer{}, inbound: map[uint64]time.Time{}, stopc: make(chan struct{}),
 		client: &http.Client{Transport: NewRoundTripper(cfg.DialTimeout, cfg.TLS, cfg.LocalAddr)}, m: newMetrics()}
@@ -276,12 +288,23 @@ func (t *Transport) serveStream(w http.ResponseWriter, r *http.Request) {
 	t.log.Debug("accepted stream", "remote-peer-id", from, "remote-version", r.Header.Get(HeaderServerVersion))
 	br := bufio.NewReaderSize(countingReader{r.Body, t.m.recvBytes.WithLabelValues(from)}, 64<<10)
 	ctx := r.Context()
+	rc := http.NewResponseController(w)
 	for {
+		// A frame (a message or a link heartbeat) is due within the read timeout.
+		rc.SetReadDeadline(time.Now().Add(t.cfg.ReadTimeout))
 		m, err := readFrame(br)
+		if errors.Is(err, errHeartbeat) {
+			continue
+		}
 		if err != nil {
-			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
+			if timedOut := errors.Is(err, os.ErrDeadlineExceeded); timedOut || (!errors.Is(err, io.EOF) && ctx.Err() == nil) {
 				t.m.recvFailures.WithLabelValues(from).Inc()
-				t.log.Debug("stream from peer ended", "remote-peer-id", from, "error", err)
+				if timedOut {
+					t.log.Warn("lost TCP streaming connection with remote peer", "remote-peer-id", from,
+						"error", fmt.Sprintf("no message or heartbeat within the raft read timeout (%v)", t.cfg.ReadTimeout))
+				} else {
+					t.log.Debug("stream from peer ended", "remote-peer-id", from, "error", err)
+				}
 			}
 			return
 		}
@@ -307,6 +330,10 @@ func writeFrame(w io.Writer, m *raftpb.Message) error {
 	return err
 }
 
+// errHeartbeat is readFrame's answer to a link heartbeat: an empty frame an idle stream sends
+// so the receiving side's read timeout measures the peer, not the traffic.
+var errHeartbeat = errors.New("link heartbeat")
+
 func readFrame(r io.Reader) (raftpb.Message, error) {
 	var m raftpb.Message
 	var hdr [8]byte
@@ -314,6 +341,9 @@ func readFrame(r io.Reader) (raftpb.Message, error) {
 		return m, err
 	}
 	n := binary.BigEndian.Uint64(hdr[:])
+	if n == 0 {
+		return m, errHeartbeat
+	}
 	if n > maxFrame {
 		return m, fmt.Errorf("raft message of %d bytes exceeds the %d byte limit", n, maxFrame)
 	}
