@@ -20,6 +20,9 @@ import (
 // and a client certificate.
 type Certs struct {
 	CA, ServerCert, ServerKey, ClientCert, ClientKey string
+	// ElsewhereCert names another host (10.9.9.9, elsewhere.invalid): a client certificate
+	// whose names do not match a connection from 127.0.0.1.
+	ElsewhereCert, ElsewhereKey string
 	// CRL revokes the client certificate, ServerCRL the server one; EmptyCRL revokes nothing.
 	CRL, ServerCRL, EmptyCRL string
 }
@@ -44,12 +47,12 @@ func NewCerts(t testing.TB) Certs {
 		}
 		return p
 	}
-	leaf := func(serial int64, cn string, usage []x509.ExtKeyUsage) (string, string) {
+	leafFor := func(serial int64, cn string, usage []x509.ExtKeyUsage, ip, dns string) (string, string) {
 		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
 			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: usage,
-			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"}}
+			IPAddresses: []net.IP{net.ParseIP(ip)}, DNSNames: []string{dns}}
 		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
 		if err != nil {
 			t.Fatal(err)
@@ -57,9 +60,13 @@ func NewCerts(t testing.TB) Certs {
 		kb, _ := x509.MarshalECPrivateKey(key)
 		return write(cn+".crt", "CERTIFICATE", der), write(cn+".key", "EC PRIVATE KEY", kb)
 	}
+	leaf := func(serial int64, cn string, usage []x509.ExtKeyUsage) (string, string) {
+		return leafFor(serial, cn, usage, "127.0.0.1", "localhost")
+	}
 	c := Certs{CA: write("ca.crt", "CERTIFICATE", caDER)}
 	c.ServerCert, c.ServerKey = leaf(2, "server", []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth})
 	c.ClientCert, c.ClientKey = leaf(3, "client", []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth})
+	c.ElsewhereCert, c.ElsewhereKey = leafFor(4, "elsewhere", []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, "10.9.9.9", "elsewhere.invalid")
 	crl := func(name string, number int64, revoked ...int64) string {
 		tmpl := &x509.RevocationList{Number: big.NewInt(number), ThisUpdate: time.Now().Add(-time.Hour), NextUpdate: time.Now().Add(24 * time.Hour)}
 		for _, r := range revoked {

@@ -571,3 +571,35 @@ func TestRaftTimeouts(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLogRotation: with --enable-log-rotation the log file is rotated at the configured size
+// and old files are kept as --log-rotation-config-json says (lumberjack's keys, as upstream).
+func TestLogRotation(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "etcd.log")
+	m := NewMember(t, "--log-level", "debug", "--log-outputs", file, "--enable-log-rotation",
+		"--log-rotation-config-json", `{"maxsize": 1, "maxbackups": 1}`)
+	m.Start()
+	c := m.Client()
+	// Debug level logs every request with its key: 8 KiB keys make 8 KiB lines. Upstream's
+	// sampling keeps the first 100 lines of a message per second, so stay under that rate.
+	key := strings.Repeat("k", 8<<10)
+	for i := 0; i < 320; i++ {
+		if _, err := c.Put(Ctx(t), fmt.Sprintf("%s%d", key, i), "v"); err != nil {
+			t.Fatal(err)
+		}
+		if i%80 == 79 {
+			time.Sleep(time.Second)
+		}
+	}
+	m.Stop()
+	files, _ := filepath.Glob(filepath.Join(dir, "etcd*.log"))
+	if len(files) != 2 {
+		t.Fatalf("log files after 2.5 MB of debug lines with maxsize 1 MB and one backup: %v", files)
+	}
+	for _, f := range files {
+		if fi, err := os.Stat(f); err != nil || fi.Size() > 1<<20 {
+			t.Fatalf("%s: %v (size over the 1 MB rotation size?)", f, err)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -170,4 +171,52 @@ func waitReady(t *testing.T, m *Member) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("%s never became ready:\n%s", m.Name, m.LogTail(20))
+}
+
+// TestPeerSkipClientSANVerification: a peer whose client certificate names another host is
+// refused (its names must match the address it connects from), unless
+// --peer-skip-client-san-verification is set.
+func TestPeerSkipClientSANVerification(t *testing.T) {
+	certs := NewCerts(t)
+	for _, skip := range []bool{false, true} {
+		c := NewCluster(t, 2, "--peer-client-cert-file", certs.ElsewhereCert, "--peer-client-key-file", certs.ElsewhereKey,
+			"--peer-skip-client-san-verification="+strconv.FormatBool(skip))
+		c.UseTLS(certs)
+		for _, m := range c.Members {
+			if err := m.StartNoWait(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := c.Members[0].WaitHealthy(8 * time.Second)
+		if (err == nil) != skip {
+			t.Fatalf("--peer-skip-client-san-verification=%t: healthy = %t\n%s", skip, err == nil, c.Members[0].LogTail(10))
+		}
+		for _, m := range c.Members {
+			m.Kill()
+		}
+	}
+}
+
+// TestCipherSuites: with --cipher-suites (and TLS 1.2) a client offering only other suites
+// is refused.
+func TestCipherSuites(t *testing.T) {
+	certs := NewCerts(t)
+	// HTTP/2 needs an AES-128-GCM suite, so that is the one allowed (upstream cannot start otherwise either).
+	m := tlsMember(t, certs, "--cipher-suites", "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "--tls-max-version", "TLS1.2")
+	m.Start()
+	addr := strings.TrimPrefix(m.ClientURL, "https://")
+	for _, c := range []struct {
+		suite uint16
+		ok    bool
+	}{{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, true}, {tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, false}} {
+		cfg := certs.ClientTLS(t, true)
+		cfg.MaxVersion, cfg.CipherSuites = tls.VersionTLS12, []uint16{c.suite}
+		conn, err := tls.Dial("tcp", addr, cfg)
+		if conn != nil {
+			conn.Close()
+		}
+		if (err == nil) != c.ok {
+			t.Fatalf("client offering %s: err = %v", tls.CipherSuiteName(c.suite), err)
+		}
+	}
 }
