@@ -17,7 +17,13 @@ for i in 1 2 3; do
 		--initial-cluster "$cluster" --initial-cluster-token examples 2>"$run/x$i.log" &
 	pids+=($!)
 done
-for i in 1 2 3; do until curl -sf "http://127.0.0.1:${ports[$i]}/health" >/dev/null; do sleep 0.2; done; done
+# A second, one-member cluster: the destination of the make-mirror example.
+"$bin/etcd" --name y1 --data-dir "$run/y1" \
+	--listen-client-urls http://127.0.0.1:43379 --advertise-client-urls http://127.0.0.1:43379 \
+	--listen-peer-urls http://127.0.0.1:43380 --initial-advertise-peer-urls http://127.0.0.1:43380 \
+	--initial-cluster y1=http://127.0.0.1:43380 2>"$run/y1.log" &
+pids+=($!)
+for p in "${ports[@]:1}" 43379; do until curl -sf "http://127.0.0.1:$p/health" >/dev/null; do sleep 0.2; done; done
 
 export PATH="$bin:$PATH" ETCDCTL_ENDPOINTS="$eps"
 # example <heading> <what it does> <command line as shown> [command to run, default: the same]
@@ -74,8 +80,9 @@ Differences from upstream: `check perf` takes `--duration` (upstream always runs
 reported and skipped instead of ending the session; `--user` without a password and without a
 terminal is an error instead of a failed prompt; `--user name:pass` together with `--password` is
 refused (upstream takes `name:pass` as the user name); a malformed `ETCDCTL_*` variable is an
-error (upstream ignores it). `auth`, `user`, `role`, `make-mirror` and
-`check datascale` are not implemented yet.
+error (upstream ignores it); `make-mirror --rev N` keeps the source prefix mapping to
+`--dest-prefix` (or the same prefix), where upstream's drops the prefix from the keys it copies.
+`auth`, `user` and `role` are not implemented yet (issue 16).
 
 EOF
 
@@ -153,6 +160,11 @@ example "downgrade" "Validates, enables or cancels a cluster downgrade (see docs
 	"etcdctl downgrade validate 3.5 && etcdctl downgrade enable 3.5 && etcdctl downgrade cancel"
 example "check perf" "Writes at the load model's rate (\`--load\` s, m, l, xl) and judges throughput and latency; default 60 s." \
 	"etcdctl check perf --load s --duration 10s"
+example "check datascale" "Writes the load model's key-values (s: 10,000 of 1 KiB) and reports how much the first endpoint's resident memory grew, then deletes them." \
+	"etcdctl check datascale --load s --auto-compact --auto-defrag"
+example "make-mirror" "Copies a prefix to another cluster (here under a new prefix), then follows every change until interrupted; every 30 s it prints how many changes it copied." \
+	"etcdctl make-mirror --prefix conf/ --dest-prefix mirror/conf/ http://127.0.0.1:43379" \
+	"etcdctl put conf/a 1 >/dev/null; etcdctl put conf/b 2 >/dev/null; timeout -s INT 3 etcdctl make-mirror --prefix conf/ --dest-prefix mirror/conf/ http://127.0.0.1:43379; echo '$ etcdctl --endpoints http://127.0.0.1:43379 get --prefix mirror/'; etcdctl --endpoints http://127.0.0.1:43379 get --prefix mirror/"
 
 section "Concurrency"
 example "lock" "Holds a named lock until interrupted, or runs a command while holding it (ETCD_LOCK_KEY and ETCD_LOCK_REV set; etcdctl exits with the command's status)." \
