@@ -117,7 +117,8 @@ func newFlagSet(out io.Writer) *flagValues {
 	fs.SetOutput(out)
 	fv.fs = fs
 	fv.clusterState = c.InitialClusterState
-	fv.v2Deprecation = "not-yet"
+	fv.v2Deprecation = "write-only" // upstream 3.6's default, which it enforces
+	fv.discoveryFallback = "exit"
 
 	// Member.
 	fs.StringVar(&c.Name, "name", c.Name, "Human-readable name for this member.")
@@ -166,7 +167,6 @@ func newFlagSet(out io.Writer) *flagValues {
 	fs.IntVar(&c.MaxLearners, "max-learners", c.MaxLearners, "The maximum number of learners in the cluster membership.")
 	fs.BoolVar(&c.ForceNewCluster, "force-new-cluster", false, "Restart this member as a one-member cluster from its data, keeping its keys.")
 	fs.Var(choiceValue{&fv.discoveryFallback, []string{"exit", "proxy"}}, "discovery-fallback", "Expected behaviour ('exit') when discovery fails.")
-	fv.discoveryFallback = "exit"
 	addDiscoveryFlags(fs, fv)
 
 	// Security.
