@@ -56,17 +56,7 @@ func TestInitialCorruptCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := c.Members[2]
-	mc := m.Client()
-	for i := 0; ; i++ { // m has applied the put before it stops
-		r, err := mc.Get(Ctx(t), "k", clientv3.WithSerializable())
-		if err == nil && len(r.Kvs) == 1 {
-			break
-		}
-		if i == 100 {
-			t.Fatalf("member %s never applied the put: %v", m.Name, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitApplied(t, m, "k", "precious-value")
 	if err := m.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -108,17 +98,7 @@ func TestPeriodicCorruptCheckRaisesAlarm(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := c.Members[2]
-	mc := m.Client()
-	for i := 0; ; i++ {
-		r, err := mc.Get(Ctx(t), "k", clientv3.WithSerializable())
-		if err == nil && len(r.Kvs) == 1 {
-			break
-		}
-		if i == 100 {
-			t.Fatalf("member %s never applied the put: %v", m.Name, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitApplied(t, m, "k", "precious-value")
 	if err := m.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -166,17 +146,7 @@ func TestCompactHashCheck(t *testing.T) {
 			m = x
 		}
 	}
-	mc := m.Client()
-	for i := 0; ; i++ {
-		r, err := mc.Get(Ctx(t), "k", clientv3.WithSerializable())
-		if err == nil && len(r.Kvs) == 1 && string(r.Kvs[0].Value) == "precious-value-9" {
-			break
-		}
-		if i == 100 {
-			t.Fatalf("member %s never applied the puts: %v", m.Name, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitApplied(t, m, "k", "precious-value-9")
 	if err := m.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -208,5 +178,21 @@ func TestCompactHashCheck(t *testing.T) {
 	}
 	if !c.Leader(5 * time.Second).LogHas("Detected compaction hash mismatch") {
 		t.Fatal("the leader did not log the mismatch")
+	}
+}
+
+// waitApplied waits until m itself (a serializable read) has applied key=value.
+func waitApplied(t *testing.T, m *Member, key, value string) {
+	t.Helper()
+	c := m.Client()
+	for i := 0; ; i++ {
+		r, err := c.Get(Ctx(t), key, clientv3.WithSerializable())
+		if err == nil && len(r.Kvs) == 1 && string(r.Kvs[0].Value) == value {
+			return
+		}
+		if i == 100 {
+			t.Fatalf("member %s never applied %s=%s: %v", m.Name, key, value, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

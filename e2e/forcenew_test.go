@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -29,16 +28,7 @@ func TestForceNewCluster(t *testing.T) {
 	// last applied write here as well, when kill -9 lands before its buffered WAL commit index
 	// reaches the file; ours writes the commit index to the file at once, so it keeps it.
 	m := c.Members[0]
-	for i := 0; ; i++ {
-		r, err := m.Client().Get(Ctx(t), "k099", clientv3.WithSerializable())
-		if err == nil && len(r.Kvs) == 1 {
-			break
-		}
-		if i == 100 {
-			t.Fatalf("%s never applied the last write: %v", m.Name, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitApplied(t, m, "k099", "v")
 	for _, m := range c.Members {
 		m.Kill()
 	}
