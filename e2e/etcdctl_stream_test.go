@@ -199,7 +199,7 @@ COMP_LINE=%q; COMP_POINT=${#COMP_LINE}; _etcdctl_complete; echo "${COMPREPLY[*]}
 	for words, want := range map[string]string{
 		"etcdctl endpoint st":         "status",
 		"etcdctl get k --write-out=p": "--write-out=protobuf",
-		"etcdctl check ":              "perf",
+		"etcdctl check ":              "datascale perf",
 	} {
 		w := strings.Fields(words)
 		if strings.HasSuffix(words, " ") {

@@ -42,10 +42,16 @@ func TestEtcdctlMakeMirror(t *testing.T) {
 		waitCount(20)
 		sc.Put(Ctx(t), "src/new", "v2")
 		sc.Delete(Ctx(t), "src/00")
-		waitCount(20)
-		r, err := dc.Get(Ctx(t), "dst/new")
-		if err != nil || len(r.Kvs) != 1 || string(r.Kvs[0].Value) != "v2" {
-			t.Fatalf("%s: a put after the copy was not mirrored: %+v %v", bin, r, err)
+		for i := 0; ; i++ { // both changes reach the destination
+			n, err1 := dc.Get(Ctx(t), "dst/new")
+			d, err2 := dc.Get(Ctx(t), "dst/00")
+			if err1 == nil && err2 == nil && len(n.Kvs) == 1 && string(n.Kvs[0].Value) == "v2" && len(d.Kvs) == 0 {
+				break
+			}
+			if i == 100 {
+				t.Fatalf("%s: changes after the copy were not mirrored: %+v %+v\n%s", bin, n, d, p.Output())
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 		if r, _ := dc.Get(Ctx(t), "other"); len(r.Kvs) != 0 {
 			t.Fatalf("%s: a key outside --prefix was mirrored", bin)
