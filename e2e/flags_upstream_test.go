@@ -471,7 +471,7 @@ func TestLeaseCheckpointPersistGate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(6 * time.Second) // several checkpoints
+		time.Sleep(10 * time.Second) // several checkpoints
 		if err := m.Stop(); err != nil {
 			t.Fatal(err)
 		}
@@ -480,9 +480,10 @@ func TestLeaseCheckpointPersistGate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Without the gate the restart restores the full TTL (599-600 by the time it is read);
-		// with it, what was left at the last checkpoint, several seconds less.
-		if (gate && ttl.TTL > 596) || (!gate && ttl.TTL < 599) {
+		// Without the gate the restart restores the full TTL (597-600 by the time it is read,
+		// even on a busy machine); with it, what was left at the last checkpoint, about ten
+		// seconds less.
+		if (gate && ttl.TTL > 595) || (!gate && ttl.TTL < 597) {
 			t.Fatalf("LeaseCheckpointPersist=%t: TTL after restart %d of 600", gate, ttl.TTL)
 		}
 	}
