@@ -173,9 +173,6 @@ func (g *Gates) apply(m map[Feature]bool) error {
 	return nil
 }
 
-// Given is the gate text the operator gave on the command line or in the config file.
-func (g *Gates) Given() string { return g.given }
-
 // String lists the gates that were set, as upstream prints them.
 func (g *Gates) String() string {
 	if g == nil {

@@ -6,9 +6,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics are the store's upstream metric families (etcd_mvcc_*, etcd_debugging_mvcc_*). A
+// metrics are the store's upstream metric families (etcd_mvcc_*, etcd_debugging_mvcc_*). A
 // store always has them; the member registers them with Collectors.
-type Metrics struct {
+type metrics struct {
 	puts, deletes, ranges, txns prometheus.Counter
 	putSize                     prometheus.Gauge
 	events                      prometheus.Counter
@@ -22,14 +22,14 @@ type Metrics struct {
 	openReads atomic.Int64
 }
 
-func newMetrics() *Metrics {
+func newMetrics() *metrics {
 	counter := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 	}
 	hist := func(name, help string, b []float64) prometheus.Histogram {
 		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: b})
 	}
-	return &Metrics{
+	return &metrics{
 		puts:                   counter("etcd_mvcc_put_total", "Total number of puts seen by this member."),
 		deletes:                counter("etcd_mvcc_delete_total", "Total number of deletes seen by this member."),
 		ranges:                 counter("etcd_mvcc_range_total", "Total number of ranges seen by this member."),
@@ -63,7 +63,7 @@ func (s *Store) Collectors() []prometheus.Collector {
 }
 
 // txnEnded records one transaction's operations, as upstream counts them.
-func (m *Metrics) txnEnded(ranges, puts, deletes int, putSize int64) {
+func (m *metrics) txnEnded(ranges, puts, deletes int, putSize int64) {
 	if ranges+puts+deletes > 1 {
 		m.txns.Inc()
 	}

@@ -45,7 +45,7 @@ type Store struct {
 	leases LeaseAttacher
 	watch  *watchGroups
 
-	metrics   *Metrics
+	metrics   *metrics
 	compactMu sync.Mutex
 	// compactBatch and compactPause pace the backend clean-up; guarded by compactMu.
 	compactBatch int
