@@ -107,8 +107,8 @@ func TestPeerHandshakeRefusesAnotherCluster(t *testing.T) {
 	c.Members[0].Extra = []string{"--initial-cluster-token", "cluster-a"}
 	c.Members[1].Extra = []string{"--initial-cluster-token", "cluster-b"}
 	startRefusingPeers(t, c,
-		[]string{"rejected stream from remote peer", "cluster ID mismatch"},
-		[]string{"peer refused our stream", "cluster ID mismatch"})
+		[]string{"request cluster ID mismatch", "remote-peer-cluster-id"},
+		[]string{"request sent was ignored by remote peer", "cluster ID mismatch: this member is in cluster"})
 }
 
 func TestLaggingMemberCatchesUpFromSnapshot(t *testing.T) {

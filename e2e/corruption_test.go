@@ -184,14 +184,20 @@ func TestCompactHashCheck(t *testing.T) {
 // waitApplied waits until m itself (a serializable read) has applied key=value.
 func waitApplied(t *testing.T, m *Member, key, value string) {
 	t.Helper()
-	c := m.Client()
+	waitServes(t, m.Client(), m.Name, key, value)
+}
+
+// waitServes waits until the member behind c serves key=value from its own store
+// (a serializable read), i.e. it has applied the write.
+func waitServes(t *testing.T, c *clientv3.Client, name, key, value string) {
+	t.Helper()
 	for i := 0; ; i++ {
 		r, err := c.Get(Ctx(t), key, clientv3.WithSerializable())
 		if err == nil && len(r.Kvs) == 1 && string(r.Kvs[0].Value) == value {
 			return
 		}
 		if i == 100 {
-			t.Fatalf("member %s never applied %s=%s: %v", m.Name, key, value, err)
+			t.Fatalf("member %s never applied %s=%s: %v", name, key, value, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

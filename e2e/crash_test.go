@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -96,6 +97,15 @@ func lastSegment(t *testing.T, m *Member) string {
 	return segs[len(segs)-1]
 }
 
+// walDataEnd is where the records of a preallocated WAL segment end.
+func walDataEnd(b []byte) int {
+	end := len(b)
+	for end > 0 && b[end-1] == 0 {
+		end--
+	}
+	return (end + 7) &^ 7
+}
+
 func TestWALTornTailAndCorruption(t *testing.T) {
 	m := NewMember(t)
 	m.Start()
@@ -103,18 +113,30 @@ func TestWALTornTailAndCorruption(t *testing.T) {
 	acked := writeAcked(t, c, "wal", 4, 400, nil)
 	m.Kill()
 
-	// An interrupted append leaves half a record at the end: the member cuts it and starts.
+	// An interrupted append: the frame of a 2,000-byte record reached the disk and only the first
+	// bytes of its data did (the segment is preallocated, so the rest are still zeros). The member
+	// cuts it off, keeps a copy of the segment, says so, and starts.
 	seg := lastSegment(t, m)
-	f, _ := os.OpenFile(seg, os.O_APPEND|os.O_WRONLY, 0)
-	f.Write([]byte{0x40, 0, 0, 0, 0xde, 0xad, 0xbe, 0xef, 2, 1, 2, 3})
+	data, _ := os.ReadFile(seg)
+	end := walDataEnd(data)
+	torn := binary.LittleEndian.AppendUint64(nil, 2000)
+	torn = append(torn, 0x08, 0x02, 0x10, 0x99, 0x77, 0x1a, 0xbe, 0x0f, 0x55, 0x66)
+	f, _ := os.OpenFile(seg, os.O_WRONLY, 0)
+	f.WriteAt(torn, int64(end))
 	f.Close()
 	m.Start()
 	checkAcked(t, m.Client(), "wal", acked)
+	if !m.LogHas("repaired WAL") {
+		t.Fatalf("the cut was not logged\n%s", m.LogTail(20))
+	}
+	if _, err := os.Stat(seg + ".broken"); err != nil {
+		t.Fatalf("no copy of the repaired segment: %v", err)
+	}
 	m.Stop()
 
 	// A damaged record in the middle is corruption: refuse to start, say why, change nothing.
-	data, _ := os.ReadFile(seg)
-	data[len(data)/2] ^= 0xff
+	data, _ = os.ReadFile(seg)
+	data[walDataEnd(data)/2] ^= 0xff
 	os.WriteFile(seg, data, 0o600)
 	if err := m.StartNoWait(); err != nil {
 		t.Fatal(err)

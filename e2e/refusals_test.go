@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -81,8 +83,8 @@ func TestPeersMoreThanOneMinorApartRefuseEachOther(t *testing.T) {
 	c.Members[0].Bin = ServerAt(t, LastReleaseVersion)
 	c.Members[1].Bin = ServerAt(t, "3.7.0")
 	startRefusingPeers(t, c,
-		[]string{"rejected stream from remote peer", "peer version 3.7.0 is more than one minor version away from the local version 3.5.0"},
-		[]string{"peer refused our stream", "3.7.0", "3.5.0"})
+		[]string{"failed version compatibility check", "peer version 3.7.0 is more than one minor version away from the local version 3.5.0"},
+		[]string{"request sent was ignored by remote peer", "incompatible version", `"remote-peer-version":"3.5.0"`, `"local-version":"3.7.0"`})
 }
 
 // startRefusingPeers starts two members that must refuse each other: it waits until the first
@@ -112,5 +114,37 @@ func startRefusingPeers(t *testing.T, c *Cluster, first, second []string) {
 	}
 	if err := c.Members[0].WaitHealthy(2 * time.Second); err == nil {
 		t.Fatal("members that refuse each other formed a quorum")
+	}
+}
+
+// A peer URL where something other than etcd answers is reported as such, not left to look like
+// a slow peer.
+func TestPeerThatSpeaksNoEtcdIsReported(t *testing.T) {
+	foreign := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Server", "nginx")
+		http.NotFound(w, r)
+	}))
+	defer foreign.Close()
+	c := NewCluster(t, 2)
+	c.Members[1].PeerURL = foreign.URL
+	var ic []string
+	for _, m := range c.Members {
+		ic = append(ic, m.Name+"="+m.PeerURL)
+	}
+	m := c.Members[0]
+	m.InitialCluster = strings.Join(ic, ",")
+	if err := m.StartNoWait(); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Kill() // before the foreign server closes: it waits for open requests
+	deadline := time.Now().Add(10 * time.Second)
+	for !m.LogHas("peer URL does not answer as an etcd member") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no report of the foreign peer\n%s", m.LogTail(20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !m.LogHas(`answered by \"nginx\" without etcd's headers`) {
+		t.Fatalf("the report does not say what answered\n%s", m.LogTail(20))
 	}
 }

@@ -122,7 +122,7 @@ steps:
 		{[]string{"--plan", bad}, "unknown field"},
 		{[]string{"--plan", "upgrade-with-crash", "--members", "1"}, `no member "m2"`},
 		{[]string{"--plan", "upgrade", "--binary", "3.5=" + Binary(t, "etcd")}, "that binary is level 3.6"},
-		{[]string{"--plan", "upgrade", "--bin-dir", t.TempDir()}, "no etcd binary for level 3.5, 3.6"},
+		{[]string{"--plan", "upgrade", "--bin-dir", t.TempDir()}, "no etcd binary for 3.5, 3.6"},
 		{[]string{"--clients", "many"}, "--clients"},
 	}
 	for _, u := range usage {
@@ -130,5 +130,31 @@ steps:
 		if code, out := runTool(t, "upgradelab", args...); code != 2 || !strings.Contains(out, u.want) {
 			t.Errorf("upgradelab %v: exit %d, want 2 with %q\n%s", u.args, code, u.want, out)
 		}
+	}
+}
+
+// The lab takes subjects from both implementations in one plan: upstream 3.5.17 upgraded to
+// ours and back, and upstream 3.6.16 members mixed into a cluster of ours.
+func TestUpgradeLabMixesImplementations(t *testing.T) {
+	work := t.TempDir()
+	ours := Binary(t, "etcd")
+	code, out := runTool(t, "upgradelab", "run", "--workdir", work,
+		"--plan", "../upgradelab/plan/examples/upstream-roundtrip.yaml", "--plan", "../upgradelab/plan/examples/mixed-3.6.yaml",
+		"--binary", "3.6="+ours,
+		"--binary", "upstream-3.5.17="+UpstreamBinaryAt(t, Upstream35Version, "etcd"),
+		"--binary", "upstream-3.6.16="+UpstreamBinaryAt(t, UpstreamVersion, "etcd"))
+	if code != 0 {
+		t.Fatalf("upgradelab run: exit %d\n%s", code, out)
+	}
+	reps := readLabReport(t, filepath.Join(work, "report.json"))
+	plans := map[string]bool{}
+	for _, r := range reps {
+		plans[r.Plan] = true
+		if !r.Passed || len(r.LostWrites) != 0 || r.Linearizable != "Ok" || r.AckedWrites < 100 {
+			t.Errorf("run %s/%d: %+v", r.Plan, r.Members, r)
+		}
+	}
+	if !plans["upstream-roundtrip"] || !plans["mixed-3.6"] {
+		t.Fatalf("not every plan ran:\n%s", out)
 	}
 }

@@ -557,6 +557,7 @@ func (e *Etcd) serve() error {
 		mux := http.NewServeMux()
 		mux.Handle("/version", httpapi.VersionHandler(s))
 		mux.Handle("/downgrade/", peerHandler)
+		mux.Handle("/raft", peerHandler)
 		mux.Handle("/raft/", peerHandler)
 		mux.Handle("/leases", peerHandler)
 		mux.Handle("/leases/", peerHandler)

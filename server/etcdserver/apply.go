@@ -97,9 +97,9 @@ func (s *Server) replayApplied(e raftpb.Entry) {
 		s.log.Error("skipping undecodable conf change", "index", e.Index, "error", err)
 		return
 	}
-	m, err := membership.DecodeConfChange(cc)
+	m, promote, err := membership.DecodeConfChange(cc)
 	if err == nil {
-		err = s.replayMem.Validate(cc, m, s.cfg.MaxLearners)
+		err = s.replayMem.Validate(cc, m, promote, s.cfg.MaxLearners)
 	}
 	if err != nil {
 		cc.NodeID = raft.None
@@ -110,9 +110,9 @@ func (s *Server) replayApplied(e raftpb.Entry) {
 }
 
 func (s *Server) applyConfChange(b *backend.BatchTx, cc raftpb.ConfChange) *applyResult {
-	m, err := membership.DecodeConfChange(cc)
+	m, promote, err := membership.DecodeConfChange(cc)
 	if err == nil {
-		err = s.mem.Validate(cc, m, s.cfg.MaxLearners)
+		err = s.mem.Validate(cc, m, promote, s.cfg.MaxLearners)
 	}
 	if err != nil {
 		// Every member rejects the same change the same way; raft is told it was a no-op.
@@ -121,7 +121,7 @@ func (s *Server) applyConfChange(b *backend.BatchTx, cc raftpb.ConfChange) *appl
 		return &applyResult{err: err}
 	}
 	s.confState = *s.node.ApplyConfChange(cc)
-	promoted := cc.Type == raftpb.ConfChangeAddNode && s.mem.Get(cc.NodeID) != nil
+	promoted := promote
 	rec, removed := s.mem.Apply(cc, m)
 	if removed {
 		if err := s.mem.Remove(b, rec.ID); err != nil {
@@ -251,9 +251,8 @@ func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest, ind
 			return &applyResult{err: fmt.Errorf("member %x not found", a.Member_ID)}
 		}
 		m.Name, m.ClientURLs = a.MemberAttributes.Name, a.MemberAttributes.ClientUrls
-		if v := membership.PublishedVersion(a.MemberAttributes); v != "" {
-			m.ServerVersion = v
-		}
+		// Empty when an upstream binary published: the leader then asks it for its version.
+		m.ServerVersion = membership.PublishedVersion(a.MemberAttributes)
 		if err := s.mem.Save(b, m); err != nil {
 			return &applyResult{err: err}
 		}

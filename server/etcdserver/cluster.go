@@ -45,7 +45,7 @@ func (s *Server) AddMember(ctx context.Context, peerURLs []string, learner bool)
 	if learner {
 		cc.Type = raftpb.ConfChangeAddLearnerNode
 	}
-	if err := s.configure(ctx, cc, m); err != nil {
+	if err := s.configure(ctx, cc, m, false); err != nil {
 		return nil, nil, err
 	}
 	return &m, s.mem.List(), nil
@@ -70,7 +70,7 @@ func (s *Server) RemoveMember(ctx context.Context, id uint64) ([]membership.Memb
 	if err := s.mayRemoveMember(m); err != nil {
 		return nil, err
 	}
-	if err := s.configure(ctx, raftpb.ConfChange{Type: raftpb.ConfChangeRemoveNode, NodeID: id}, *m); err != nil {
+	if err := s.configure(ctx, raftpb.ConfChange{Type: raftpb.ConfChangeRemoveNode, NodeID: id}, *m, false); err != nil {
 		return nil, err
 	}
 	return s.mem.List(), nil
@@ -86,7 +86,7 @@ func (s *Server) UpdateMember(ctx context.Context, id uint64, peerURLs []string)
 		return nil, membership.ErrMemberNotFound
 	}
 	m.PeerURLs = peerURLs
-	if err := s.configure(ctx, raftpb.ConfChange{Type: raftpb.ConfChangeUpdateNode, NodeID: id}, *m); err != nil {
+	if err := s.configure(ctx, raftpb.ConfChange{Type: raftpb.ConfChangeUpdateNode, NodeID: id}, *m, false); err != nil {
 		return nil, err
 	}
 	return s.mem.List(), nil
@@ -112,19 +112,26 @@ func (s *Server) PromoteMember(ctx context.Context, id uint64) ([]membership.Mem
 		return nil, membership.ErrLearnerNotReady
 	}
 	m.IsLearner = false
-	if err := s.configure(ctx, raftpb.ConfChange{Type: raftpb.ConfChangeAddNode, NodeID: id}, *m); err != nil {
+	if err := s.configure(ctx, raftpb.ConfChange{Type: raftpb.ConfChangeAddNode, NodeID: id}, *m, true); err != nil {
 		return nil, err
 	}
 	return s.mem.List(), nil
 }
 
-// configure proposes a configuration change and waits until it is applied.
-func (s *Server) configure(ctx context.Context, cc raftpb.ConfChange, m membership.Member) error {
-	ctxb, err := membership.ConfChangeContext(m)
-	if err != nil {
-		return err
+// configure proposes a configuration change and waits until it is applied. Its context is
+// upstream's: the member with the isPromote flag, none for a removal.
+func (s *Server) configure(ctx context.Context, cc raftpb.ConfChange, m membership.Member, promote bool) error {
+	if cc.Type != raftpb.ConfChangeRemoveNode {
+		encode := membership.ConfChangeContext
+		if promote {
+			encode = membership.PromoteContext
+		}
+		ctxb, err := encode(m)
+		if err != nil {
+			return err
+		}
+		cc.Context = ctxb
 	}
-	cc.Context = ctxb
 	cc.ID = s.reqIDs.next()
 	ch := s.waits.register(cc.ID)
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout())
@@ -184,52 +191,104 @@ func (s *Server) serveMembers(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(s.mem.List())
 }
 
+// servePromote answers upstream's POST /members/promote/<decimal ID>: a member that is not the
+// leader forwards a promotion here, since only the leader knows how far a learner has caught
+// up. A member that is not the leader forwards it on, as upstream's does.
 func (s *Server) servePromote(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	id, err := strconv.ParseUint(strings.TrimPrefix(r.URL.Path, memberPromotePrefix), 16, 64)
+	w.Header().Set("X-Etcd-Cluster-ID", fmt.Sprintf("%x", s.ClusterID()))
+	idStr := strings.TrimPrefix(r.URL.Path, memberPromotePrefix)
+	id, err := strconv.ParseUint(idStr, 10, 64)
 	if err != nil {
-		http.Error(w, "malformed member ID", http.StatusBadRequest)
-		return
-	}
-	if s.Leader() != s.id {
-		http.Error(w, ErrNotLeader.Error(), http.StatusPreconditionFailed)
+		http.Error(w, fmt.Sprintf("member %s not found in cluster", idStr), http.StatusNotFound)
 		return
 	}
 	ms, err := s.PromoteMember(r.Context(), id)
 	if err != nil {
-		status := http.StatusInternalServerError
+		s.log.Warn("failed to promote a member", "member-id", fmt.Sprintf("%x", id), "error", err)
 		switch {
 		case errors.Is(err, membership.ErrMemberNotFound):
-			status = http.StatusNotFound
-		case errors.Is(err, membership.ErrNotLearner), errors.Is(err, membership.ErrLearnerNotReady):
-			status = http.StatusConflict
+			http.Error(w, upstreamIDNotFound+": "+err.Error(), http.StatusNotFound)
+		case errors.Is(err, membership.ErrNotLearner):
+			http.Error(w, upstreamMemberNotLearner+": "+err.Error(), http.StatusPreconditionFailed)
+		case errors.Is(err, membership.ErrLearnerNotReady):
+			http.Error(w, err.Error(), http.StatusPreconditionFailed)
+		case errors.Is(err, ErrTimeout):
+			http.Error(w, err.Error(), http.StatusRequestTimeout)
+		default:
+			http.Error(w, err.Error(), http.StatusInternalServerError)
 		}
-		http.Error(w, err.Error(), status)
 		return
 	}
+	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(ms)
 }
 
+// Upstream's texts a forwarding member looks for in the leader's answer.
+const (
+	upstreamIDNotFound       = "membership: ID not found"
+	upstreamMemberNotLearner = "membership: can only promote a learner member"
+)
+
+// forwardPromote asks the leader to promote a learner, with upstream's request and reading its
+// answers (an upstream leader's or ours).
 func (s *Server) forwardPromote(ctx context.Context, id uint64) ([]membership.Member, error) {
-	out, err := s.forwardToLeader(ctx, fmt.Sprintf("%s%x", memberPromotePrefix, id), nil)
-	if err != nil {
-		// The leader's answer ends with its error text; one text is a prefix of another
-		// ("...a learner member" / "...a learner member which is in sync with leader").
-		for _, known := range []error{membership.ErrMemberNotFound, membership.ErrNotLearner, membership.ErrLearnerNotReady} {
-			if strings.HasSuffix(err.Error(), ": "+known.Error()) {
-				return nil, known
-			}
+	lead := s.mem.Get(s.Leader())
+	if lead == nil {
+		return nil, ErrNoLeader
+	}
+	var lastErr error
+	for _, u := range lead.PeerURLs {
+		ms, err := s.postPromote(ctx, strings.TrimRight(u, "/")+memberPromotePrefix+strconv.FormatUint(id, 10))
+		if err == nil || !errors.Is(err, errUnreachable) {
+			return ms, err
 		}
+		lastErr = err
+	}
+	return nil, fmt.Errorf("cannot reach leader %x: %w", lead.ID, lastErr)
+}
+
+var errUnreachable = errors.New("unreachable")
+
+func (s *Server) postPromote(ctx context.Context, url string) ([]membership.Member, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	if err != nil {
 		return nil, err
 	}
-	var ms []membership.Member
-	if err := json.Unmarshal(out, &ms); err != nil {
-		return nil, fmt.Errorf("decode leader's member list: %w", err)
+	resp, err := s.peerClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUnreachable, err)
 	}
-	return ms, nil
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUnreachable, err)
+	}
+	body := string(b)
+	switch resp.StatusCode {
+	case http.StatusOK:
+		var ms []membership.Member
+		if err := json.Unmarshal(b, &ms); err != nil {
+			return nil, fmt.Errorf("decode leader's member list: %w", err)
+		}
+		return ms, nil
+	case http.StatusRequestTimeout:
+		return nil, ErrTimeout
+	case http.StatusNotFound:
+		return nil, membership.ErrMemberNotFound
+	case http.StatusPreconditionFailed:
+		switch {
+		case strings.Contains(body, membership.ErrLearnerNotReady.Error()):
+			return nil, membership.ErrLearnerNotReady
+		case strings.Contains(body, upstreamMemberNotLearner), strings.Contains(body, membership.ErrNotLearner.Error()):
+			return nil, membership.ErrNotLearner
+		}
+	}
+	return nil, fmt.Errorf("member promote: unknown error(%s)", strings.TrimSpace(body))
 }
 
 // fetchCluster asks the peers in the initial cluster for the current members and cluster ID.

@@ -14,9 +14,11 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"etcdx/pkg/buildinfo"
 	"etcdx/server/lease"
+	"etcdx/server/transport"
 	"etcdx/server/version"
 )
 
@@ -36,7 +38,7 @@ const (
 // Process hands a message from a peer to raft (transport.Raft).
 func (s *Server) Process(ctx context.Context, m raftpb.Message) error {
 	if s.mem.IsRemoved(m.From) {
-		return fmt.Errorf("message from removed member %x", m.From)
+		return fmt.Errorf("%w %x", transport.ErrMemberRemoved, m.From)
 	}
 	if m.Type == raftpb.MsgProp && onlyNormalEntries(m.Entries) {
 		s.processRemoteProposal(m)
@@ -63,6 +65,7 @@ func (s *Server) ReportSnapshot(id uint64, st raft.SnapshotStatus) { s.node.Repo
 // PeerHandler serves the peer listener: raft streams and leader-forwarded lease calls.
 func (s *Server) PeerHandler() http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("/raft", s.tr.Handler())
 	mux.Handle("/raft/", s.tr.Handler())
 	mux.HandleFunc(leasePath, s.serveLeaseRenew)
 	mux.HandleFunc(leaseInternalPath, s.serveLeaseTTL)
@@ -125,8 +128,12 @@ func (s *Server) serveLeaseTTL(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req pb.LeaseTimeToLiveRequest
-	if err := req.Unmarshal(b); err != nil {
-		http.Error(w, "malformed lease time-to-live request", http.StatusBadRequest)
+	inner, err := unwrapLeaseInternal(b)
+	if err == nil {
+		err = req.Unmarshal(inner)
+	}
+	if err != nil {
+		http.Error(w, "error unmarshalling request", http.StatusBadRequest)
 		return
 	}
 	if s.Leader() != s.id {
@@ -140,7 +147,38 @@ func (s *Server) serveLeaseTTL(w http.ResponseWriter, r *http.Request) {
 	}
 	out, _ := ttl.Marshal()
 	w.Header().Set("Content-Type", "application/protobuf")
-	w.Write(out)
+	w.Write(wrapLeaseInternal(out))
+}
+
+// Upstream wraps the time-to-live request and answer it forwards to the leader in
+// leasepb.LeaseInternalRequest and LeaseInternalResponse: the message as field 1.
+func wrapLeaseInternal(msg []byte) []byte {
+	return protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), msg)
+}
+
+func unwrapLeaseInternal(b []byte) ([]byte, error) {
+	var inner []byte
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		b = b[n:]
+		if num == 1 && typ == protowire.BytesType {
+			v, m := protowire.ConsumeBytes(b)
+			if m < 0 {
+				return nil, protowire.ParseError(m)
+			}
+			inner, b = v, b[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return nil, protowire.ParseError(m)
+		}
+		b = b[m:]
+	}
+	return inner, nil
 }
 
 // forwardToLeader posts body to path on the leader's peer URLs and returns the answer.

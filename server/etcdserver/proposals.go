@@ -41,7 +41,14 @@ func (w *leaderWatch) notify() {
 func (s *Server) proposeRetrying(ctx context.Context, data []byte) error {
 	for {
 		wake := s.leaders.changed()
-		err := s.node.Propose(ctx, data)
+		var err error
+		if lead := s.lead.Load(); lead != raft.None && lead != s.id && s.mem.IsRemoved(lead) {
+			// The leader raft still follows was removed from the cluster: it drops what is
+			// forwarded to it, without an answer. Wait for the next leader instead.
+			err = raft.ErrProposalDropped
+		} else {
+			err = s.node.Propose(ctx, data)
+		}
 		if !errors.Is(err, raft.ErrProposalDropped) {
 			return err
 		}

@@ -3,7 +3,6 @@ package etcdserver
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -89,6 +88,11 @@ type Server struct {
 	confState      raftpb.ConfState
 	// replayMem is the membership as of the last replayed entry (see replayApplied).
 	replayMem *membership.Membership
+	// forceSnapshot asks the apply loop for a raft snapshot after the current batch (set, and
+	// read, by the apply goroutine only).
+	forceSnapshot bool
+	// peerVers are the versions of members that publish none (upstream's), as the leader polled them.
+	peerVers peerVersions
 	// removedSelf is set once this member applied its own removal.
 	removedSelf atomic.Bool
 	// initialPeers are the members known at start; the transport streams to them.
@@ -211,7 +215,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.tr = transport.New(transport.Config{ID: s.id, ClusterID: s.mem.ClusterID(), ServerVersion: buildinfo.Version,
 		MinClusterVersion: version.MinClusterVersion(version.Local()), Raft: s, Logger: lg.With("component", "transport"), TLS: cfg.PeerTLS, LocalAddr: cfg.PeerLocalAddr,
-		ReadTimeout: cfg.PeerReadTimeout, WriteTimeout: cfg.PeerWriteTimeout})
+		ReadTimeout: cfg.PeerReadTimeout, WriteTimeout: cfg.PeerWriteTimeout, URLs: cfg.PeerURLs, OnRemoved: s.removedByPeer})
 	s.peerClient = cfg.peerHTTPClient(10 * time.Second)
 	for _, m := range s.initialPeers {
 		s.tr.AddPeer(m.ID, m.PeerURLs)
@@ -302,6 +306,10 @@ func (s *Server) restart(rcfg *raft.Config) error {
 			w.Close()
 			return fmt.Errorf("read WAL %s: %w", cfg.walDir(), err)
 		}
+		if r := w.Repaired(); r != nil {
+			// Upstream's line, with where the cut was made and why.
+			s.log.Info("repaired WAL", "path", r.Path, "offset", r.Offset, "error", r.Reason, "broken-copy", r.Path+".broken")
+		}
 		s.wal = w
 		opened = true
 		break
@@ -321,8 +329,8 @@ func (s *Server) restart(rcfg *raft.Config) error {
 	cindex, _ := s.consistentIndex()
 	s.replayMem = membership.FromState(membership.State{})
 	if !raft.IsEmptySnap(sn) {
-		var st membership.State
-		if err := json.Unmarshal(sn.Data, &st); err != nil {
+		st, _, err := membership.DecodeV2Store(sn.Data)
+		if err != nil {
 			return fmt.Errorf("membership in snapshot %d: %w", sn.Metadata.Index, err)
 		}
 		s.replayMem = membership.FromState(st)
@@ -624,7 +632,8 @@ func (s *Server) applyBatch(b applyBatch) {
 	applied := s.appliedIndex.Load()
 	s.m.proposalsApplied.Set(float64(applied))
 	s.applyW.advance(applied)
-	if applied-s.snapIndex >= s.cfg.SnapshotCount {
+	if applied-s.snapIndex >= s.cfg.SnapshotCount || s.forceSnapshot && applied > s.snapIndex {
+		s.forceSnapshot = false
 		if err := s.snapshot(applied); err != nil {
 			s.log.Error("failed to take raft snapshot", "index", applied, "error", err)
 		}
@@ -638,9 +647,9 @@ func (s *Server) snapshot(index uint64) error {
 	if err := s.be.Commit(); err != nil {
 		return err
 	}
-	data, err := json.Marshal(s.mem.State())
+	data, err := s.v2StoreDoc()
 	if err != nil {
-		return fmt.Errorf("encode membership: %w", err)
+		return err
 	}
 	sn, err := s.storage.CreateSnapshot(index, &s.confState, data)
 	if err != nil {
@@ -669,6 +678,20 @@ func (s *Server) snapshot(index uint64) error {
 	}
 	s.m.snapshotSave.Observe(time.Since(start).Seconds())
 	return nil
+}
+
+// v2StoreDoc is the data of a raft snapshot taken now: the membership and cluster version as
+// upstream's v2-store document.
+func (s *Server) v2StoreDoc() ([]byte, error) {
+	var cv string
+	if c := s.ClusterVersion(); !c.IsZero() {
+		cv = c.Full()
+	}
+	data, err := membership.EncodeV2Store(s.mem.State(), cv)
+	if err != nil {
+		return nil, fmt.Errorf("encode the v2 store for a snapshot: %w", err)
+	}
+	return data, nil
 }
 
 // tracerName names this package's spans (under the gRPC server span of the request).
@@ -931,6 +954,13 @@ func (s *Server) Stop() {
 		close(s.done)
 	})
 	<-s.done
+}
+
+// removedByPeer stops the member when a peer says it was removed from the cluster (it was down
+// when its removal was applied, or it is being refused by every member).
+func (s *Server) removedByPeer() {
+	s.removedSelf.Store(true)
+	s.Stop()
 }
 
 // RemovedFromCluster reports whether the member stopped because it was removed.

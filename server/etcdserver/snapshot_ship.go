@@ -1,7 +1,6 @@
 package etcdserver
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -51,9 +50,9 @@ func (s *Server) ReceiveSnapshotDB(index uint64, r io.Reader) error {
 // goroutine calls it between batches, so the database is exactly the applied state) and streams
 // it in the background.
 func (s *Server) sendSnapshot(m raftpb.Message) {
-	data, err := json.Marshal(s.mem.State())
+	data, err := s.v2StoreDoc()
 	if err != nil {
-		s.log.Error("encode membership for snapshot", "error", err)
+		s.log.Error("failed to build snapshot", "error", err)
 		s.node.ReportSnapshot(m.To, raft.SnapshotFailure)
 		return
 	}

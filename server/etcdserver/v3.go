@@ -300,12 +300,16 @@ func (s *Server) LeaseTimeToLive(ctx context.Context, r *pb.LeaseTimeToLiveReque
 		return s.ttlLocal(r)
 	}
 	body, _ := r.Marshal()
-	out, err := s.forwardToLeader(ctx, leaseInternalPath, body)
+	out, err := s.forwardToLeader(ctx, leaseInternalPath, wrapLeaseInternal(body))
 	if err != nil {
 		return nil, err
 	}
 	var resp pb.LeaseTimeToLiveResponse
-	if err := resp.Unmarshal(out); err != nil {
+	inner, err := unwrapLeaseInternal(out)
+	if err == nil {
+		err = resp.Unmarshal(inner)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("decode leader's time-to-live answer: %w", err)
 	}
 	return &resp, nil

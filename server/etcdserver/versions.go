@@ -65,7 +65,7 @@ func (s *Server) versionCluster() version.Cluster {
 	cluster, dg, _ := s.vers.get()
 	c := version.Cluster{Version: cluster, Downgrade: dg}
 	for _, m := range s.mem.List() {
-		c.Members = append(c.Members, version.Member{ID: m.ID, Version: m.ServerVersion})
+		c.Members = append(c.Members, version.Member{ID: m.ID, Version: s.memberVersion(m)})
 	}
 	return c
 }
@@ -126,6 +126,13 @@ func (s *Server) applyClusterVersion(b *backend.BatchTx, ver string, index uint6
 			s.log.Info("updated cluster version", "cluster-id", cid, "local-member-id", self, "from", old.String(), "to", nv.String())
 		}
 		s.m.setClusterVersion(nv)
+		if !old.IsZero() && nv.Less(old) {
+			// As upstream 3.6: a raft snapshot right after a downgrade of the cluster version, so
+			// an older binary started on this data dir recovers from it instead of replaying
+			// history it would refuse (the newer cluster version, a cancelled downgrade).
+			s.log.Info("Cluster version downgrade detected, forcing snapshot", "prev-cluster-version", old.Full(), "new-cluster-version", nv.Full())
+			s.forceSnapshot = true
+		}
 	}
 	if err := s.followStorage(b); err != nil {
 		return &applyResult{err: err}
@@ -233,6 +240,7 @@ func (s *Server) versionLoop() {
 			return
 		}
 		if s.Leader() == s.id {
+			s.pollPeerVersions()
 			waiting = s.decideVersions(waiting)
 		}
 		warned = s.warnVersionSkew(warned)

@@ -22,14 +22,19 @@ var (
 // DefaultMaxLearners is upstream's default for --max-learners.
 const DefaultMaxLearners = 1
 
-// DecodeConfChange reads the member a conf change carries in its context.
-func DecodeConfChange(cc raftpb.ConfChange) (*Member, error) {
-	var m Member
+// DecodeConfChange reads the member a conf change carries in its context, and whether the change
+// promotes a learner (upstream's isPromote).
+func DecodeConfChange(cc raftpb.ConfChange) (*Member, bool, error) {
+	var ctx struct {
+		Member
+		IsPromote bool `json:"isPromote"`
+	}
 	if len(cc.Context) > 0 {
-		if err := json.Unmarshal(cc.Context, &m); err != nil {
-			return nil, fmt.Errorf("decode member in conf change: %w", err)
+		if err := json.Unmarshal(cc.Context, &ctx); err != nil {
+			return nil, false, fmt.Errorf("decode member in conf change: %w", err)
 		}
 	}
+	m := ctx.Member
 	m.ID = cc.NodeID
 	switch cc.Type {
 	case raftpb.ConfChangeAddLearnerNode:
@@ -37,7 +42,7 @@ func DecodeConfChange(cc raftpb.ConfChange) (*Member, error) {
 	case raftpb.ConfChangeAddNode:
 		m.IsLearner = false
 	}
-	return &m, nil
+	return &m, ctx.IsPromote && cc.Type == raftpb.ConfChangeAddNode, nil
 }
 
 // PeerURLInUse reports whether another member already has one of urls.
@@ -56,17 +61,23 @@ func (m *Membership) PeerURLInUse(urls []string) bool {
 
 // Validate is checked by every member when a conf change applies, so all agree on whether it
 // takes effect; maxLearners is --max-learners.
-func (m *Membership) Validate(cc raftpb.ConfChange, mem *Member, maxLearners int) error {
+func (m *Membership) Validate(cc raftpb.ConfChange, mem *Member, promote bool, maxLearners int) error {
 	existing := m.Get(cc.NodeID)
 	if m.IsRemoved(cc.NodeID) {
 		return ErrIDRemoved
 	}
 	switch cc.Type {
 	case raftpb.ConfChangeAddNode, raftpb.ConfChangeAddLearnerNode:
-		if existing != nil {
-			if cc.Type == raftpb.ConfChangeAddNode && existing.IsLearner {
-				return nil // promotion
+		if promote {
+			if existing == nil {
+				return ErrMemberNotFound
 			}
+			if !existing.IsLearner {
+				return ErrNotLearner
+			}
+			return nil
+		}
+		if existing != nil {
 			return ErrMemberExist
 		}
 		// Checked again here because two adds sent to different members can both pass the
@@ -93,7 +104,11 @@ func (m *Membership) Apply(cc raftpb.ConfChange, mem *Member) (*Member, bool) {
 		return mem, true
 	}
 	if old := m.Get(mem.ID); old != nil {
-		// Promotion or URL update keeps the published name and client URLs.
+		// Promotion or URL update keeps the published name and client URLs (and a promotion,
+		// whose context may carry only the ID, the peer URLs).
+		if len(mem.PeerURLs) == 0 {
+			mem.PeerURLs = old.PeerURLs
+		}
 		if mem.Name == "" {
 			mem.Name = old.Name
 		}

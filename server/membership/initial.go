@@ -97,7 +97,21 @@ func NewInitial(name string, peerURLs []string, cluster map[string][]string, tok
 
 // ConfChangeContext is how a member rides in a conf change: its JSON, as upstream.
 func ConfChangeContext(m Member) ([]byte, error) {
-	b, err := json.Marshal(m)
+	return changeContext(m, false)
+}
+
+// PromoteContext is the context of a learner's promotion: upstream marks it with isPromote,
+// since an addition and a promotion are the same raft change type.
+func PromoteContext(m Member) ([]byte, error) {
+	return changeContext(m, true)
+}
+
+// changeContext is upstream's ConfigChangeContext: the member's JSON with an isPromote flag.
+func changeContext(m Member, promote bool) ([]byte, error) {
+	b, err := json.Marshal(struct {
+		Member
+		IsPromote bool `json:"isPromote"`
+	}{m, promote})
 	if err != nil {
 		return nil, fmt.Errorf("encode member %x: %w", m.ID, err)
 	}

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,8 +76,8 @@ func TestNewInitial(t *testing.T) {
 	if err := cc.Unmarshal(ents[0].Data); err != nil {
 		t.Fatal(err)
 	}
-	m, err := DecodeConfChange(cc)
-	if err != nil || m.Name != "a" || m.ID != in.Members[0].ID || cc.Type != raftpb.ConfChangeAddNode {
+	m, promote, err := DecodeConfChange(cc)
+	if err != nil || promote || m.Name != "a" || m.ID != in.Members[0].ID || cc.Type != raftpb.ConfChangeAddNode {
 		t.Fatalf("first entry adds %+v (%v)", m, err)
 	}
 
@@ -103,8 +104,17 @@ func testBackend(t *testing.T) *backend.Backend {
 func confChange(typ raftpb.ConfChangeType, m Member) (raftpb.ConfChange, *Member) {
 	ctx, _ := ConfChangeContext(m)
 	cc := raftpb.ConfChange{Type: typ, NodeID: m.ID, Context: ctx}
-	mem, _ := DecodeConfChange(cc)
+	mem, _, _ := DecodeConfChange(cc)
 	return cc, mem
+}
+
+// upstreamPromotion is a promotion as upstream proposes it: the context holds only the ID and
+// the isPromote flag.
+func upstreamPromotion(id uint64) (raftpb.ConfChange, *Member, bool) {
+	cc := raftpb.ConfChange{Type: raftpb.ConfChangeAddNode, NodeID: id,
+		Context: []byte(fmt.Sprintf(`{"id":%d,"peerURLs":null,"isPromote":true}`, id))}
+	mem, promote, _ := DecodeConfChange(cc)
+	return cc, mem, promote
 }
 
 // Every refusal a conf change can meet when it applies, in upstream's words.
@@ -120,7 +130,7 @@ func TestValidateConfChange(t *testing.T) {
 		want error
 	}{
 		{"new voter", raftpb.ConfChangeAddNode, Member{ID: 3, PeerURLs: []string{"http://h:3"}}, nil},
-		{"promotion", raftpb.ConfChangeAddNode, Member{ID: 2, PeerURLs: []string{"http://h:2"}}, nil},
+		{"adding an existing learner as a voter", raftpb.ConfChangeAddNode, Member{ID: 2, PeerURLs: []string{"http://h:2"}}, ErrMemberExist},
 		{"existing voter", raftpb.ConfChangeAddNode, Member{ID: 1, PeerURLs: []string{"http://h:1"}}, ErrMemberExist},
 		{"existing learner", raftpb.ConfChangeAddLearnerNode, Member{ID: 2, PeerURLs: []string{"http://h:2"}}, ErrMemberExist},
 		{"second learner", raftpb.ConfChangeAddLearnerNode, Member{ID: 4, PeerURLs: []string{"http://h:4"}}, ErrTooManyLearners},
@@ -132,14 +142,29 @@ func TestValidateConfChange(t *testing.T) {
 	}
 	// --max-learners 2 lets a second learner in.
 	cc, mem := confChange(raftpb.ConfChangeAddLearnerNode, Member{ID: 4, PeerURLs: []string{"http://h:4"}})
-	if err := ms.Validate(cc, mem, 2); err != nil {
+	if err := ms.Validate(cc, mem, false, 2); err != nil {
 		t.Errorf("a second learner with --max-learners 2: %v", err)
 	}
 	for _, c := range cases {
 		cc, mem := confChange(c.typ, c.m)
-		if err := ms.Validate(cc, mem, DefaultMaxLearners); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
+		if err := ms.Validate(cc, mem, false, DefaultMaxLearners); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
+	}
+	// Promotions, as upstream encodes them.
+	for id, want := range map[uint64]error{2: nil, 1: ErrNotLearner, 7: ErrMemberNotFound} {
+		cc, mem, promote := upstreamPromotion(id)
+		if !promote {
+			t.Fatal("isPromote not read")
+		}
+		if err := ms.Validate(cc, mem, promote, DefaultMaxLearners); !errors.Is(err, want) || (want == nil) != (err == nil) {
+			t.Errorf("promotion of %d: %v, want %v", id, err, want)
+		}
+	}
+	// Ours writes the flag too, and the member's JSON as upstream's context carries it.
+	ctx, _ := PromoteContext(Member{ID: 2, PeerURLs: []string{"http://h:2"}})
+	if !strings.Contains(string(ctx), `"isPromote":true`) || !strings.Contains(string(ctx), `"peerURLs":["http://h:2"]`) {
+		t.Errorf("promotion context %s", ctx)
 	}
 	texts := map[error]string{
 		ErrMemberNotFound: "etcdserver: member not found", ErrMemberExist: "etcdserver: member ID already exist",
@@ -157,9 +182,9 @@ func TestValidateConfChange(t *testing.T) {
 // A promotion and a URL update keep what the member published; a removal is remembered.
 func TestApplyKeepsPublishedAttributes(t *testing.T) {
 	ms := FromState(State{Members: []Member{{ID: 2, PeerURLs: []string{"http://h:2"}, IsLearner: true, Name: "b", ClientURLs: []string{"http://h:12"}}}})
-	cc, mem := confChange(raftpb.ConfChangeAddNode, Member{ID: 2, PeerURLs: []string{"http://h:2"}})
+	cc, mem, _ := upstreamPromotion(2)
 	rec, removed := ms.Apply(cc, mem)
-	if removed || rec.IsLearner || rec.Name != "b" || len(rec.ClientURLs) != 1 {
+	if removed || rec.IsLearner || rec.Name != "b" || len(rec.ClientURLs) != 1 || len(rec.PeerURLs) != 1 {
 		t.Fatalf("promotion left %+v", rec)
 	}
 	cc, mem = confChange(raftpb.ConfChangeUpdateNode, Member{ID: 2, PeerURLs: []string{"http://h:22"}})

@@ -2,7 +2,6 @@ package schema
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -163,21 +162,23 @@ func ParseAlarmKey(k []byte) (*pb.AlarmMember, error) {
 }
 
 // WALMetadata is what a member writes at the start of every WAL segment: who it is and in which
-// cluster.
+// cluster, as upstream's etcdserverpb.Metadata.
 type WALMetadata struct {
-	NodeID    uint64 `json:"nodeID"`
-	ClusterID uint64 `json:"clusterID"`
+	NodeID    uint64
+	ClusterID uint64
 }
 
 // Encode is the metadata record's payload.
 func (m WALMetadata) Encode() []byte {
-	b, _ := json.Marshal(m) // two integers always encode
+	b, _ := (&pb.Metadata{NodeID: m.NodeID, ClusterID: m.ClusterID}).Marshal() // two integers always encode
 	return b
 }
 
 // DecodeWALMetadata reads the metadata record's payload.
 func DecodeWALMetadata(b []byte) (WALMetadata, error) {
-	var m WALMetadata
-	err := json.Unmarshal(b, &m)
-	return m, err
+	var md pb.Metadata
+	if err := md.Unmarshal(b); err != nil {
+		return WALMetadata{}, fmt.Errorf("decode WAL metadata: %w", err)
+	}
+	return WALMetadata{NodeID: md.NodeID, ClusterID: md.ClusterID}, nil
 }

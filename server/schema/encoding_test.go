@@ -74,7 +74,8 @@ func TestKeyEncodings(t *testing.T) {
 	}
 
 	md := WALMetadata{NodeID: 1, ClusterID: 2}
-	if string(md.Encode()) != `{"nodeID":1,"clusterID":2}` {
+	// Upstream's etcdserverpb.Metadata: NodeID field 1, ClusterID field 2, both varints.
+	if string(md.Encode()) != "\x08\x01\x10\x02" {
 		t.Errorf("WAL metadata %s", md.Encode())
 	}
 	if back, err := DecodeWALMetadata(md.Encode()); err != nil || back != md {

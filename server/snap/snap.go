@@ -1,9 +1,10 @@
-// Package snap stores raft snapshots (metadata and membership; the key-value data is the bbolt
-// file itself) as %016x-%016x.snap files (term, index), CRC-protected and written atomically.
+// Package snap stores raft snapshots as upstream etcd does: %016x-%016x.snap files (term, index)
+// holding a snappb.Snapshot (the CRC-32C of the data, then the marshalled raftpb.Snapshot), written
+// atomically. The snapshot's data is the v2-store document (see package v2store); the key-value
+// data is the bbolt file itself.
 package snap
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -14,10 +15,15 @@ import (
 	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// ErrNoSnapshot means the directory has no usable snapshot.
-var ErrNoSnapshot = errors.New("snap: no available snapshot")
+// Upstream's errors, with its texts.
+var (
+	ErrNoSnapshot    = errors.New("snap: no available snapshot")
+	ErrEmptySnapshot = errors.New("snap: empty snapshot")
+	ErrCRCMismatch   = errors.New("snap: crc mismatch")
+)
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
@@ -39,12 +45,14 @@ func SaveTimed(dir string, s raftpb.Snapshot) (Timings, error) {
 		return tm, fmt.Errorf("snap: marshal: %w", err)
 	}
 	tm.Marshal = time.Since(start)
-	b := make([]byte, 4, 4+len(body))
-	binary.LittleEndian.PutUint32(b, crc32.Checksum(body, crcTable))
-	b = append(b, body...)
+	var b []byte
+	b = protowire.AppendTag(b, 1, protowire.VarintType)
+	b = protowire.AppendVarint(b, uint64(crc32.Checksum(body, crcTable)))
+	b = protowire.AppendTag(b, 2, protowire.BytesType)
+	b = protowire.AppendBytes(b, body)
 	name := fmt.Sprintf("%016x-%016x.snap", s.Metadata.Term, s.Metadata.Index)
 	tmp := filepath.Join(dir, name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o666)
 	if err != nil {
 		return tm, fmt.Errorf("snap: create: %w", err)
 	}
@@ -77,13 +85,55 @@ func Load(path string) (raftpb.Snapshot, error) {
 	if err != nil {
 		return s, fmt.Errorf("snap: read: %w", err)
 	}
-	if len(b) < 4 || binary.LittleEndian.Uint32(b) != crc32.Checksum(b[4:], crcTable) {
-		return s, fmt.Errorf("snap: %s: checksum mismatch", path)
+	if len(b) == 0 {
+		return s, fmt.Errorf("%w: %s", ErrEmptySnapshot, path)
 	}
-	if err := s.Unmarshal(b[4:]); err != nil {
+	crc, data, err := decodeFile(b)
+	if err != nil {
+		return s, fmt.Errorf("snap: %s: %w", path, err)
+	}
+	if len(data) == 0 || crc == 0 {
+		return s, fmt.Errorf("%w: %s", ErrEmptySnapshot, path)
+	}
+	if crc32.Checksum(data, crcTable) != crc {
+		return s, fmt.Errorf("%w: %s", ErrCRCMismatch, path)
+	}
+	if err := s.Unmarshal(data); err != nil {
 		return s, fmt.Errorf("snap: %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// decodeFile splits a snappb.Snapshot into its crc and data.
+func decodeFile(b []byte) (crc uint32, data []byte, err error) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return 0, nil, protowire.ParseError(n)
+		}
+		b = b[n:]
+		switch {
+		case num == 1 && typ == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return 0, nil, protowire.ParseError(n)
+			}
+			crc, b = uint32(v), b[n:]
+		case num == 2 && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return 0, nil, protowire.ParseError(n)
+			}
+			data, b = v, b[n:]
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return 0, nil, protowire.ParseError(n)
+			}
+			b = b[n:]
+		}
+	}
+	return crc, data, nil
 }
 
 // List returns the snapshot file paths in dir, newest first.

@@ -20,12 +20,23 @@ type roundTripper struct {
 // NewRoundTripper is the HTTP transport every peer request uses; localAddr, when set, is the IP
 // TCP connections leave from.
 func NewRoundTripper(dialTimeout time.Duration, tlsCfg *tls.Config, localAddr string) http.RoundTripper {
-	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	return newRoundTripper(dialTimeout, tlsCfg, localAddr, 0, 0)
+}
+
+// newStreamRoundTripper is the transport of the streams: every read and write on a connection
+// must complete within its timeout, as upstream's stream connections.
+func newStreamRoundTripper(dialTimeout time.Duration, tlsCfg *tls.Config, localAddr string, rd, wr time.Duration) http.RoundTripper {
+	return newRoundTripper(dialTimeout, tlsCfg, localAddr, rd, wr)
+}
+
+func newRoundTripper(dialTimeout time.Duration, tlsCfg *tls.Config, localAddr string, rd, wr time.Duration) http.RoundTripper {
+	base := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	dialer := timeoutDialer{base, rd, wr}
 	tcpDialer := dialer
 	if ip := net.ParseIP(localAddr); ip != nil {
-		d := *dialer
+		d := *base
 		d.LocalAddr = &net.TCPAddr{IP: ip}
-		tcpDialer = &d
+		tcpDialer = timeoutDialer{&d, rd, wr}
 	}
 	unixDial := func(ctx context.Context, _, addr string) (net.Conn, error) {
 		if p, ok := ctx.Value(socketKey{}).(string); ok {
@@ -50,4 +61,37 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		return rt.unix.RoundTrip(r)
 	}
 	return rt.tcp.RoundTrip(req)
+}
+
+// timeoutDialer dials connections whose reads and writes each get a deadline (none when zero).
+type timeoutDialer struct {
+	d      *net.Dialer
+	rd, wr time.Duration
+}
+
+func (td timeoutDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := td.d.DialContext(ctx, network, addr)
+	if err != nil || td.rd == 0 && td.wr == 0 {
+		return c, err
+	}
+	return &timeoutConn{Conn: c, rd: td.rd, wr: td.wr}, nil
+}
+
+type timeoutConn struct {
+	net.Conn
+	rd, wr time.Duration
+}
+
+func (c *timeoutConn) Read(b []byte) (int, error) {
+	if c.rd > 0 {
+		c.SetReadDeadline(time.Now().Add(c.rd))
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *timeoutConn) Write(b []byte) (int, error) {
+	if c.wr > 0 {
+		c.SetWriteDeadline(time.Now().Add(c.wr))
+	}
+	return c.Conn.Write(b)
 }

@@ -1,17 +1,12 @@
 package transport
 
 import (
-	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
-
-// ProbingPath answers peers' round-trip probes, as upstream's peers do.
-const ProbingPath = "/raft/probing"
 
 // probeInterval is how often each peer is probed for etcd_network_peer_round_trip_time_seconds.
 const probeInterval = 5 * time.Second
@@ -62,8 +57,6 @@ func (t *Transport) Collectors() []prometheus.Collector {
 		m.snapSendTime, m.snapRecvTime, m.rtt}
 }
 
-func hexID(id uint64) string { return fmt.Sprintf("%x", id) }
-
 // countingWriter counts the bytes a stream writes to one peer.
 type countingWriter struct {
 	w io.Writer
@@ -88,31 +81,27 @@ func (cr countingReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// probing is upstream's answer to a probe: healthy, and this member's clock.
-func serveProbing(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(struct {
-		OK  bool
-		Now time.Time
-	}{true, time.Now()})
-}
-
-// probe measures the round trip to a peer every probeInterval until it is removed.
+// probe measures the round trip to a peer every probeInterval until it is removed, as
+// upstream's prober does.
 func (p *peer) probe() {
-	t := time.NewTicker(probeInterval)
-	defer t.Stop()
+	tick := time.NewTicker(probeInterval)
+	defer tick.Stop()
 	for {
 		select {
-		case <-p.stopc:
+		case <-p.ctx.Done():
 			return
-		case <-t.C:
+		case <-tick.C:
 		}
 		start := time.Now()
-		resp, err := p.t.client.Get(p.pickURL() + ProbingPath)
+		req, err := http.NewRequestWithContext(p.ctx, http.MethodGet, p.pickURL()+ProbingPath, nil)
 		if err != nil {
 			continue
 		}
-		io.Copy(io.Discard, resp.Body)
+		resp, err := p.t.pipelineRT.RoundTrip(req)
+		if err != nil {
+			continue
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {
 			p.t.m.rtt.WithLabelValues(hexID(p.id)).Observe(time.Since(start).Seconds())

@@ -1,32 +1,78 @@
 package transport
 
 import (
-	"bufio"
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 )
 
-// peer owns the stream to one remote member.
+// peer is everything this member runs for one remote member: a writer for each stream type (fed
+// by the streams the peer opens to us), a reader for each (the streams we open to the peer), the
+// pipeline, the prober, and the goroutines that hand received messages to raft.
 type peer struct {
-	t     *Transport
-	id    uint64
-	msgc  chan raftpb.Message
-	stopc chan struct{}
+	t  *Transport
+	id uint64
+
+	status *peerStatus
 
 	mu   sync.Mutex
 	urls []string
 	next int
 
-	// connected: a stream to the peer carries messages (run's goroutine only), for
-	// etcd_network_active_peers and etcd_network_disconnected_peers_total.
-	connected bool
+	msgAppWriter, msgWriter *streamWriter
+	msgAppReader, msgReader *streamReader
+	pipeline                *pipeline
+
+	recvc, propc chan raftpb.Message
+	ctx          context.Context
+	cancel       context.CancelFunc
+	wg           sync.WaitGroup
+	lastDrop     time.Time
+}
+
+func startPeer(t *Transport, id uint64, urls []string) *peer {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &peer{t: t, id: id, urls: append([]string(nil), urls...), ctx: ctx, cancel: cancel,
+		status: newPeerStatus(t, id),
+		recvc:  make(chan raftpb.Message, recvBufSize), propc: make(chan raftpb.Message, maxPendingProps)}
+	p.msgAppWriter = newStreamWriter(p, streamMsgAppV2)
+	p.msgWriter = newStreamWriter(p, streamMessage)
+	p.msgAppReader = &streamReader{p: p, typ: streamMsgAppV2}
+	p.msgReader = &streamReader{p: p, typ: streamMessage}
+	p.pipeline = &pipeline{p: p, msgc: make(chan raftpb.Message, pipelineBufSize)}
+	p.goRun(p.msgAppWriter.run)
+	p.goRun(p.msgWriter.run)
+	p.goRun(p.msgAppReader.run)
+	p.goRun(p.msgReader.run)
+	for i := 0; i < connsPerPipeline; i++ {
+		p.goRun(p.pipeline.run)
+	}
+	p.goRun(func() { p.deliver(p.recvc) })
+	p.goRun(func() { p.deliver(p.propc) })
+	p.goRun(p.probe)
+	return p
+}
+
+func (p *peer) goRun(f func()) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		f()
+	}()
+}
+
+// stop ends the peer's goroutines and connections.
+func (p *peer) stop() {
+	p.cancel()
+	p.wg.Wait()
+	p.status.deactivate("transport", errors.New("peer removed"))
 }
 
 func (p *peer) setURLs(urls []string) {
@@ -35,182 +81,214 @@ func (p *peer) setURLs(urls []string) {
 	p.mu.Unlock()
 }
 
+// pickURL takes the peer's URLs in turn, so a failing one is not retried forever.
 func (p *peer) pickURL() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	u := p.urls[p.next%len(p.urls)]
-	p.next++
 	return strings.TrimRight(u, "/")
 }
 
-// run keeps a stream open, reconnecting with backoff, until the peer is removed.
-func (p *peer) run() {
-	backoff := 50 * time.Millisecond
-	lastRefusal := ""
-	for {
-		select {
-		case <-p.stopc:
-			return
-		default:
-		}
-		start := time.Now()
-		refusal, err := p.stream()
-		if p.connected {
-			p.connected = false
-			local, remote := hexID(p.t.cfg.ID), hexID(p.id)
-			p.t.m.activeGauge.WithLabelValues(local, remote).Dec()
-			p.t.m.disconnected.WithLabelValues(local, remote).Inc()
-		}
-		if refusal != "" && refusal != lastRefusal {
-			p.t.log.Error("peer refused our stream", "peer-id", fmt.Sprintf("%x", p.id), "reason", refusal,
-				"local-member-id", fmt.Sprintf("%x", p.t.cfg.ID), "local-version", p.t.cfg.ServerVersion)
-		}
-		lastRefusal = refusal
-		if err != nil {
-			p.t.cfg.Raft.ReportUnreachable(p.id)
-		}
-		if time.Since(start) > 5*time.Second {
-			backoff = 50 * time.Millisecond // it was working: reconnect quickly
-		}
-		select {
-		case <-p.stopc:
-			return
-		case <-time.After(backoff):
-		}
-		if backoff < time.Second {
-			backoff *= 2
+// unreachable moves on to the peer's next URL.
+func (p *peer) unreachable() {
+	p.mu.Lock()
+	p.next++
+	p.mu.Unlock()
+}
+
+// send queues m on a stream if one is up (appends on the msgapp stream), otherwise on the
+// pipeline, as upstream picks.
+func (p *peer) send(m raftpb.Message) {
+	var msgc chan<- raftpb.Message
+	switch {
+	case m.Type == raftpb.MsgApp && p.msgAppWriter.isWorking():
+		msgc = p.msgAppWriter.msgc
+	case p.msgWriter.isWorking():
+		msgc = p.msgWriter.msgc
+	default:
+		msgc = p.pipeline.msgc
+	}
+	select {
+	case msgc <- m:
+	default:
+		p.t.cfg.Raft.ReportUnreachable(m.To)
+		p.t.m.sentFailures.WithLabelValues(hexID(m.To)).Inc()
+		if time.Since(p.lastDrop) > time.Second {
+			p.lastDrop = time.Now()
+			p.t.log.Warn("dropped internal Raft message since sending buffer is full", "message-type", m.Type.String(),
+				"local-member-id", hexID(p.t.cfg.ID), "remote-peer-id", hexID(p.id), "remote-peer-active", p.status.isActive())
 		}
 	}
 }
 
-// stream sends queued messages over one POST until it fails or the peer is removed. It returns
-// the peer's reason when the handshake was refused.
-func (p *peer) stream() (refusal string, err error) {
-	pr, pw := io.Pipe()
-	req, err := http.NewRequest(http.MethodPost, p.pickURL()+StreamPath, pr)
-	if err != nil {
-		return "", err
-	}
-	p.setHandshake(req)
-
-	type result struct {
-		refusal string
-		err     error
-	}
-	done := make(chan result, 1)
-	go func() {
-		resp, err := p.t.client.Do(req)
-		if err != nil {
-			pr.CloseWithError(err)
-			done <- result{err: err}
-			return
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		// An answer ends the stream (a refusal comes before the body is read): fail pending
-		// writes now instead of leaving the sender blocked on the pipe.
-		pr.CloseWithError(io.ErrClosedPipe)
-		if resp.StatusCode != http.StatusOK {
-			done <- result{refusal: fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(body))), err: fmt.Errorf("refused")}
-			return
-		}
-		done <- result{err: io.EOF}
-	}()
-	to := hexID(p.id)
-	bw := bufio.NewWriterSize(countingWriter{pw, p.t.m.sentBytes.WithLabelValues(to)}, 64<<10)
-	// abort ends the request after a write failed and reports why the peer ended it, if it did.
-	abort := func(err error) (string, error) {
-		p.t.m.sentFailures.WithLabelValues(to).Inc()
-		pw.CloseWithError(err)
-		r := <-done
-		return r.refusal, err
-	}
-	// Idle streams send link heartbeats, a third of the peer's read timeout apart, as upstream.
-	heartbeat := time.NewTicker(p.t.cfg.ReadTimeout / 3)
-	defer heartbeat.Stop()
-	sent := false
+// deliver hands received messages to raft, one at a time, until the peer stops.
+func (p *peer) deliver(c <-chan raftpb.Message) {
 	for {
 		select {
-		case <-heartbeat.C:
-			if sent {
-				sent = false
+		case m := <-c:
+			if err := p.t.cfg.Raft.Process(p.ctx, m); err != nil && p.ctx.Err() == nil {
+				p.t.log.Warn("failed to process Raft message", "remote-peer-id", hexID(p.id), "error", err)
+			}
+		case <-p.ctx.Done():
+			return
+		}
+	}
+}
+
+// receive queues a message read from one of the peer's streams for raft; proposals have their
+// own queue so a burst of them cannot hold up the rest.
+func (p *peer) receive(m raftpb.Message) {
+	c := p.recvc
+	if m.Type == raftpb.MsgProp {
+		c = p.propc
+	}
+	select {
+	case c <- m:
+	default:
+		p.t.m.recvFailures.WithLabelValues(hexID(m.From)).Inc()
+		p.t.log.Warn("dropped internal Raft message since receiving buffer is full (overloaded network)",
+			"message-type", m.Type.String(), "local-member-id", hexID(p.t.cfg.ID), "from", hexID(m.From), "remote-peer-id", hexID(p.id))
+	}
+}
+
+// peerStatus is whether the peer is reachable, since when, and the last failure (logged when it
+// changes, so a peer that stays down does not fill the log).
+type peerStatus struct {
+	t  *Transport
+	id uint64
+
+	mu          sync.Mutex
+	since       time.Time
+	lastFailure string
+	// lastReport is the last refusal or foreign answer logged.
+	lastReport string
+}
+
+func newPeerStatus(t *Transport, id uint64) *peerStatus { return &peerStatus{t: t, id: id} }
+
+func (s *peerStatus) activate() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.since.IsZero() {
+		return
+	}
+	s.t.log.Info("peer became active", "peer-id", hexID(s.id))
+	s.since = time.Now()
+	s.lastFailure = ""
+	s.t.m.activeGauge.WithLabelValues(hexID(s.t.cfg.ID), hexID(s.id)).Inc()
+}
+
+// deactivate records a failure on one of the peer's channels (a stream, the pipeline).
+func (s *peerStatus) deactivate(source string, err error) {
+	failure := err.Error()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.since.IsZero() {
+		s.t.log.Warn("peer became inactive (message send to peer failed)", "peer-id", hexID(s.id), "error", source+": "+failure)
+		s.since = time.Time{}
+		s.lastFailure = failure
+		s.t.m.activeGauge.WithLabelValues(hexID(s.t.cfg.ID), hexID(s.id)).Dec()
+		s.t.m.disconnected.WithLabelValues(hexID(s.t.cfg.ID), hexID(s.id)).Inc()
+		return
+	}
+	if failure != s.lastFailure {
+		s.lastFailure = failure
+		s.t.log.Warn("peer is unreachable", "peer-id", hexID(s.id), "error", failure, "via", source)
+	}
+}
+
+func (s *peerStatus) isActive() bool { return !s.activeSince().IsZero() }
+
+func (s *peerStatus) activeSince() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.since
+}
+
+// pipeline sends messages as single POSTs when no stream is up, on a few connections at once.
+type pipeline struct {
+	p    *peer
+	msgc chan raftpb.Message
+}
+
+func (pl *pipeline) run() {
+	p := pl.p
+	for {
+		select {
+		case m := <-pl.msgc:
+			if err := pl.post(m); err != nil {
+				p.status.deactivate("pipeline", err)
+				p.t.cfg.Raft.ReportUnreachable(m.To)
+				p.t.m.sentFailures.WithLabelValues(hexID(m.To)).Inc()
 				continue
 			}
-			if err := p.flushWithin(bw, pw, func() error { _, err := bw.Write(make([]byte, 8)); return err }); err != nil {
-				return abort(err)
-			}
-		case m := <-p.msgc:
-			sent = true
-			if err := writeFrame(bw, &m); err != nil {
-				return abort(err)
-			}
-			// Batch whatever else is queued before flushing.
-			for more := true; more; {
-				select {
-				case m := <-p.msgc:
-					if err := writeFrame(bw, &m); err != nil {
-						return abort(err)
-					}
-				default:
-					more = false
-				}
-			}
-			if err := p.flushWithin(bw, pw, nil); err != nil {
-				return abort(err)
-			}
-			if !p.connected {
-				p.connected = true
-				p.t.m.activeGauge.WithLabelValues(hexID(p.t.cfg.ID), to).Inc()
-			}
-		case r := <-done:
-			pw.CloseWithError(io.ErrClosedPipe)
-			return r.refusal, r.err
-		case <-p.stopc:
-			// Ship what raft already handed us (e.g. proposals forwarded to the new leader just
-			// before this member stops); a failure here changes nothing, the member is going. A peer
-			// that does not read is cut off after a short bound by closing the pipe under the writer.
-			cut := time.AfterFunc(500*time.Millisecond, func() { pw.CloseWithError(io.ErrClosedPipe) })
-			defer cut.Stop()
-			for more := true; more; {
-				select {
-				case m := <-p.msgc:
-					if writeFrame(bw, &m) != nil {
-						more = false
-					}
-				default:
-					more = false
-				}
-			}
-			bw.Flush()
-			pw.CloseWithError(io.ErrClosedPipe)
-			<-done
-			return "", nil
+			p.status.activate()
+		case <-p.ctx.Done():
+			return
 		}
 	}
 }
 
-// errWriteTimeout ends a stream whose peer took no data for the write timeout.
-var errWriteTimeout = errors.New("peer took no data within the raft write timeout")
-
-// flushWithin runs write (if any) and flushes, giving up when the peer has not taken the data
-// within the write timeout: the pipe is closed under the writer.
-func (p *peer) flushWithin(bw *bufio.Writer, pw *io.PipeWriter, write func() error) error {
-	cut := time.AfterFunc(p.t.cfg.WriteTimeout, func() { pw.CloseWithError(errWriteTimeout) })
-	defer cut.Stop()
-	if write != nil {
-		if err := write(); err != nil {
-			return err
-		}
+func (pl *pipeline) post(m raftpb.Message) error {
+	p := pl.p
+	b, err := m.Marshal()
+	if err != nil {
+		return fmt.Errorf("marshal raft message: %w", err)
 	}
-	return bw.Flush()
+	req, err := p.t.newRequest(p.ctx, "POST", p.pickURL()+RaftPath, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/protobuf")
+	resp, err := p.t.pipelineRT.RoundTrip(req)
+	if err != nil {
+		p.unreachable()
+		return err
+	}
+	defer resp.Body.Close()
+	if err := p.t.postResponseError(resp, p.id); err != nil {
+		p.unreachable()
+		p.reportRefusal(err)
+		return err
+	}
+	p.t.m.sentBytes.WithLabelValues(hexID(p.id)).Add(float64(len(b)))
+	return nil
 }
 
-// setHandshake adds the versioned handshake headers every stream to this peer carries.
-func (p *peer) setHandshake(req *http.Request) {
-	req.Header.Set(HeaderClusterID, fmt.Sprintf("%x", p.t.clusterID()))
-	req.Header.Set(HeaderFrom, fmt.Sprintf("%x", p.t.cfg.ID))
-	req.Header.Set(HeaderTo, fmt.Sprintf("%x", p.id))
-	req.Header.Set(HeaderServerVersion, p.t.cfg.ServerVersion)
-	req.Header.Set(HeaderMinCluster, p.t.cfg.MinClusterVersion)
-	req.Header.Set("Content-Type", "application/octet-stream")
+// reportRefusal logs why the peer refused us, with both versions, when the reason is new.
+func (p *peer) reportRefusal(err error) {
+	switch e := err.(type) {
+	case *refusal:
+		p.status.logOnce("refused: "+e.Error(), func() {
+			p.t.log.Warn("request sent was ignored by remote peer", "remote-peer-id", hexID(p.id), "reason", e.Error(),
+				"remote-peer-version", e.peerVersion, "local-member-id", hexID(p.t.cfg.ID), "local-version", p.t.cfg.ServerVersion)
+		})
+	case *foreignError:
+		p.status.logOnce("foreign: "+e.Error(), func() {
+			p.t.log.Error("peer URL does not answer as an etcd member", "remote-peer-id", hexID(p.id), "remote-peer-url", p.pickURL(),
+				"error", e.Error(), "local-member-id", hexID(p.t.cfg.ID))
+		})
+	}
+}
+
+// logOnce runs log when key differs from the last reason logged for this peer.
+func (s *peerStatus) logOnce(key string, log func()) {
+	s.mu.Lock()
+	if s.lastReport == key {
+		s.mu.Unlock()
+		return
+	}
+	s.lastReport = key
+	s.mu.Unlock()
+	log()
+}
+
+// snapshotStatus reports a snapshot's outcome to raft.
+func (p *peer) snapshotStatus(ok bool) {
+	st := raft.SnapshotFinish
+	if !ok {
+		st = raft.SnapshotFailure
+		p.t.cfg.Raft.ReportUnreachable(p.id)
+	}
+	p.t.cfg.Raft.ReportSnapshot(p.id, st)
 }

@@ -1,24 +1,27 @@
-// Package transport carries raft messages between members over their peer listeners.
+// Package transport carries raft messages between members with upstream etcd's peer protocol
+// (rafthttp), so an upstream 3.5 or 3.6 member and ours are peers of one another.
 //
-// Each member keeps one long-lived streaming HTTP POST to every peer and writes length-prefixed
-// raftpb.Message frames into it. The request headers are a versioned handshake (cluster ID,
-// sender, recipient, server version, the lowest cluster version the sender can run in); the
-// receiver refuses a mismatch before reading any message and both sides log the values. Every
-// peer has its own goroutine and bounded queue, so a slow or dead peer never holds up the others.
+// Between every pair of members there are two long-lived streams in each direction, opened by
+// the receiving side with GET /raft/stream/{msgapp,message}/<its ID>: the peer answers 200 and
+// writes raft messages into the response for as long as it lasts (msgapp carries the leader's
+// appends in the msgappv2 encoding, message everything else). When no stream is up, messages go
+// as single POSTs to /raft (the pipeline); a snapshot and its database go as one POST to
+// /raft/snapshot. Every request carries upstream's headers (cluster ID, sender, server version,
+// minimum cluster version, peer URLs; recipient for streams) and is refused with upstream's
+// status codes and texts. What is ours on top: the refusing side says why in a response header,
+// which our members log together with both versions, and a peer that answers with no etcd
+// protocol at all is reported as such.
 package transport
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
-	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,19 +29,34 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 )
 
-// Handshake headers.
+// Upstream's request and response headers.
 const (
 	HeaderClusterID     = "X-Etcd-Cluster-ID"
 	HeaderFrom          = "X-Server-From"
 	HeaderTo            = "X-Raft-To"
 	HeaderServerVersion = "X-Server-Version"
 	HeaderMinCluster    = "X-Min-Cluster-Version"
-
-	// StreamPath is where raft message streams arrive.
-	StreamPath = "/raft/stream"
-	maxFrame   = 64 << 20
-	queueLen   = 4096
+	HeaderPeerURLs      = "X-PeerURLs"
+	// HeaderRefusal is ours: why a request was refused, beyond upstream's one-line body.
+	HeaderRefusal = "X-Etcdx-Refusal"
 )
+
+// Upstream's paths on the peer listener.
+const (
+	RaftPath         = "/raft"
+	StreamPrefix     = "/raft/stream"
+	SnapshotPath     = "/raft/snapshot"
+	ProbingPath      = "/raft/probing"
+	streamBufSize    = 4096
+	recvBufSize      = 4096
+	maxPendingProps  = 4096
+	pipelineBufSize  = 64
+	connsPerPipeline = 4
+)
+
+// ErrMemberRemoved is what Raft.Process returns for a message from a removed member; the sender
+// is answered 403, as upstream answers.
+var ErrMemberRemoved = errors.New("cannot process message from removed member")
 
 // Raft is the member side the transport delivers to and reports back to.
 type Raft interface {
@@ -52,39 +70,44 @@ type Raft interface {
 	CheckPeerVersion(serverVersion, minClusterVersion string) error
 }
 
-// Config identifies this member in handshakes.
+// Config identifies this member in requests.
 type Config struct {
 	ID, ClusterID     uint64
 	ServerVersion     string
 	MinClusterVersion string
-	Raft              Raft
-	Logger            *slog.Logger
+	// URLs are this member's advertised peer URLs (sent in X-PeerURLs).
+	URLs   []string
+	Raft   Raft
+	Logger *slog.Logger
 	// DialTimeout bounds connecting to a peer.
 	DialTimeout time.Duration
 	// TLS, when set, is used to dial https peers.
 	TLS *tls.Config
 	// LocalAddr, when set, is the IP peer connections leave from.
 	LocalAddr string
-	// ReadTimeout ends an incoming stream that brought nothing for that long, and WriteTimeout
-	// an outgoing one whose peer took no data for that long (--raft-read-timeout,
+	// ReadTimeout and WriteTimeout bound each read and write on a stream (--raft-read-timeout,
 	// --raft-write-timeout; 0: upstream's 5 s). Idle streams carry link heartbeats, so only a
 	// peer that is gone or frozen trips them.
 	ReadTimeout, WriteTimeout time.Duration
+	// OnRemoved is called (once) when a peer says this member was removed from the cluster.
+	OnRemoved func()
 }
 
 // Transport sends to and receives from peers.
 type Transport struct {
-	cfg    Config
-	log    *slog.Logger
-	client *http.Client
-	m      *metrics
+	cfg Config
+	log *slog.Logger
+	// pipelineRT carries single requests; streamRT the streams, with per-read and per-write
+	// deadlines.
+	pipelineRT, streamRT http.RoundTripper
+	m                    *metrics
 
-	mu    sync.RWMutex
-	peers map[uint64]*peer
-	// inbound records since when each peer has had a stream open to us.
-	inbound map[uint64]time.Time
-	stopc   chan struct{}
-	wg      sync.WaitGroup
+	mu       sync.RWMutex
+	peers    map[uint64]*peer
+	stopc    chan struct{}
+	wg       sync.WaitGroup
+	removed  sync.Once
+	refusals refusalLog
 }
 
 // New returns a transport with no peers.
@@ -98,11 +121,12 @@ func New(cfg Config) *Transport {
 	if cfg.WriteTimeout == 0 {
 		cfg.WriteTimeout = DefaultConnWriteTimeout
 	}
-	return &Transport{cfg: cfg, log: cfg.Logger, peers: map[uint64]*peer{}, inbound: map[uint64]time.Time{}, stopc: make(chan struct{}),
-		client: &http.Client{Transport: NewRoundTripper(cfg.DialTimeout, cfg.TLS, cfg.LocalAddr)}, m: newMetrics()}
+	return &Transport{cfg: cfg, log: cfg.Logger, peers: map[uint64]*peer{}, stopc: make(chan struct{}), m: newMetrics(),
+		pipelineRT: NewRoundTripper(cfg.DialTimeout, cfg.TLS, cfg.LocalAddr),
+		streamRT:   newStreamRoundTripper(cfg.DialTimeout, cfg.TLS, cfg.LocalAddr, cfg.ReadTimeout, cfg.WriteTimeout)}
 }
 
-// SetClusterID updates the cluster ID used in handshakes (known only after bootstrap).
+// SetClusterID updates the cluster ID used in requests (known only after bootstrap).
 func (t *Transport) SetClusterID(cid uint64) {
 	t.mu.Lock()
 	t.cfg.ClusterID = cid
@@ -115,53 +139,52 @@ func (t *Transport) clusterID() uint64 {
 	return t.cfg.ClusterID
 }
 
-// AddPeer starts streaming to a peer (no-op for this member or a known peer).
+// AddPeer starts talking to a peer (no-op for this member; a known peer gets the new URLs).
 func (t *Transport) AddPeer(id uint64, urls []string) {
 	if id == t.cfg.ID || len(urls) == 0 {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	select {
+	case <-t.stopc:
+		return
+	default:
+	}
 	if p, ok := t.peers[id]; ok {
 		p.setURLs(urls)
 		return
 	}
-	p := &peer{t: t, id: id, urls: append([]string(nil), urls...), msgc: make(chan raftpb.Message, queueLen), stopc: make(chan struct{})}
-	t.peers[id] = p
-	t.wg.Add(2)
-	go func() {
-		defer t.wg.Done()
-		p.run()
-	}()
-	go func() {
-		defer t.wg.Done()
-		p.probe()
-	}()
-	t.log.Info("added peer", "peer-id", fmt.Sprintf("%x", id), "peer-urls", urls)
+	t.peers[id] = startPeer(t, id, urls)
+	t.log.Info("added remote peer", "local-member-id", hexID(t.cfg.ID), "remote-peer-id", hexID(id), "remote-peer-urls", urls)
 }
 
-// RemovePeer stops streaming to a peer.
+// RemovePeer stops talking to a peer.
 func (t *Transport) RemovePeer(id uint64) {
 	t.mu.Lock()
 	p, ok := t.peers[id]
 	delete(t.peers, id)
 	t.mu.Unlock()
 	if ok {
-		close(p.stopc)
-		t.log.Info("removed peer", "peer-id", fmt.Sprintf("%x", id))
+		p.stop()
+		t.log.Info("removed remote peer", "local-member-id", hexID(t.cfg.ID), "removed-remote-peer-id", hexID(id))
 	}
 }
 
-// Send queues messages for their peers; a full queue drops the message and tells raft the peer
+func (t *Transport) peer(id uint64) *peer {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.peers[id]
+}
+
+// Send hands messages to their peers; a full queue drops the message and tells raft the peer
 // is unreachable (raft retries on its own schedule).
 func (t *Transport) Send(msgs []raftpb.Message) {
 	for _, m := range msgs {
 		if m.To == 0 {
 			continue
 		}
-		t.mu.RLock()
-		p := t.peers[m.To]
-		t.mu.RUnlock()
+		p := t.peer(m.To)
 		if p == nil {
 			continue
 		}
@@ -170,16 +193,11 @@ func (t *Transport) Send(msgs []raftpb.Message) {
 			t.cfg.Raft.ReportSnapshot(m.To, raft.SnapshotFailure)
 			continue
 		}
-		select {
-		case p.msgc <- m:
-		default:
-			t.m.sentFailures.WithLabelValues(hexID(m.To)).Inc()
-			t.cfg.Raft.ReportUnreachable(m.To)
-		}
+		p.send(m)
 	}
 }
 
-// Stop ends every stream.
+// Stop ends every stream and request.
 func (t *Transport) Stop() {
 	t.mu.Lock()
 	select {
@@ -187,169 +205,120 @@ func (t *Transport) Stop() {
 	default:
 		close(t.stopc)
 	}
-	for id, p := range t.peers {
-		close(p.stopc)
-		delete(t.peers, id)
-	}
+	peers := t.peers
+	t.peers = map[uint64]*peer{}
 	t.mu.Unlock()
+	for _, p := range peers {
+		p.stop()
+	}
 	t.wg.Wait()
-	t.client.CloseIdleConnections()
+	for _, rt := range []http.RoundTripper{t.pipelineRT, t.streamRT} {
+		if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
+			c.CloseIdleConnections()
+		}
+	}
 }
 
-// ActiveSince is when the peer's current stream to this member opened (zero: none open).
+// ActiveSince is since when the peer has been reachable (zero: it is not).
 func (t *Transport) ActiveSince(id uint64) time.Time {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return t.inbound[id]
+	if p := t.peer(id); p != nil {
+		return p.status.activeSince()
+	}
+	return time.Time{}
 }
 
-// ActivePeers is how many peers have a stream open to this member.
+// ActivePeers is how many peers are reachable now.
 func (t *Transport) ActivePeers() int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return len(t.inbound)
+	n := 0
+	for _, p := range t.peers {
+		if !p.status.activeSince().IsZero() {
+			n++
+		}
+	}
+	return n
 }
 
-// Handler serves incoming streams.
-func (t *Transport) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc(StreamPath, t.serveStream)
-	mux.HandleFunc(SnapshotPath, t.serveSnapshot)
-	mux.HandleFunc(ProbingPath, serveProbing)
-	return mux
+// memberRemoved reports, once, that a peer said this member is no longer in the cluster.
+func (t *Transport) memberRemoved(by uint64) {
+	t.removed.Do(func() {
+		t.log.Error("the member has been permanently removed from the cluster", "local-member-id", hexID(t.cfg.ID), "reported-by", hexID(by))
+		if t.cfg.OnRemoved != nil {
+			go t.cfg.OnRemoved()
+		}
+	})
 }
 
-// refusal explains a failed handshake; the status tells the sender whether to retry.
+// newRequest builds a request to a peer with upstream's headers.
+func (t *Transport) newRequest(ctx context.Context, method, url string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set(HeaderFrom, hexID(t.cfg.ID))
+	req.Header.Set(HeaderServerVersion, t.cfg.ServerVersion)
+	req.Header.Set(HeaderMinCluster, t.cfg.MinClusterVersion)
+	req.Header.Set(HeaderClusterID, hexID(t.clusterID()))
+	if len(t.cfg.URLs) > 0 {
+		req.Header.Set(HeaderPeerURLs, strings.Join(t.cfg.URLs, ","))
+	}
+	return req, nil
+}
+
+// postResponseError reads a peer's answer to a POST the way upstream's members do.
+func (t *Transport) postResponseError(resp *http.Response, to uint64) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	text := strings.TrimSuffix(string(body), "\n")
+	switch resp.StatusCode {
+	case http.StatusNoContent:
+		return nil
+	case http.StatusPreconditionFailed:
+		return refusedError(resp, text)
+	case http.StatusForbidden:
+		t.memberRemoved(to)
+		return errRemoved
+	}
+	if foreign := notEtcd(resp); foreign != "" {
+		return &foreignError{foreign}
+	}
+	return fmt.Errorf("unexpected http status %s while posting to %q", http.StatusText(resp.StatusCode), resp.Request.URL)
+}
+
+var errRemoved = errors.New("the member has been permanently removed from the cluster")
+
+// refusal is a peer's 412: upstream's one-line reason, and ours in a header when the peer is one
+// of our members.
 type refusal struct {
-	status int
-	reason string
+	text, detail, peerVersion string
 }
 
-func (t *Transport) checkHandshake(h http.Header) *refusal {
-	parse := func(name string) (uint64, error) { return strconv.ParseUint(h.Get(name), 16, 64) }
-	cid, err := parse(HeaderClusterID)
-	if err != nil {
-		return &refusal{http.StatusBadRequest, "missing or malformed " + HeaderClusterID}
+func (r *refusal) Error() string {
+	if r.detail != "" {
+		return r.text + ": " + r.detail
 	}
-	from, err := parse(HeaderFrom)
-	if err != nil {
-		return &refusal{http.StatusBadRequest, "missing or malformed " + HeaderFrom}
-	}
-	to, err := parse(HeaderTo)
-	if err != nil {
-		return &refusal{http.StatusBadRequest, "missing or malformed " + HeaderTo}
-	}
-	if local := t.clusterID(); cid != local {
-		return &refusal{http.StatusPreconditionFailed, fmt.Sprintf("cluster ID mismatch: local %x, remote %x", local, cid)}
-	}
-	if to != t.cfg.ID {
-		return &refusal{http.StatusPreconditionFailed, fmt.Sprintf("member ID mismatch: this member is %x, the stream is for %x", t.cfg.ID, to)}
-	}
-	if t.cfg.Raft.IsIDRemoved(from) {
-		return &refusal{http.StatusGone, fmt.Sprintf("member %x was removed from the cluster", from)}
-	}
-	if err := t.cfg.Raft.CheckPeerVersion(h.Get(HeaderServerVersion), h.Get(HeaderMinCluster)); err != nil {
-		return &refusal{http.StatusPreconditionFailed, "incompatible version: " + err.Error()}
-	}
-	return nil
+	return r.text
 }
 
-func (t *Transport) serveStream(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	if ref := t.checkHandshake(r.Header); ref != nil {
-		t.log.Warn("rejected stream from remote peer", "reason", ref.reason, "remote-peer-id", r.Header.Get(HeaderFrom),
-			"remote-version", r.Header.Get(HeaderServerVersion), "local-member-id", fmt.Sprintf("%x", t.cfg.ID),
-			"local-version", t.cfg.ServerVersion)
-		// Flush now: the sender's body never ends, and the server would otherwise try to drain
-		// it before answering.
-		w.Header().Set("Connection", "close")
-		http.Error(w, ref.reason, ref.status)
-		if f, ok := w.(http.Flusher); ok {
-			f.Flush()
-		}
-		return
-	}
-	from := r.Header.Get(HeaderFrom)
-	fromID, _ := strconv.ParseUint(from, 16, 64)
-	since := time.Now()
-	t.mu.Lock()
-	t.inbound[fromID] = since
-	t.mu.Unlock()
-	defer func() {
-		t.mu.Lock()
-		if t.inbound[fromID] == since {
-			delete(t.inbound, fromID)
-		}
-		t.mu.Unlock()
-	}()
-	t.log.Debug("accepted stream", "remote-peer-id", from, "remote-version", r.Header.Get(HeaderServerVersion))
-	br := bufio.NewReaderSize(countingReader{r.Body, t.m.recvBytes.WithLabelValues(from)}, 64<<10)
-	ctx := r.Context()
-	rc := http.NewResponseController(w)
-	for {
-		// A frame (a message or a link heartbeat) is due within the read timeout.
-		rc.SetReadDeadline(time.Now().Add(t.cfg.ReadTimeout))
-		m, err := readFrame(br)
-		if errors.Is(err, errHeartbeat) {
-			continue
-		}
-		if err != nil {
-			if timedOut := errors.Is(err, os.ErrDeadlineExceeded); timedOut || (!errors.Is(err, io.EOF) && ctx.Err() == nil) {
-				t.m.recvFailures.WithLabelValues(from).Inc()
-				if timedOut {
-					t.log.Warn("lost TCP streaming connection with remote peer", "remote-peer-id", from,
-						"error", fmt.Sprintf("no message or heartbeat within the raft read timeout (%v)", t.cfg.ReadTimeout))
-				} else {
-					t.log.Debug("stream from peer ended", "remote-peer-id", from, "error", err)
-				}
-			}
-			return
-		}
-		if err := t.cfg.Raft.Process(ctx, m); err != nil {
-			t.m.recvFailures.WithLabelValues(from).Inc()
-			t.log.Warn("failed to process raft message", "remote-peer-id", from, "error", err)
-			return
-		}
-	}
+func refusedError(resp *http.Response, text string) error {
+	return &refusal{text: text, detail: resp.Header.Get(HeaderRefusal), peerVersion: resp.Header.Get(HeaderServerVersion)}
 }
 
-func writeFrame(w io.Writer, m *raftpb.Message) error {
-	b, err := m.Marshal()
-	if err != nil {
-		return err
-	}
-	var hdr [8]byte
-	binary.BigEndian.PutUint64(hdr[:], uint64(len(b)))
-	if _, err := w.Write(hdr[:]); err != nil {
-		return err
-	}
-	_, err = w.Write(b)
-	return err
+// foreignError is an answer from something that does not speak etcd's peer protocol.
+type foreignError struct{ what string }
+
+func (e *foreignError) Error() string {
+	return "the peer does not speak etcd's peer protocol: " + e.what
 }
 
-// errHeartbeat is readFrame's answer to a link heartbeat: an empty frame an idle stream sends
-// so the receiving side's read timeout measures the peer, not the traffic.
-var errHeartbeat = errors.New("link heartbeat")
-
-func readFrame(r io.Reader) (raftpb.Message, error) {
-	var m raftpb.Message
-	var hdr [8]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return m, err
+// notEtcd says why an answer cannot be from an etcd member (empty: it can). Every etcd peer
+// handler sets the cluster ID header before anything else.
+func notEtcd(resp *http.Response) string {
+	if resp.Header.Get(HeaderClusterID) != "" {
+		return ""
 	}
-	n := binary.BigEndian.Uint64(hdr[:])
-	if n == 0 {
-		return m, errHeartbeat
+	if server := resp.Header.Get("Server"); server != "" {
+		return fmt.Sprintf("%s answered by %q without etcd's headers", resp.Status, server)
 	}
-	if n > maxFrame {
-		return m, fmt.Errorf("raft message of %d bytes exceeds the %d byte limit", n, maxFrame)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return m, err
-	}
-	return m, m.Unmarshal(b)
+	return fmt.Sprintf("%s without etcd's headers", resp.Status)
 }

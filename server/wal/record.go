@@ -5,80 +5,214 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// Record framing: an 8-byte header (little-endian payload length, CRC-32C of type+payload), then
-// one type byte and the payload. The CRC covers the type so a flipped type byte is caught too.
-const headerSize = 8
-
-type recordType byte
+// The on-disk format is upstream etcd's, so a data dir moves between the two implementations.
+//
+// A segment is a sequence of frames: an 8-byte little-endian length field, then a walpb.Record
+// (type, crc, data) padded with zeros to a multiple of 8 bytes. When there is padding, the top
+// byte of the length field is 0x80 | pad and the low 56 bits are the record's length. A zero
+// length field ends the segment (segments are preallocated with zeros).
+//
+// Every record's crc is the CRC-32C of all record data so far, chained across segments: each
+// segment begins with a crc record carrying the running value at its start.
+const (
+	recMetadata int64 = iota + 1 // etcdserverpb.Metadata (node and cluster ID)
+	recEntry                     // raftpb.Entry
+	recState                     // raftpb.HardState
+	recCRC                       // the running crc at the start of a segment
+	recSnapshot                  // walpb.Snapshot (index, term, conf state)
+)
 
 const (
-	recMetadata  recordType = 1 // opaque bytes written at the start of every segment
-	recEntry     recordType = 2 // raftpb.Entry
-	recState     recordType = 3 // raftpb.HardState
-	recSnapshot  recordType = 4 // raftpb.SnapshotMetadata (index, term, conf state)
-	maxRecordLen            = 512 << 20
+	frameSize = 8
+	// sectorSize is the unit a torn write is judged by: a sector of a record that is all zeros
+	// was never written.
+	sectorSize = 512
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// errTorn marks a record that could not be read completely or failed its checksum. Whether that
-// is a torn tail (safe to cut off) or corruption depends on where it is; the reader decides.
-var errTorn = errors.New("torn or corrupt record")
+// errTorn marks a record that an interrupted final write explains: safe to cut off when it is
+// in the last segment, corruption anywhere else.
+var errTorn = errors.New("torn write")
 
-func encodeRecord(buf []byte, t recordType, payload []byte) []byte {
-	var hdr [headerSize]byte
-	n := len(payload) + 1
-	binary.LittleEndian.PutUint32(hdr[0:4], uint32(n))
-	c := crc32.Update(0, crcTable, []byte{byte(t)})
-	c = crc32.Update(c, crcTable, payload)
-	binary.LittleEndian.PutUint32(hdr[4:8], c)
-	buf = append(buf, hdr[:]...)
-	buf = append(buf, byte(t))
-	return append(buf, payload...)
+// errCRC is upstream's text for a record whose checksum does not match.
+var errCRC = errors.New("walpb: crc mismatch")
+
+type record struct {
+	typ  int64
+	crc  uint32
+	data []byte
 }
 
-// decodeRecord reads the record at the start of b. It returns the number of bytes consumed,
-// or errTorn (wrapped with the reason) when the record is incomplete or fails its checksum.
-func decodeRecord(b []byte) (recordType, []byte, int, error) {
-	if len(b) < headerSize {
-		return 0, nil, 0, fmt.Errorf("%w: short header (%d bytes)", errTorn, len(b))
+// appendFrame appends rec as one padded frame. Type and crc are always written and data only
+// when present, as upstream's generated encoder does.
+func appendFrame(buf []byte, rec record) []byte {
+	n := protowire.SizeTag(1) + protowire.SizeVarint(uint64(rec.typ)) + protowire.SizeTag(2) + protowire.SizeVarint(uint64(rec.crc))
+	if rec.data != nil {
+		n += protowire.SizeTag(3) + protowire.SizeBytes(len(rec.data))
 	}
-	length := binary.LittleEndian.Uint32(b[0:4])
-	want := binary.LittleEndian.Uint32(b[4:8])
-	if length == 0 || length > maxRecordLen {
-		return 0, nil, 0, fmt.Errorf("%w: invalid length %d", errTorn, length)
+	pad := (8 - n%8) % 8
+	lenField := uint64(n)
+	if pad != 0 {
+		lenField |= uint64(0x80|pad) << 56
 	}
-	end := headerSize + int(length)
-	if len(b) < end {
-		return 0, nil, 0, fmt.Errorf("%w: short record (want %d bytes, have %d)", errTorn, length, len(b)-headerSize)
+	buf = binary.LittleEndian.AppendUint64(buf, lenField)
+	buf = protowire.AppendTag(buf, 1, protowire.VarintType)
+	buf = protowire.AppendVarint(buf, uint64(rec.typ))
+	buf = protowire.AppendTag(buf, 2, protowire.VarintType)
+	buf = protowire.AppendVarint(buf, uint64(rec.crc))
+	if rec.data != nil {
+		buf = protowire.AppendTag(buf, 3, protowire.BytesType)
+		buf = protowire.AppendBytes(buf, rec.data)
 	}
-	body := b[headerSize:end]
-	if got := crc32.Checksum(body, crcTable); got != want {
-		return 0, nil, 0, fmt.Errorf("%w: crc mismatch (stored %08x, computed %08x)", errTorn, want, got)
-	}
-	return recordType(body[0]), body[1:], end, nil
+	return append(buf, make([]byte, pad)...)
 }
 
-// isTail reports whether a bad record at b[0:] can only be an interrupted final write. A torn
-// write leaves less than one record of junk and nothing valid after it; if any checksum-valid
-// record follows (or more bytes than one record can hold), the damage is corruption instead.
-func isTail(b []byte) bool {
-	if len(b) > headerSize+maxRecordLen {
+// frameLength splits a length field into the record's size and its padding.
+func frameLength(field uint64) (recBytes, padBytes int64) {
+	recBytes = int64(field &^ (uint64(0xff) << 56))
+	if field>>63 == 1 {
+		padBytes = int64((field >> 56) & 0x7)
+	}
+	return recBytes, padBytes
+}
+
+func unmarshalRecord(b []byte) (record, error) {
+	var r record
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return r, protowire.ParseError(n)
+		}
+		b = b[n:]
+		switch {
+		case num == 1 && typ == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return r, protowire.ParseError(n)
+			}
+			r.typ, b = int64(v), b[n:]
+		case num == 2 && typ == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return r, protowire.ParseError(n)
+			}
+			r.crc, b = uint32(v), b[n:]
+		case num == 3 && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return r, protowire.ParseError(n)
+			}
+			r.data, b = append([]byte{}, v...), b[n:]
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return r, protowire.ParseError(n)
+			}
+			b = b[n:]
+		}
+	}
+	return r, nil
+}
+
+// marshalSnapshot encodes a snapshot marker as upstream's walpb.Snapshot (index 1, term 2,
+// conf state 3; the conf state only for a real snapshot).
+func marshalSnapshot(m raftpb.SnapshotMetadata) ([]byte, error) {
+	var b []byte
+	b = protowire.AppendTag(b, 1, protowire.VarintType)
+	b = protowire.AppendVarint(b, m.Index)
+	b = protowire.AppendTag(b, 2, protowire.VarintType)
+	b = protowire.AppendVarint(b, m.Term)
+	if m.Index > 0 {
+		cs, err := m.ConfState.Marshal()
+		if err != nil {
+			return nil, fmt.Errorf("wal: marshal conf state: %w", err)
+		}
+		b = protowire.AppendTag(b, 3, protowire.BytesType)
+		b = protowire.AppendBytes(b, cs)
+	}
+	return b, nil
+}
+
+func unmarshalSnapshot(b []byte) (raftpb.SnapshotMetadata, error) {
+	var m raftpb.SnapshotMetadata
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return m, protowire.ParseError(n)
+		}
+		b = b[n:]
+		switch {
+		case num == 1 && typ == protowire.VarintType, num == 2 && typ == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return m, protowire.ParseError(n)
+			}
+			if num == 1 {
+				m.Index = v
+			} else {
+				m.Term = v
+			}
+			b = b[n:]
+		case num == 3 && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return m, protowire.ParseError(n)
+			}
+			if err := m.ConfState.Unmarshal(v); err != nil {
+				return m, err
+			}
+			b = b[n:]
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return m, protowire.ParseError(n)
+			}
+			b = b[n:]
+		}
+	}
+	return m, nil
+}
+
+// hasZeroSector reports whether data, which starts at file offset off, has a sector-aligned
+// piece that is all zeros: upstream's sign of a write the disk never completed.
+func hasZeroSector(data []byte, off int64) bool {
+	for len(data) > 0 {
+		n := int(sectorSize - off%sectorSize)
+		if n > len(data) {
+			n = len(data)
+		}
+		zero := true
+		for _, c := range data[:n] {
+			if c != 0 {
+				zero = false
+				break
+			}
+		}
+		if zero {
+			return true
+		}
+		data, off = data[n:], off+int64(n)
+	}
+	return false
+}
+
+// isEarlierFormat recognises the first bytes of a segment written by etcdx before it adopted
+// upstream's format (a 4-byte length, a CRC-32C of type and payload, then a metadata type byte).
+func isEarlierFormat(b []byte) bool {
+	if len(b) < 9 {
 		return false
 	}
-	for k := 1; k+headerSize < len(b); k++ {
-		length := binary.LittleEndian.Uint32(b[k : k+4])
-		if length == 0 || int(length) > len(b)-k-headerSize {
-			continue
-		}
-		if t := recordType(b[k+headerSize]); t < recMetadata || t > recSnapshot {
-			continue
-		}
-		if _, _, _, err := decodeRecord(b[k:]); err == nil {
-			return false
-		}
+	n := int(binary.LittleEndian.Uint32(b[0:4]))
+	if n < 1 || 8+n > len(b) || b[8] != 1 {
+		return false
 	}
-	return true
+	return crc32.Checksum(b[8:8+n], crcTable) == binary.LittleEndian.Uint32(b[4:8])
 }
+
+func crc32Update(c uint32, b []byte) uint32 { return crc32.Update(c, crcTable, b) }

@@ -1,40 +1,39 @@
-// Package wal is the member's write-ahead log: raft entries, hard states and snapshot markers in
-// checksummed records, spread over segment files that are fsynced before a write is acknowledged.
+// Package wal is the member's write-ahead log, in upstream etcd's format (see record.go): raft
+// entries, hard states and snapshot markers, fsynced before a write is acknowledged.
 //
-// Segment files are named %016x-%016x.wal (sequence, first raft index they may hold). Every
-// segment starts with the metadata record and the latest hard state, so old segments can be
-// deleted once a snapshot covers them. On open, an interrupted write at the very end of the last
-// segment is cut off; damage anywhere else is reported as corruption and nothing is changed.
+// Segment files are named %016x-%016x.wal (sequence, first raft index they may hold) and are
+// preallocated to SegmentSizeBytes. Every segment starts with a crc record, the metadata and
+// (after the first) the latest hard state, so old segments can be deleted once a snapshot covers
+// them. On open, an interrupted write at the end of the last segment is cut off (a copy of the
+// segment is kept as <name>.broken); damage anywhere else is reported as corruption and nothing
+// is changed.
 package wal
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 )
 
-// SegmentSizeBytes is the size after which the log moves to a new segment file.
-const SegmentSizeBytes = 64 << 20
+// SegmentSizeBytes is the size of a segment file, as upstream's (64 MB, decimal).
+const SegmentSizeBytes = 64 * 1000 * 1000
 
 var (
 	ErrCorrupt          = errors.New("wal: corrupt")
 	ErrSnapshotNotFound = errors.New("wal: snapshot marker not found")
 	ErrLocked           = errors.New("wal: directory is in use by another process")
+	ErrMetadataConflict = errors.New("wal: conflicting metadata found")
+	// ErrEarlierFormat is a WAL from etcdx's development format, before it wrote upstream's.
+	ErrEarlierFormat = errors.New("wal: written in etcdx's earlier, pre-release format, which this version does not read; " +
+		"remove the member's data dir and re-add the member, or restore it from a snapshot (etcdutl snapshot restore)")
 )
-
-type segment struct {
-	seq, index uint64
-	name       string
-}
 
 // WAL appends to the last segment. It is safe for use by one writer goroutine plus ReleaseTo
 // from another.
@@ -43,22 +42,30 @@ type WAL struct {
 	metadata []byte
 
 	mu       sync.Mutex
-	f        *os.File
-	size     int64
+	f        *os.File // the last segment, locked
+	size     int64    // write offset in f
+	crc      uint32   // the running crc of every record so far
 	segments []segment
 	lastIdx  uint64
 	state    raftpb.HardState
 	buf      []byte
-	lockFile *os.File
 	segLimit int64
 	// pendingSnap is the snapshot marker ReadAll must find.
 	pendingSnap raftpb.SnapshotMetadata
+	repaired    *Repair
 	// maxFiles bounds the segment files kept once snapshots cover them (0: keep all; -1, the
 	// default, keeps none that are covered).
 	maxFiles int
 	// noSync skips fsync (--unsafe-no-fsync).
 	noSync bool
 	obs    Observer
+}
+
+// Repair describes an interrupted write that ReadAll cut off the end of the last segment.
+type Repair struct {
+	Path   string // the segment
+	Offset int64  // where its good records end
+	Reason string
 }
 
 // Observer hears how long appends and fsyncs take (for metrics).
@@ -95,7 +102,7 @@ func (w *WAL) sync() error {
 	}
 	start := time.Now()
 	if err := w.f.Sync(); err != nil {
-		return fmt.Errorf("wal: fsync: %w", err)
+		return fmt.Errorf("wal: fsync %s: %w", w.f.Name(), err)
 	}
 	if w.obs != nil {
 		w.obs.Synced(time.Since(start))
@@ -122,13 +129,26 @@ func Create(dir string, metadata []byte) (*WAL, error) {
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return nil, fmt.Errorf("wal: create %s: %w", tmp, err)
 	}
-	name := segmentName(0, 0)
-	var b []byte
-	b = encodeRecord(b, recMetadata, metadata)
-	snap, _ := (&raftpb.SnapshotMetadata{}).Marshal()
-	b = encodeRecord(b, recSnapshot, snap)
-	if err := writeFileSync(filepath.Join(tmp, name), b); err != nil {
+	f, err := newSegmentFile(filepath.Join(tmp, segmentName(0, 0)), SegmentSizeBytes)
+	if err != nil {
 		return nil, err
+	}
+	snap, err := marshalSnapshot(raftpb.SnapshotMetadata{})
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	w := &WAL{f: f}
+	b := appendFrame(nil, record{typ: recCRC})
+	b = w.appendRecord(b, recMetadata, metadata)
+	b = w.appendRecord(b, recSnapshot, snap)
+	_, err = f.WriteAt(b, 0)
+	if err == nil {
+		err = f.Sync()
+	}
+	f.Close() // Open takes the lock again
+	if err != nil {
+		return nil, fmt.Errorf("wal: write first segment: %w", err)
 	}
 	if err := syncDir(tmp); err != nil {
 		return nil, err
@@ -140,7 +160,7 @@ func Create(dir string, metadata []byte) (*WAL, error) {
 	if err := syncDir(filepath.Dir(dir)); err != nil {
 		return nil, err
 	}
-	w, err := Open(dir, raftpb.SnapshotMetadata{})
+	w, err = Open(dir, raftpb.SnapshotMetadata{})
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +169,15 @@ func Create(dir string, metadata []byte) (*WAL, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// appendRecord frames data as a record of type t, advancing the crc chain.
+func (w *WAL) appendRecord(buf []byte, t int64, data []byte) []byte {
+	if data == nil {
+		data = []byte{}
+	}
+	w.crc = crc32Update(w.crc, data)
+	return appendFrame(buf, record{typ: t, crc: w.crc, data: data})
 }
 
 // Open prepares the WAL in dir for reading from the snapshot marker snap. Call ReadAll before Save.
@@ -160,15 +189,16 @@ func Open(dir string, snap raftpb.SnapshotMetadata) (*WAL, error) {
 	if len(segs) == 0 {
 		return nil, fmt.Errorf("wal: no segment files in %s", dir)
 	}
-	lf, err := os.OpenFile(filepath.Join(dir, segs[len(segs)-1].name), os.O_RDWR, 0o600)
+	last := filepath.Join(dir, segs[len(segs)-1].name)
+	f, err := os.OpenFile(last, os.O_RDWR, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("wal: open %s: %w", segs[len(segs)-1].name, err)
+		return nil, fmt.Errorf("wal: open %s: %w", last, err)
 	}
-	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lf.Close()
-		return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+	if err := lockFile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w (%s)", ErrLocked, dir)
 	}
-	w := &WAL{dir: dir, segments: segs, lockFile: lf, segLimit: SegmentSizeBytes, maxFiles: -1}
+	w := &WAL{dir: dir, segments: segs, f: f, segLimit: SegmentSizeBytes, maxFiles: -1}
 	w.lastIdx = snap.Index
 	w.pendingSnap = snap
 	return w, nil
@@ -180,29 +210,52 @@ func Open(dir string, snap raftpb.SnapshotMetadata) (*WAL, error) {
 func (w *WAL) ReadAll() (metadata []byte, state raftpb.HardState, ents []raftpb.Entry, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	r, err := scan(w.dir, w.segments, w.pendingSnap, false)
+	r, err := scan(w.dir, w.segments, w.pendingSnap, false, w.f)
 	if err != nil {
 		return nil, state, nil, err
 	}
 	if r.lastIdx > 0 {
 		w.lastIdx = r.lastIdx
 	}
-	if r.torn {
-		if err := w.lockFile.Truncate(r.goodEnd); err != nil {
-			return nil, state, nil, fmt.Errorf("wal: cut torn tail of %s: %w", w.segments[len(w.segments)-1].name, err)
+	if r.torn != nil {
+		if err := w.cutTornTail(r.goodEnd); err != nil {
+			return nil, state, nil, err
 		}
-		if err := w.lockFile.Sync(); err != nil {
-			return nil, state, nil, fmt.Errorf("wal: sync %s: %w", w.segments[len(w.segments)-1].name, err)
-		}
+		w.repaired = &Repair{Path: w.f.Name(), Offset: r.goodEnd, Reason: r.torn.Error()}
 	}
-	if _, err := w.lockFile.Seek(r.goodEnd, 0); err != nil {
-		return nil, state, nil, fmt.Errorf("wal: seek: %w", err)
-	}
-	w.f = w.lockFile
 	w.size = r.goodEnd
+	w.crc = r.crc
 	w.metadata = r.metadata
 	w.state = r.state
 	return r.metadata, r.state, r.ents, nil
+}
+
+// Repaired says whether ReadAll cut an interrupted write off the last segment.
+func (w *WAL) Repaired() *Repair {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.repaired
+}
+
+// cutTornTail keeps a copy of the last segment, then zeroes it from end on, keeping its size.
+func (w *WAL) cutTornTail(end int64) error {
+	fi, err := w.f.Stat()
+	if err != nil {
+		return fmt.Errorf("wal: stat %s: %w", w.f.Name(), err)
+	}
+	if err := keepCopy(w.f, w.f.Name()); err != nil {
+		return err
+	}
+	if err := w.f.Truncate(end); err != nil {
+		return fmt.Errorf("wal: cut torn tail of %s: %w", w.f.Name(), err)
+	}
+	if err := preallocate(w.f, max(fi.Size(), end)); err != nil {
+		return err
+	}
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("wal: sync %s: %w", w.f.Name(), err)
+	}
+	return syncDir(w.dir)
 }
 
 // ReadEntries returns every entry the WAL in dir still holds, without locking or changing any file
@@ -215,7 +268,7 @@ func ReadEntries(dir string) ([]raftpb.Entry, error) {
 	if len(segs) == 0 {
 		return nil, fmt.Errorf("wal: no segment files in %s", dir)
 	}
-	r, err := scan(dir, segs, raftpb.SnapshotMetadata{}, true)
+	r, err := scan(dir, segs, raftpb.SnapshotMetadata{}, true, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -228,66 +281,77 @@ type scanResult struct {
 	state    raftpb.HardState
 	ents     []raftpb.Entry
 	lastIdx  uint64
+	crc      uint32
 	goodEnd  int64 // end of the last complete record in the last segment
-	torn     bool  // the last segment ends in an interrupted write
+	torn     error // why the last segment ends in an interrupted write
 }
 
-// scan decodes the segments, keeping entries after snap. Offline readers pass partial: the
-// entries then start wherever the oldest remaining segment starts.
-func scan(dir string, segs []segment, snap raftpb.SnapshotMetadata, partial bool) (*scanResult, error) {
+// scan decodes the segments from the one holding snap on, keeping entries after snap. Offline
+// readers pass partial: every remaining segment is read and the entries start wherever the
+// oldest one starts. tail is the open last segment (nil: open it here).
+func scan(dir string, segs []segment, snap raftpb.SnapshotMetadata, partial bool, tail *os.File) (*scanResult, error) {
+	from := 0
+	if !partial {
+		// The newest segment that may hold the snapshot's marker, as upstream chooses it.
+		from = -1
+		for i := len(segs) - 1; i >= 0; i-- {
+			if segs[i].index <= snap.Index {
+				from = i
+				break
+			}
+		}
+		if from < 0 {
+			return nil, fmt.Errorf("%w: no segment in %s starts at or before index %d", ErrSnapshotNotFound, dir, snap.Index)
+		}
+	}
+	segs = segs[from:]
+	if err := checkSequence(segs); err != nil {
+		return nil, err
+	}
 	r := &scanResult{}
-	foundSnap := snap.Index == 0
-	lastSeg := len(segs) - 1
+	foundSnap := partial
 	for i, s := range segs {
 		path := filepath.Join(dir, s.name)
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("wal: read %s: %w", s.name, err)
-		}
-		off := 0
-		for off < len(data) {
-			t, payload, n, rerr := decodeRecord(data[off:])
-			if rerr != nil {
-				if i == lastSeg && isTail(data[off:]) {
-					break // interrupted final write
-				}
-				return nil, fmt.Errorf("%w: %s at offset %d: %v", ErrCorrupt, path, off, rerr)
+		last := i == len(segs)-1
+		f := tail
+		if !last || tail == nil {
+			var err error
+			if f, err = os.Open(path); err != nil {
+				return nil, fmt.Errorf("wal: open %s: %w", path, err)
 			}
-			off += n
-			switch t {
-			case recMetadata:
-				if r.metadata != nil && string(r.metadata) != string(payload) {
-					return nil, fmt.Errorf("%w: %s: metadata differs from earlier segments", ErrCorrupt, path)
+			defer f.Close()
+		}
+		if i == 0 {
+			head := make([]byte, 1<<16)
+			n, _ := f.ReadAt(head, 0)
+			if isEarlierFormat(head[:n]) {
+				return nil, fmt.Errorf("%w (%s)", ErrEarlierFormat, dir)
+			}
+		}
+		sr, err := openSegmentReader(path, f, last)
+		if err != nil {
+			return nil, err
+		}
+		for {
+			rec, err := sr.next(&r.crc)
+			if err == io.EOF {
+				break
+			}
+			if errors.Is(err, errTorn) {
+				if partial {
+					break
 				}
-				r.metadata = append([]byte(nil), payload...)
-			case recEntry:
-				var e raftpb.Entry
-				if err := e.Unmarshal(payload); err != nil {
-					return nil, fmt.Errorf("%w: %s at offset %d: entry: %v", ErrCorrupt, path, off, err)
-				}
-				if e.Index > snap.Index {
-					first := snap.Index + 1
-					if len(r.ents) == 0 && partial {
-						first = e.Index // offline read of a WAL whose older segments were released
-					} else if len(r.ents) > 0 {
-						first = r.ents[0].Index
-					}
-					// A later entry at the same index replaces the earlier one and everything after it.
-					if e.Index < first || e.Index-first > uint64(len(r.ents)) {
-						return nil, fmt.Errorf("%w: %s: missing entries before index %d", ErrCorrupt, path, e.Index)
-					}
-					r.ents = append(r.ents[:e.Index-first], e)
-				}
-				r.lastIdx = e.Index
-			case recState:
-				if err := r.state.Unmarshal(payload); err != nil {
-					return nil, fmt.Errorf("%w: %s: hard state: %v", ErrCorrupt, path, err)
-				}
-			case recSnapshot:
-				var m raftpb.SnapshotMetadata
-				if err := m.Unmarshal(payload); err != nil {
-					return nil, fmt.Errorf("%w: %s: snapshot marker: %v", ErrCorrupt, path, err)
-				}
+				r.torn = err
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			if err := r.apply(rec, snap, partial, path); err != nil {
+				return nil, err
+			}
+			if rec.typ == recSnapshot && !foundSnap {
+				m, _ := unmarshalSnapshot(rec.data)
 				if m.Index == snap.Index {
 					if m.Term != snap.Term {
 						return nil, fmt.Errorf("%w: snapshot marker at index %d has term %d, snapshot file says %d",
@@ -295,13 +359,10 @@ func scan(dir string, segs []segment, snap raftpb.SnapshotMetadata, partial bool
 					}
 					foundSnap = true
 				}
-			default:
-				return nil, fmt.Errorf("%w: %s at offset %d: unknown record type %d", ErrCorrupt, path, off, t)
 			}
 		}
-		if i == lastSeg {
-			r.goodEnd = int64(off)
-			r.torn = int64(len(data)) > r.goodEnd
+		if last {
+			r.goodEnd = sr.off
 		}
 	}
 	if !foundSnap {
@@ -313,6 +374,48 @@ func scan(dir string, segs []segment, snap raftpb.SnapshotMetadata, partial bool
 	return r, nil
 }
 
+// apply takes one record into the result.
+func (r *scanResult) apply(rec record, snap raftpb.SnapshotMetadata, partial bool, path string) error {
+	switch rec.typ {
+	case recMetadata:
+		if r.metadata != nil && string(r.metadata) != string(rec.data) {
+			return fmt.Errorf("%w: %s", ErrMetadataConflict, path)
+		}
+		r.metadata = rec.data
+	case recEntry:
+		var e raftpb.Entry
+		if err := e.Unmarshal(rec.data); err != nil {
+			return fmt.Errorf("%w: %s: entry: %v", ErrCorrupt, path, err)
+		}
+		if e.Index > snap.Index {
+			first := snap.Index + 1
+			if len(r.ents) == 0 && partial {
+				first = e.Index // offline read of a WAL whose older segments were released
+			} else if len(r.ents) > 0 {
+				first = r.ents[0].Index
+			}
+			// A later entry at the same index replaces the earlier one and everything after it.
+			if e.Index < first || e.Index-first > uint64(len(r.ents)) {
+				return fmt.Errorf("%w: %s: missing entries before index %d", ErrCorrupt, path, e.Index)
+			}
+			r.ents = append(r.ents[:e.Index-first], e)
+		}
+		r.lastIdx = e.Index
+	case recState:
+		if err := r.state.Unmarshal(rec.data); err != nil {
+			return fmt.Errorf("%w: %s: hard state: %v", ErrCorrupt, path, err)
+		}
+	case recSnapshot:
+		if _, err := unmarshalSnapshot(rec.data); err != nil {
+			return fmt.Errorf("%w: %s: snapshot marker: %v", ErrCorrupt, path, err)
+		}
+	case recCRC:
+	default:
+		return fmt.Errorf("%w: %s: unexpected block type %d", ErrCorrupt, path, rec.typ)
+	}
+	return nil
+}
+
 // Save appends the hard state and entries, fsyncing when raft requires durability: new entries or
 // a changed term or vote.
 func (w *WAL) Save(st raftpb.HardState, ents []raftpb.Entry) error {
@@ -321,21 +424,21 @@ func (w *WAL) Save(st raftpb.HardState, ents []raftpb.Entry) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	mustSync := len(ents) > 0 || st.Term != w.state.Term || st.Vote != w.state.Vote
+	mustSync := raft.MustSync(st, w.state, len(ents))
 	w.buf = w.buf[:0]
 	for i := range ents {
 		b, err := ents[i].Marshal()
 		if err != nil {
 			return fmt.Errorf("wal: marshal entry: %w", err)
 		}
-		w.buf = encodeRecord(w.buf, recEntry, b)
+		w.buf = w.appendRecord(w.buf, recEntry, b)
 	}
 	if !raft.IsEmptyHardState(st) {
 		b, err := st.Marshal()
 		if err != nil {
 			return fmt.Errorf("wal: marshal hard state: %w", err)
 		}
-		w.buf = encodeRecord(w.buf, recState, b)
+		w.buf = w.appendRecord(w.buf, recState, b)
 		w.state = st
 	}
 	if err := w.write(w.buf); err != nil {
@@ -344,26 +447,24 @@ func (w *WAL) Save(st raftpb.HardState, ents []raftpb.Entry) error {
 	if len(ents) > 0 {
 		w.lastIdx = ents[len(ents)-1].Index
 	}
-	if mustSync {
-		if err := w.sync(); err != nil {
-			return err
-		}
-	}
 	if w.size >= w.segLimit {
 		return w.cut()
+	}
+	if mustSync {
+		return w.sync()
 	}
 	return nil
 }
 
 // SaveSnapshot records that a snapshot at meta exists, durably, before the snapshot is used.
 func (w *WAL) SaveSnapshot(meta raftpb.SnapshotMetadata) error {
+	b, err := marshalSnapshot(meta)
+	if err != nil {
+		return err
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	b, err := meta.Marshal()
-	if err != nil {
-		return fmt.Errorf("wal: marshal snapshot marker: %w", err)
-	}
-	if err := w.write(encodeRecord(nil, recSnapshot, b)); err != nil {
+	if err := w.write(w.appendRecord(nil, recSnapshot, b)); err != nil {
 		return err
 	}
 	if meta.Index > w.lastIdx {
@@ -374,61 +475,76 @@ func (w *WAL) SaveSnapshot(meta raftpb.SnapshotMetadata) error {
 
 func (w *WAL) write(b []byte) error {
 	start := time.Now()
-	n, err := w.f.Write(b)
+	n, err := w.f.WriteAt(b, w.size)
 	w.size += int64(n)
 	if w.obs != nil {
 		w.obs.Wrote(n, time.Since(start))
 	}
 	if err != nil {
-		return fmt.Errorf("wal: write %s: %w", w.segments[len(w.segments)-1].name, err)
+		return fmt.Errorf("wal: write %s: %w", w.f.Name(), err)
 	}
 	return nil
 }
 
-// cut starts a new segment whose first possible index is lastIdx+1.
+// cut ends the last segment where its records end and starts a new one whose first possible
+// index is lastIdx+1, with the crc, metadata and hard state at its head.
 func (w *WAL) cut() error {
+	if err := w.f.Truncate(w.size); err != nil {
+		return fmt.Errorf("wal: truncate %s: %w", w.f.Name(), err)
+	}
+	if err := w.sync(); err != nil {
+		return err
+	}
 	last := w.segments[len(w.segments)-1]
 	s := segment{seq: last.seq + 1, index: w.lastIdx + 1}
 	s.name = segmentName(s.seq, s.index)
-	var b []byte
-	b = encodeRecord(b, recMetadata, w.metadata)
-	st, err := w.state.Marshal()
+	// Made under upstream's temporary name for a segment being prepared, which it ignores.
+	tmp := filepath.Join(w.dir, fmt.Sprintf("%d.tmp", s.seq%2))
+	f, err := newSegmentFile(tmp, w.segLimit)
 	if err != nil {
-		return fmt.Errorf("wal: marshal hard state: %w", err)
-	}
-	b = encodeRecord(b, recState, st)
-	tmp := filepath.Join(w.dir, s.name+".tmp")
-	if err := writeFileSync(tmp, b); err != nil {
 		return err
 	}
+	st, err := w.state.Marshal()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("wal: marshal hard state: %w", err)
+	}
+	b := appendFrame(nil, record{typ: recCRC, crc: w.crc})
+	b = w.appendRecord(b, recMetadata, w.metadata)
+	if !raft.IsEmptyHardState(w.state) {
+		b = w.appendRecord(b, recState, st)
+	}
+	if _, err := f.WriteAt(b, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("wal: write new segment: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("wal: fsync new segment: %w", err)
+	}
 	if err := os.Rename(tmp, filepath.Join(w.dir, s.name)); err != nil {
+		f.Close()
 		return fmt.Errorf("wal: rename new segment: %w", err)
 	}
 	if err := syncDir(w.dir); err != nil {
+		f.Close()
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(w.dir, s.name), os.O_RDWR|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("wal: open new segment: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return fmt.Errorf("%w: %s", ErrLocked, w.dir)
-	}
 	w.f.Close()
-	w.f, w.lockFile = f, f
+	w.f = f
 	w.size = int64(len(b))
 	w.segments = append(w.segments, s)
 	return nil
 }
 
-// ReleaseTo deletes segments whose entries are all at or below index (covered by a snapshot).
+// ReleaseTo deletes segments that a snapshot at index covers, keeping (as upstream) the newest
+// segment that starts before index, which a restart from that snapshot reads first.
 func (w *WAL) ReleaseTo(index uint64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	keepFrom := 0
 	for i := 0; i+1 < len(w.segments); i++ {
-		if w.segments[i+1].index <= index+1 {
+		if w.segments[i+1].index < index {
 			keepFrom = i + 1
 		}
 	}
@@ -462,67 +578,10 @@ func (w *WAL) SegmentCount() int {
 func (w *WAL) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.lockFile != nil {
-		err := w.lockFile.Close()
-		w.lockFile, w.f = nil, nil
+	if w.f != nil {
+		err := w.f.Close()
+		w.f = nil
 		return err
-	}
-	return nil
-}
-
-func segmentName(seq, index uint64) string { return fmt.Sprintf("%016x-%016x.wal", seq, index) }
-
-func listSegments(dir string) ([]segment, error) {
-	des, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("wal: read dir: %w", err)
-	}
-	var segs []segment
-	for _, de := range des {
-		name := de.Name()
-		if !strings.HasSuffix(name, ".wal") {
-			continue
-		}
-		var s segment
-		if _, err := fmt.Sscanf(name, "%016x-%016x.wal", &s.seq, &s.index); err != nil {
-			continue
-		}
-		s.name = name
-		segs = append(segs, s)
-	}
-	sort.Slice(segs, func(i, j int) bool { return segs[i].seq < segs[j].seq })
-	for i := 1; i < len(segs); i++ {
-		if segs[i].seq != segs[i-1].seq+1 {
-			return nil, fmt.Errorf("%w: segment sequence gap between %s and %s", ErrCorrupt, segs[i-1].name, segs[i].name)
-		}
-	}
-	return segs, nil
-}
-
-func writeFileSync(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("wal: create %s: %w", path, err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("wal: write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("wal: fsync %s: %w", path, err)
-	}
-	return f.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("wal: open dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("wal: fsync dir %s: %w", dir, err)
 	}
 	return nil
 }

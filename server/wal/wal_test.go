@@ -1,9 +1,12 @@
 package wal
 
 import (
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -57,6 +60,15 @@ func TestRoundTripAndConflictOverwrite(t *testing.T) {
 	}
 }
 
+// dataEnd is where the records of a preallocated segment end (the zeros after them are free space).
+func dataEnd(b []byte) int {
+	end := len(b)
+	for end > 0 && b[end-1] == 0 {
+		end--
+	}
+	return (end + 7) &^ 7
+}
+
 func TestTornTailIsCutAndCorruptionIsReported(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "wal")
 	w, err := Create(dir, []byte("meta"))
@@ -69,12 +81,25 @@ func TestTornTailIsCutAndCorruptionIsReported(t *testing.T) {
 	w.Close()
 	seg := filepath.Join(dir, segmentName(0, 0))
 	good, _ := os.ReadFile(seg)
-	// An interrupted append: half a record at the end.
-	torn := append(append([]byte(nil), good...), encodeRecord(nil, recEntry, []byte("0123456789"))[:9]...)
+	if len(good) != SegmentSizeBytes {
+		t.Fatalf("segment is %d bytes, want it preallocated to %d", len(good), SegmentSizeBytes)
+	}
+	end := dataEnd(good)
+	// An interrupted append: the frame of a 2,000-byte record reached the disk, and only the
+	// first bytes of its data did; the sectors after them are still zeros.
+	torn := append([]byte(nil), good...)
+	frame := appendFrame(nil, record{typ: recEntry, crc: 1, data: make([]byte, 2000)})
+	copy(torn[end:], frame[:40])
 	os.WriteFile(seg, torn, 0o600)
 	w, _, ents := reopen(t, dir, raftpb.SnapshotMetadata{})
 	if len(ents) != 3 {
 		t.Fatalf("entries after torn tail = %d", len(ents))
+	}
+	if r := w.Repaired(); r == nil || r.Offset != int64(end) {
+		t.Fatalf("repair = %+v, want a cut at %d", r, end)
+	}
+	if b, err := os.ReadFile(seg + ".broken"); err != nil || string(b) != string(torn) {
+		t.Fatalf("no copy of the segment before the cut: %v", err)
 	}
 	if err := w.Save(raftpb.HardState{Term: 1, Commit: 4}, entries(4, 4, 1)); err != nil {
 		t.Fatal(err)
@@ -82,13 +107,13 @@ func TestTornTailIsCutAndCorruptionIsReported(t *testing.T) {
 	w.Close()
 	w, _, ents = reopen(t, dir, raftpb.SnapshotMetadata{})
 	w.Close()
-	if len(ents) != 4 {
-		t.Fatalf("entries after append past cut tail = %d", len(ents))
+	if len(ents) != 4 || w.Repaired() != nil {
+		t.Fatalf("entries after append past cut tail = %d (repaired again: %v)", len(ents), w.Repaired())
 	}
 
-	// A flipped byte in the middle of the file is corruption, not a tail.
+	// A flipped byte in the middle of the records is corruption, not a tail.
 	data, _ := os.ReadFile(seg)
-	data[len(data)/2] ^= 0xff
+	data[dataEnd(data)/2] ^= 0xff
 	os.WriteFile(seg, data, 0o600)
 	w, err = Open(dir, raftpb.SnapshotMetadata{})
 	if err != nil {
@@ -101,6 +126,81 @@ func TestTornTailIsCutAndCorruptionIsReported(t *testing.T) {
 	after, _ := os.ReadFile(seg)
 	if string(after) != string(data) {
 		t.Fatal("a corrupt WAL was modified")
+	}
+}
+
+// The first segment starts exactly as upstream's: a crc record (type 4, crc 0) in an 8-byte
+// frame padded to 8, then the metadata record.
+func TestUpstreamFraming(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	w, err := Create(dir, []byte("meta"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	b, _ := os.ReadFile(filepath.Join(dir, segmentName(0, 0)))
+	want := []byte{4, 0, 0, 0, 0, 0, 0, 0x84, 0x08, 0x04, 0x10, 0x00, 0, 0, 0, 0}
+	if string(b[:16]) != string(want) {
+		t.Fatalf("segment head = % x, want % x", b[:16], want)
+	}
+	rec, err := unmarshalRecord(b[24:][:binary.LittleEndian.Uint64(b[16:24])&0xffffffff])
+	if err != nil || rec.typ != recMetadata || string(rec.data) != "meta" || rec.crc != crc32.Checksum([]byte("meta"), crcTable) {
+		t.Fatalf("metadata record = %+v, %v", rec, err)
+	}
+}
+
+// Each segment's crc record must continue the chain of the one before.
+func TestBrokenCRCChainIsCorruption(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	w, err := Create(dir, []byte("meta"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.segLimit = 200
+	for i := uint64(1); i <= 10; i++ {
+		if err := w.Save(raftpb.HardState{Term: 1, Commit: i}, entries(i, i, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	segs, _ := listSegments(dir)
+	if len(segs) < 3 {
+		t.Fatalf("%d segments", len(segs))
+	}
+	p := filepath.Join(dir, segs[1].name)
+	b, _ := os.ReadFile(p)
+	copy(b, appendFrame(nil, record{typ: recCRC, crc: 0xdeadbeef}))
+	os.WriteFile(p, b, 0o600)
+	w, err = Open(dir, raftpb.SnapshotMetadata{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, _, _, err := w.ReadAll(); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "crc mismatch") {
+		t.Fatalf("want a crc mismatch, got %v", err)
+	}
+}
+
+// A WAL from etcdx's earlier format is refused by name, and left alone.
+func TestEarlierFormatIsRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	os.MkdirAll(dir, 0o700)
+	payload := append([]byte{1}, `{"nodeID":1,"clusterID":2}`...)
+	old := binary.LittleEndian.AppendUint32(nil, uint32(len(payload)))
+	old = binary.LittleEndian.AppendUint32(old, crc32.Checksum(payload, crcTable))
+	old = append(old, payload...)
+	p := filepath.Join(dir, segmentName(0, 0))
+	os.WriteFile(p, old, 0o600)
+	w, err := Open(dir, raftpb.SnapshotMetadata{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, _, _, err := w.ReadAll(); !errors.Is(err, ErrEarlierFormat) {
+		t.Fatalf("want ErrEarlierFormat, got %v", err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != string(old) {
+		t.Fatal("the old WAL was changed")
 	}
 }
 
@@ -191,7 +291,7 @@ func TestReleaseKeepsMaxFiles(t *testing.T) {
 			before := w.SegmentCount()
 			covered := 0
 			for i := 0; i+1 < len(w.segments); i++ {
-				if w.segments[i+1].index <= 36 {
+				if w.segments[i+1].index < 35 {
 					covered = i + 1
 				}
 			}

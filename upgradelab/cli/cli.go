@@ -32,7 +32,7 @@ import (
 const usage = `upgradelab: drives real etcd clusters through upgrade and downgrade plans under a workload.
 
 Usage:
-  upgradelab run   [--plan NAME|FILE ...] [--members N ...] [--bin-dir DIR | --binary LEVEL=PATH ...]
+  upgradelab run   [--plan NAME|FILE ...] [--members N ...] [--bin-dir DIR | --binary LEVEL=PATH|NAME=PATH ...]
   upgradelab plans         list the built-in plans
 
 Every run starts a fresh cluster of local processes on loopback ports, runs the plan's steps
@@ -95,7 +95,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringSliceVar(&f.plans, "plan", []string{"all"}, "Built-in plan names or plan files (YAML); 'all' runs every built-in plan.")
 	fs.IntSliceVar(&f.members, "members", nil, "Cluster sizes to run each plan with (default: the plan's own). With several, every plan runs at every size.")
 	fs.StringVar(&f.binDir, "bin-dir", "", "Directory whose etcd* binaries are used, each for the level its --version reports.")
-	fs.StringSliceVar(&f.binaries, "binary", nil, "LEVEL=PATH: the etcd binary for a level, e.g. 3.5=/opt/etcd-3.5/etcd (overrides --bin-dir).")
+	fs.StringSliceVar(&f.binaries, "binary", nil, "LEVEL=PATH: the etcd binary for a level, e.g. 3.5=/opt/etcd-3.5/etcd (overrides --bin-dir); NAME=PATH: a binary plans name as a subject, e.g. upstream-3.5.17=/opt/etcd-v3.5.17/etcd.")
 	fs.StringVar(&f.workDir, "workdir", "", "Where runs keep data and logs (default: a new temporary directory).")
 	fs.StringVar(&f.report, "report", "", "Write the JSON report here (default: WORKDIR/report.json).")
 	fs.StringVar(&f.traceFile, "trace-file", "", "Write OpenTelemetry spans here as JSON lines (default: WORKDIR/trace.json).")
@@ -199,21 +199,23 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) ([]oneRun, cluster.Binaries, error
 		bins = found
 	}
 	for _, b := range f.binaries {
-		lvl, path, ok := strings.Cut(b, "=")
-		if !ok || lvl == "" || path == "" {
-			return nil, nil, fmt.Errorf("--binary: want LEVEL=PATH, got %q", b)
+		name, path, ok := strings.Cut(b, "=")
+		if !ok || name == "" || path == "" {
+			return nil, nil, fmt.Errorf("--binary: want LEVEL=PATH or NAME=PATH, got %q", b)
 		}
 		got, err := cluster.Level(path)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--binary %s: %w", b, err)
 		}
-		if got != lvl {
+		// A level names the binary for that level; any other name (upstream-3.5.17) is a
+		// subject of its own, of whatever level it reports.
+		if cluster.IsLevel(name) && got != name {
 			return nil, nil, fmt.Errorf("--binary %s: that binary is level %s", b, got)
 		}
-		bins[lvl] = path
+		bins[name] = path
 	}
 	for _, r := range runs {
-		if err := bins.Need(r.plan.Levels()); err != nil {
+		if err := bins.Need(r.plan.Subjects()); err != nil {
 			return nil, nil, fmt.Errorf("plan %s: %w", r.plan.Name, err)
 		}
 	}

@@ -25,7 +25,12 @@ func Level(bin string) (string, error) {
 	return m[1], nil
 }
 
-// Binaries maps levels to etcd binaries.
+// IsLevel says whether a subject names a level (3.6) rather than a binary (upstream-3.5.17).
+func IsLevel(s string) bool { return levelName.MatchString(s) }
+
+var levelName = regexp.MustCompile(`^3\.[0-9]+$`)
+
+// Binaries maps subjects (levels, or names given on the command line) to etcd binaries.
 type Binaries map[string]string
 
 // FromDir finds the etcd binaries in dir (files named etcd or etcd-*) and asks each its level;
@@ -56,7 +61,7 @@ func FromDir(dir string) (Binaries, error) {
 	return bins, nil
 }
 
-// Need checks that every level has a binary.
+// Need checks that every subject has a binary.
 func (b Binaries) Need(levels []string) error {
 	var missing []string
 	for _, l := range levels {
@@ -70,7 +75,7 @@ func (b Binaries) Need(levels []string) error {
 			have = append(have, l+"="+p)
 		}
 		sort.Strings(have)
-		return fmt.Errorf("no etcd binary for level %s (have: %s); pass --binary LEVEL=PATH or --bin-dir",
+		return fmt.Errorf("no etcd binary for %s (have: %s); pass --binary LEVEL=PATH, --binary NAME=PATH or --bin-dir",
 			strings.Join(missing, ", "), strings.Join(have, " "))
 	}
 	return nil

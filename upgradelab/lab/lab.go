@@ -98,7 +98,7 @@ func (r *Runner) Run(ctx context.Context, p *plan.Plan, members int) (rep Report
 		rep.Failure = err.Error()
 		return rep // the deferred function still sets the duration on the named result
 	}
-	if err := r.Binaries.Need(p.Levels()); err != nil {
+	if err := r.Binaries.Need(p.Subjects()); err != nil {
 		return fail(err)
 	}
 	rep.Dir = filepath.Join(r.WorkDir, fmt.Sprintf("%s-%d-%s", p.Name, members, time.Now().Format("150405.000")))

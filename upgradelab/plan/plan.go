@@ -23,7 +23,8 @@ type Plan struct {
 	Description string `json:"description"`
 	// Members is the cluster size (the command line may override it).
 	Members int `json:"members"`
-	// Start is the level (major.minor) every member starts at.
+	// Start is the subject every member starts as: a level (major.minor, the binary given for
+	// it) or the name of a binary given on the command line (e.g. upstream-3.5.17).
 	Start string `json:"start"`
 	Steps []Step `json:"steps"`
 }
@@ -44,7 +45,8 @@ type Step struct {
 	Pause Duration `json:"pause,omitempty"`
 }
 
-// Replace names the level to move to and, optionally, which members (default: all, in order).
+// Replace names the subject (a level or a named binary) to move to and, optionally, which
+// members (default: all, in order).
 type Replace struct {
 	Version string   `json:"version"`
 	Members []string `json:"members,omitempty"`
@@ -153,7 +155,11 @@ func (s Step) String() string {
 	return "?"
 }
 
-var level = regexp.MustCompile(`^3\.[0-9]+$`)
+var (
+	level = regexp.MustCompile(`^3\.[0-9]+$`)
+	// subject is a level or a named binary such as upstream-3.5.17.
+	subject = regexp.MustCompile(`^(3\.[0-9]+|[a-z][a-z0-9.-]*)$`)
+)
 
 // Validate checks the plan for a cluster of members (names m1..mN).
 func (p *Plan) Validate() error {
@@ -163,8 +169,8 @@ func (p *Plan) Validate() error {
 	if p.Members < 1 || p.Members > 7 {
 		return fmt.Errorf("plan %s: members must be 1 to 7, got %d", p.Name, p.Members)
 	}
-	if !level.MatchString(p.Start) {
-		return fmt.Errorf("plan %s: start %q is not a level like 3.5", p.Name, p.Start)
+	if !subject.MatchString(p.Start) {
+		return fmt.Errorf("plan %s: start %q is not a level like 3.5 or a binary's name like upstream-3.5.17", p.Name, p.Start)
 	}
 	if len(p.Steps) == 0 {
 		return fmt.Errorf("plan %s: no steps", p.Name)
@@ -190,8 +196,8 @@ func (p *Plan) Validate() error {
 		var err error
 		switch s.Kind() {
 		case KindReplace:
-			if !level.MatchString(s.Replace.Version) {
-				err = fmt.Errorf("replace: version %q is not a level like 3.6", s.Replace.Version)
+			if !subject.MatchString(s.Replace.Version) {
+				err = fmt.Errorf("replace: version %q is not a level like 3.6 or a binary's name like upstream-3.5.17", s.Replace.Version)
 			}
 			for _, m := range s.Replace.Members {
 				if err == nil {
@@ -229,8 +235,8 @@ func (p *Plan) Validate() error {
 	return nil
 }
 
-// Levels are the binary levels the plan needs.
-func (p *Plan) Levels() []string {
+// Subjects are the binaries the plan needs: levels and named binaries.
+func (p *Plan) Subjects() []string {
 	seen := map[string]bool{p.Start: true}
 	for _, s := range p.Steps {
 		if s.Replace != nil {

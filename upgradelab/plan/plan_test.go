@@ -26,7 +26,7 @@ func TestBuiltinPlansParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(p.Levels(), ","); got != "3.5,3.6" {
+	if got := strings.Join(p.Subjects(), ","); got != "3.5,3.6" {
 		t.Errorf("downgrade needs levels %s, want 3.5,3.6", got)
 	}
 }

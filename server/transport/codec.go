@@ -1,0 +1,226 @@
+package transport
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// The two stream encodings of upstream's peer protocol.
+//
+// message: every raft message as an 8-byte big-endian length and the marshalled raftpb.Message.
+// It is also the head of a snapshot POST.
+//
+// msgappv2 (MsgApp traffic from leader to follower): a one-byte type, then
+//
+//	0 link heartbeat                       (nothing else)
+//	1 entries continuing the last MsgApp   count, then per entry its size and bytes, then commit
+//	                                       (8-byte big-endian integers)
+//	2 any other message                    size and the marshalled raftpb.Message
+//
+// The compact form 1 is used when the message continues exactly where the previous one on the
+// same connection ended, in the same term.
+
+const (
+	msgAppV2Heartbeat byte = 0
+	msgAppV2Entries   byte = 1
+	msgAppV2Message   byte = 2
+
+	// maxMessageBytes bounds one message read from a peer, as upstream's 512 MB.
+	maxMessageBytes = 512 << 20
+	// maxSnapshotMessageBytes bounds the message at the head of a snapshot POST (upstream's 64 MB).
+	maxSnapshotMessageBytes = 64 << 20
+)
+
+// errTooLarge is upstream's text for a message over the size limit.
+var errTooLarge = errors.New("rafthttp: error limit exceeded")
+
+// linkHeartbeat is what an idle stream carries so the reading side can tell a live peer from a
+// dead one: a heartbeat with neither sender nor recipient, which raft never produces.
+var linkHeartbeat = raftpb.Message{Type: raftpb.MsgHeartbeat}
+
+func isLinkHeartbeat(m *raftpb.Message) bool {
+	return m.Type == raftpb.MsgHeartbeat && m.From == 0 && m.To == 0
+}
+
+type encoder interface {
+	encode(m *raftpb.Message) error
+}
+
+type decoder interface {
+	decode() (raftpb.Message, error)
+}
+
+type messageEncoder struct{ w io.Writer }
+
+func (e *messageEncoder) encode(m *raftpb.Message) error {
+	b, err := m.Marshal()
+	if err != nil {
+		return fmt.Errorf("marshal raft message: %w", err)
+	}
+	if _, err := e.w.Write(binary.BigEndian.AppendUint64(nil, uint64(len(b)))); err != nil {
+		return err
+	}
+	_, err = e.w.Write(b)
+	return err
+}
+
+type messageDecoder struct {
+	r     io.Reader
+	limit uint64
+}
+
+func (d *messageDecoder) decode() (raftpb.Message, error) {
+	var m raftpb.Message
+	var hdr [8]byte
+	if _, err := io.ReadFull(d.r, hdr[:]); err != nil {
+		return m, err
+	}
+	n := binary.BigEndian.Uint64(hdr[:])
+	limit := d.limit
+	if limit == 0 {
+		limit = maxMessageBytes
+	}
+	if n > limit {
+		return m, errTooLarge
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(d.r, b); err != nil {
+		return m, unexpectedEOF(err)
+	}
+	return m, m.Unmarshal(b)
+}
+
+// msgAppV2Encoder writes the msgappv2 stream of one connection.
+type msgAppV2Encoder struct {
+	w           io.Writer
+	term, index uint64 // where the last MsgApp on this connection ended
+	buf         []byte
+}
+
+func (e *msgAppV2Encoder) encode(m *raftpb.Message) error {
+	e.buf = e.buf[:0]
+	switch {
+	case isLinkHeartbeat(m):
+		e.buf = append(e.buf, msgAppV2Heartbeat)
+	case e.index == m.Index && e.term == m.LogTerm && m.LogTerm == m.Term:
+		e.buf = append(e.buf, msgAppV2Entries)
+		e.buf = binary.BigEndian.AppendUint64(e.buf, uint64(len(m.Entries)))
+		for i := range m.Entries {
+			b, err := m.Entries[i].Marshal()
+			if err != nil {
+				return fmt.Errorf("marshal raft entry: %w", err)
+			}
+			e.buf = binary.BigEndian.AppendUint64(e.buf, uint64(len(b)))
+			e.buf = append(e.buf, b...)
+			e.index++
+		}
+		e.buf = binary.BigEndian.AppendUint64(e.buf, m.Commit)
+	default:
+		b, err := m.Marshal()
+		if err != nil {
+			return fmt.Errorf("marshal raft message: %w", err)
+		}
+		e.buf = append(e.buf, msgAppV2Message)
+		e.buf = binary.BigEndian.AppendUint64(e.buf, uint64(len(b)))
+		e.buf = append(e.buf, b...)
+		e.term, e.index = m.Term, m.Index
+		if n := len(m.Entries); n > 0 {
+			e.index = m.Entries[n-1].Index
+		}
+	}
+	_, err := e.w.Write(e.buf)
+	return err
+}
+
+// msgAppV2Decoder reads the msgappv2 stream of one connection from remote to local.
+type msgAppV2Decoder struct {
+	r             io.Reader
+	local, remote uint64
+	term, index   uint64
+}
+
+func (d *msgAppV2Decoder) decode() (raftpb.Message, error) {
+	var m raftpb.Message
+	var typ [1]byte
+	if _, err := io.ReadFull(d.r, typ[:]); err != nil {
+		return m, err
+	}
+	switch typ[0] {
+	case msgAppV2Heartbeat:
+		return linkHeartbeat, nil
+	case msgAppV2Entries:
+		m = raftpb.Message{Type: raftpb.MsgApp, From: d.remote, To: d.local, Term: d.term, LogTerm: d.term, Index: d.index}
+		n, err := d.uint64()
+		if err != nil {
+			return m, err
+		}
+		if n > maxMessageBytes/8 {
+			return m, errTooLarge
+		}
+		m.Entries = make([]raftpb.Entry, n)
+		for i := range m.Entries {
+			b, err := d.sized()
+			if err != nil {
+				return m, err
+			}
+			if err := m.Entries[i].Unmarshal(b); err != nil {
+				return m, fmt.Errorf("msgappv2 entry: %w", err)
+			}
+			d.index++
+		}
+		if m.Commit, err = d.uint64(); err != nil {
+			return m, err
+		}
+	case msgAppV2Message:
+		b, err := d.sized()
+		if err != nil {
+			return m, err
+		}
+		if err := m.Unmarshal(b); err != nil {
+			return m, fmt.Errorf("msgappv2 message: %w", err)
+		}
+		d.term, d.index = m.Term, m.Index
+		if n := len(m.Entries); n > 0 {
+			d.index = m.Entries[n-1].Index
+		}
+	default:
+		return m, fmt.Errorf("failed to parse type %d in msgappv2 stream", typ[0])
+	}
+	return m, nil
+}
+
+// sized reads a length-prefixed piece (an entry, a message).
+func (d *msgAppV2Decoder) sized() ([]byte, error) {
+	size, err := d.uint64()
+	if err != nil {
+		return nil, err
+	}
+	if size > maxMessageBytes {
+		return nil, errTooLarge
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(d.r, b); err != nil {
+		return nil, unexpectedEOF(err)
+	}
+	return b, nil
+}
+
+func (d *msgAppV2Decoder) uint64() (uint64, error) {
+	var b [8]byte
+	if _, err := io.ReadFull(d.r, b[:]); err != nil {
+		return 0, unexpectedEOF(err)
+	}
+	return binary.BigEndian.Uint64(b[:]), nil
+}
+
+// unexpectedEOF turns an EOF in the middle of a message into io.ErrUnexpectedEOF.
+func unexpectedEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
