@@ -59,7 +59,7 @@ func TestUpgradeLabRunsEveryBuiltinPlan(t *testing.T) {
 	work := t.TempDir()
 	binDir := filepath.Dir(Binary(t, "etcd"))
 	Binary(t, "etcd-last-release")
-	code, out := runTool(t, "upgradelab", "run", "--plan", "all", "--bin-dir", binDir, "--workdir", work)
+	code, out := runTool(t, "upgradelab", "run", "--runtime", "process", "--plan", "all", "--bin-dir", binDir, "--workdir", work)
 	if code != 0 {
 		t.Fatalf("upgradelab run: exit %d\n%s", code, out)
 	}
@@ -103,7 +103,7 @@ steps:
   - replace: {version: "3.6"}
   - expect: {cluster: "3.7", timeout: 3s}
 `), 0o644)
-	code, out := runTool(t, "upgradelab", "run", "--plan", wrong, "--members", "1", "--bin-dir", binDir, "--workdir", work)
+	code, out := runTool(t, "upgradelab", "run", "--runtime", "process", "--plan", wrong, "--members", "1", "--bin-dir", binDir, "--workdir", work)
 	if code != 1 || !strings.Contains(out, "FAIL wrong-expectation/1") || !strings.Contains(out, "cluster version is 3.6, want 3.7") {
 		t.Fatalf("a failing plan: exit %d\n%s", code, out)
 	}
@@ -112,6 +112,8 @@ steps:
 		t.Fatalf("report of the failing run: %+v", reps)
 	}
 
+	partition := filepath.Join(work, "partition.yaml")
+	os.WriteFile(partition, []byte("name: cut\nmembers: 3\nstart: \"3.6\"\nsteps:\n  - partition: leader\n"), 0o644)
 	bad := filepath.Join(work, "bad.yaml")
 	os.WriteFile(bad, []byte("name: bad\nmembers: 3\nstart: \"3.5\"\nsteps:\n  - upgrade: everything\n"), 0o644)
 	usage := []struct {
@@ -124,6 +126,8 @@ steps:
 		{[]string{"--plan", "upgrade", "--binary", "3.5=" + Binary(t, "etcd")}, "that binary is level 3.6"},
 		{[]string{"--plan", "upgrade", "--bin-dir", t.TempDir()}, "no etcd binary for 3.5, 3.6"},
 		{[]string{"--clients", "many"}, "--clients"},
+		{[]string{"--runtime", "vm"}, `--runtime "vm"`},
+		{[]string{"--runtime", "process", "--plan", partition}, "the process runtime cannot partition a member"},
 	}
 	for _, u := range usage {
 		args := append([]string{"run", "--bin-dir", binDir, "--workdir", work}, u.args...)
@@ -138,7 +142,7 @@ steps:
 func TestUpgradeLabMixesImplementations(t *testing.T) {
 	work := t.TempDir()
 	ours := Binary(t, "etcd")
-	code, out := runTool(t, "upgradelab", "run", "--workdir", work,
+	code, out := runTool(t, "upgradelab", "run", "--runtime", "process", "--workdir", work,
 		"--plan", "../upgradelab/plan/examples/upstream-roundtrip.yaml", "--plan", "../upgradelab/plan/examples/mixed-3.6.yaml",
 		"--binary", "3.6="+ours,
 		"--binary", "upstream-3.5.17="+UpstreamBinaryAt(t, Upstream35Version, "etcd"),

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,21 +23,29 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+	"sigs.k8s.io/yaml"
 
+	"etcdx/pkg/buildinfo"
 	"etcdx/upgradelab/cluster"
 	"etcdx/upgradelab/lab"
 	"etcdx/upgradelab/plan"
+	"etcdx/upgradelab/runtimes"
 	"etcdx/upgradelab/workload"
 )
 
 const usage = `upgradelab: drives real etcd clusters through upgrade and downgrade plans under a workload.
 
 Usage:
-  upgradelab run   [--plan NAME|FILE ...] [--members N ...] [--bin-dir DIR | --binary LEVEL=PATH|NAME=PATH ...]
+  upgradelab run   [--plan NAME|FILE ...] [--members N ...] [--bin-dir DIR | --binary SUBJECT=PATH ...]
+                   [--runtime auto|container|process] [--max-stall DUR] [--max-failed N]
+  upgradelab plan  [--from S] [--via S,...] [--to S] [--faults K,...] [--seed N] [--dry-run] [run flags]
+                           generate a random plan from a seed and run it (or print it)
   upgradelab plans         list the built-in plans
+  upgradelab clean [--all] remove containers, networks and volumes that killed runs left
 
-Every run starts a fresh cluster of local processes on loopback ports, runs the plan's steps
-while clients write and read, then checks that no acknowledged write was lost and that the
+Every run starts a fresh cluster (containers on a private Docker network, or local processes
+where no engine answers), runs the plan's steps while clients write and read, judges the
+availability of each step, then checks that no acknowledged write was lost and that the
 history is linearizable. Exit status: 0 all runs passed, 1 a run failed, 2 bad usage.
 `
 
@@ -51,6 +60,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return run(args[1:], stdout, stderr)
 	case "plans":
 		return listPlans(stdout, stderr)
+	case "clean":
+		return clean(args[1:], stdout, stderr)
+	case "plan":
+		return planCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -74,44 +87,152 @@ func listPlans(stdout, stderr io.Writer) int {
 	return 0
 }
 
-type runFlags struct {
-	plans     []string
-	members   []int
-	binDir    string
-	binaries  []string
-	workDir   string
-	report    string
-	traceFile string
-	clients   int
-	interval  time.Duration
-	timeout   time.Duration
+func clean(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("upgradelab clean", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	all := fs.Bool("all", false, "Remove the resources of every lab run, live ones included.")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "upgradelab clean: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	n, err := runtimes.Clean(ctx, *all)
+	fmt.Fprintf(stdout, "removed %s\n", n)
+	if err != nil {
+		fmt.Fprintf(stderr, "upgradelab clean: %v\n", err)
+		return 1
+	}
+	return 0
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	var f runFlags
-	fs := pflag.NewFlagSet("upgradelab run", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+type runFlags struct {
+	generated  *plan.Plan
+	runtime    string
+	maxStall   time.Duration
+	maxFailed  int
+	plans      []string
+	members    []int
+	binDir     string
+	binaryArgs []string
+	workDir    string
+	report     string
+	traceFile  string
+	clients    int
+	interval   time.Duration
+	timeout    time.Duration
+}
+
+// commonFlags registers what run and plan share: binaries, runtime, thresholds, output,
+// workload.
+func commonFlags(fs *pflag.FlagSet, f *runFlags) {
+	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
-	fs.StringSliceVar(&f.plans, "plan", []string{"all"}, "Built-in plan names or plan files (YAML); 'all' runs every built-in plan.")
-	fs.IntSliceVar(&f.members, "members", nil, "Cluster sizes to run each plan with (default: the plan's own). With several, every plan runs at every size.")
-	fs.StringVar(&f.binDir, "bin-dir", "", "Directory whose etcd* binaries are used, each for the level its --version reports.")
-	fs.StringSliceVar(&f.binaries, "binary", nil, "LEVEL=PATH: the etcd binary for a level, e.g. 3.5=/opt/etcd-3.5/etcd (overrides --bin-dir); NAME=PATH: a binary plans name as a subject, e.g. upstream-3.5.17=/opt/etcd-v3.5.17/etcd.")
+	fs.StringVar(&f.binDir, "bin-dir", "", "Directory whose etcd* binaries are used, each for the version and the level its --version reports.")
+	fs.StringSliceVar(&f.binaryArgs, "binary", nil, "SUBJECT=PATH: the etcd binary for a level (3.5=/opt/etcd-3.5/etcd), a version (3.5.17=...) or a name plans use as a subject (upstream-3.5.17=...); overrides --bin-dir.")
+	fs.StringVar(&f.runtime, "runtime", "auto", "Where members run: container (a Docker engine), process (local processes; no partitions), or auto (containers when an engine answers).")
+	fs.DurationVar(&f.maxStall, "max-stall", 0, "Fail a run when any step stalls writes longer than this (0: no bound; a plan's thresholds win).")
+	fs.IntVar(&f.maxFailed, "max-failed", 0, "Fail a run when more requests than this fail (0: no bound; a plan's thresholds win).")
 	fs.StringVar(&f.workDir, "workdir", "", "Where runs keep data and logs (default: a new temporary directory).")
 	fs.StringVar(&f.report, "report", "", "Write the JSON report here (default: WORKDIR/report.json).")
 	fs.StringVar(&f.traceFile, "trace-file", "", "Write OpenTelemetry spans here as JSON lines (default: WORKDIR/trace.json).")
 	fs.IntVar(&f.clients, "clients", 4, "Concurrent workload clients.")
 	fs.DurationVar(&f.interval, "interval", 10*time.Millisecond, "Pause between one client's operations.")
 	fs.DurationVar(&f.timeout, "expect-timeout", 60*time.Second, "Default time an expect step waits.")
+}
+
+func parse(fs *pflag.FlagSet, args []string, stdout, stderr io.Writer) (int, bool) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			return 0
+			fmt.Fprintf(stdout, "Usage of %s:\n%s", fs.Name(), fs.FlagUsages())
+			return 0, false
 		}
-		fmt.Fprintf(stderr, "upgradelab run: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		return 2, false
+	}
+	return 0, true
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	var f runFlags
+	fs := pflag.NewFlagSet("upgradelab run", pflag.ContinueOnError)
+	fs.StringSliceVar(&f.plans, "plan", []string{"all"}, "Built-in plan names or plan files (YAML); 'all' runs every built-in plan.")
+	fs.IntSliceVar(&f.members, "members", nil, "Cluster sizes to run each plan with (default: the plan's own). With several, every plan runs at every size.")
+	commonFlags(fs, &f)
+	if code, ok := parse(fs, args, stdout, stderr); !ok {
+		return code
+	}
+	return f.run(fs, stdout, stderr)
+}
+
+// planCmd generates a plan from a seed and runs it (or only prints it, with --dry-run).
+func planCmd(args []string, stdout, stderr io.Writer) int {
+	var f runFlags
+	var from, to string
+	var via, faults []string
+	var members int
+	var seed uint64
+	var rate float64
+	var down, dry bool
+	fs := pflag.NewFlagSet("upgradelab plan", pflag.ContinueOnError)
+	fs.StringVar(&from, "from", "3.5", "The subject the cluster starts at.")
+	fs.StringVar(&to, "to", "3.6", "The subject it is upgraded to.")
+	fs.StringSliceVar(&via, "via", nil, "Subjects between, in order (patch hops such as 3.5.26).")
+	fs.StringSliceVar(&faults, "faults", []string{"kill", "freeze", "add", "compact", "defrag"}, "Faults the plan may inject: kill, partition, freeze, add, compact, defrag (partition needs containers).")
+	fs.Float64Var(&rate, "fault-rate", 0.5, "Chance of a fault after each member's replacement.")
+	fs.BoolVar(&down, "downgrade", true, "When the last hop is one minor level up, downgrade back after it (then cancel or complete).")
+	fs.IntVar(&members, "members", 3, "Cluster size.")
+	fs.Uint64Var(&seed, "seed", 0, "Seed of the plan (0: a new random one, printed); the same seed replays the same plan.")
+	fs.BoolVar(&dry, "dry-run", false, "Print the plan (numbered steps and YAML) without running it.")
+	commonFlags(fs, &f)
+	if code, ok := parse(fs, args, stdout, stderr); !ok {
+		return code
+	}
+	bins, err := f.binaries(dry)
+	if err != nil {
+		fmt.Fprintf(stderr, "upgradelab plan: %v\n", err)
 		return 2
 	}
+	if seed == 0 {
+		seed = rand.Uint64N(1<<53) + 1 // stays exact in JSON readers that use doubles
+	}
+	g := plan.Generator{Seed: seed, Members: members, Path: append(append([]string{from}, via...), to),
+		Levels: map[string]string{}, Downgrade: down, FaultRate: rate}
+	for _, k := range faults {
+		g.Faults = append(g.Faults, plan.StepKind(k))
+	}
+	for _, s := range g.Path {
+		if cluster.IsLevel(s) {
+			g.Levels[s] = s
+		} else if b, ok := bins[s]; ok {
+			g.Levels[s] = b.Level
+		} else if cluster.IsVersion(s) {
+			g.Levels[s] = s[:strings.LastIndexByte(s, '.')]
+		}
+	}
+	p, err := g.Generate()
+	if err != nil {
+		fmt.Fprintf(stderr, "upgradelab plan: %v\n", err)
+		return 2
+	}
+	if dry {
+		b, _ := yaml.Marshal(p)
+		fmt.Fprintf(stdout, "%s\n%s", p.Numbered(), b)
+		return 0
+	}
+	f.generated = p
+	return f.run(fs, stdout, stderr)
+}
+
+// run resolves the plans and binaries and runs every plan at every size.
+func (f *runFlags) run(fs *pflag.FlagSet, stdout, stderr io.Writer) int {
+	name := fs.Name()
 	runs, bins, err := f.resolve(fs)
 	if err != nil {
-		fmt.Fprintf(stderr, "upgradelab run: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 2
 	}
 	if f.workDir == "" {
@@ -130,7 +251,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if f.traceFile == "" {
 		f.traceFile = filepath.Join(f.workDir, "trace.json")
 	}
-	reports, err := execute(f, runs, bins, stdout, stderr)
+	reports, err := execute(*f, runs, bins, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "upgradelab run: %v\n", err)
 		return 1
@@ -154,12 +275,40 @@ type oneRun struct {
 	members int
 }
 
+// binaries reads --bin-dir and --binary; with quiet, binaries that do not answer --version
+// are passed over (a dry run needs none).
+func (f *runFlags) binaries(quiet bool) (cluster.Binaries, error) {
+	bins := cluster.Binaries{}
+	if f.binDir != "" {
+		found, err := cluster.FromDir(f.binDir)
+		if err != nil && !quiet {
+			return nil, fmt.Errorf("--bin-dir: %w", err)
+		}
+		for k, v := range found {
+			bins[k] = v
+		}
+	}
+	for _, b := range f.binaryArgs {
+		name, path, ok := strings.Cut(b, "=")
+		if !ok || name == "" || path == "" {
+			return nil, fmt.Errorf("--binary: want SUBJECT=PATH, got %q", b)
+		}
+		if err := bins.Add(name, path); err != nil && !quiet {
+			return nil, fmt.Errorf("--binary %s: %w", b, err)
+		}
+	}
+	return bins, nil
+}
+
 // resolve turns the flags into runs and binaries, reporting usage errors.
 func (f *runFlags) resolve(fs *pflag.FlagSet) ([]oneRun, cluster.Binaries, error) {
 	if fs.NArg() > 0 {
 		return nil, nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	var plans []*plan.Plan
+	if f.generated != nil {
+		plans, f.plans = []*plan.Plan{f.generated}, nil
+	}
 	for _, name := range f.plans {
 		if name == "all" {
 			all, err := plan.Builtin()
@@ -190,29 +339,26 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) ([]oneRun, cluster.Binaries, error
 			runs = append(runs, oneRun{plan: &sized, members: n})
 		}
 	}
-	bins := cluster.Binaries{}
-	if f.binDir != "" {
-		found, err := cluster.FromDir(f.binDir)
-		if err != nil {
-			return nil, nil, fmt.Errorf("--bin-dir: %w", err)
-		}
-		bins = found
+	bins, err := f.binaries(false)
+	if err != nil {
+		return nil, nil, err
 	}
-	for _, b := range f.binaries {
-		name, path, ok := strings.Cut(b, "=")
-		if !ok || name == "" || path == "" {
-			return nil, nil, fmt.Errorf("--binary: want LEVEL=PATH or NAME=PATH, got %q", b)
+	switch f.runtime {
+	case "auto", "container", "process":
+	default:
+		return nil, nil, fmt.Errorf("--runtime %q: want auto, container or process", f.runtime)
+	}
+	if f.runtime == "process" {
+		for _, r := range runs {
+			for _, s := range r.plan.Steps {
+				if err := runtimes.NewProcess("").Supports(s.Kind()); err != nil {
+					return nil, nil, fmt.Errorf("plan %s: %w", r.plan.Name, err)
+				}
+			}
 		}
-		got, err := cluster.Level(path)
-		if err != nil {
-			return nil, nil, fmt.Errorf("--binary %s: %w", b, err)
-		}
-		// A level names the binary for that level; any other name (upstream-3.5.17) is a
-		// subject of its own, of whatever level it reports.
-		if cluster.IsLevel(name) && got != name {
-			return nil, nil, fmt.Errorf("--binary %s: that binary is level %s", b, got)
-		}
-		bins[name] = path
+	}
+	if f.maxStall < 0 || f.maxFailed < 0 {
+		return nil, nil, fmt.Errorf("--max-stall and --max-failed must not be negative")
 	}
 	for _, r := range runs {
 		if err := bins.Need(r.plan.Subjects()); err != nil {
@@ -242,13 +388,14 @@ func execute(f runFlags, runs []oneRun, bins cluster.Binaries, stdout, stderr io
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	runner := &lab.Runner{Binaries: bins, WorkDir: f.workDir, Tracer: tp.Tracer("etcdx/upgradelab"), Logger: logger,
+	runner := &lab.Runner{Binaries: bins, Runtime: f.runtime, WorkDir: f.workDir, Tracer: tp.Tracer("etcdx/upgradelab"), Logger: logger,
+		Thresholds: plan.Thresholds{MaxStall: plan.Duration(f.maxStall), MaxFailed: f.maxFailed}, Revision: buildinfo.GitSHA,
 		Progress: stdout, StartTimeout: 60 * time.Second, ExpectTimeout: f.timeout, CheckTimeout: 2 * time.Minute,
 		Warmup: 2 * time.Second, Settle: 2 * time.Second,
 		Workload: workload.Config{Clients: f.clients, Interval: f.interval}}
 	var levels []string
-	for l, p := range bins {
-		levels = append(levels, l+"="+p)
+	for l, b := range bins {
+		levels = append(levels, l+"="+b.Path)
 	}
 	sort.Strings(levels)
 	fmt.Fprintf(stdout, "binaries: %s\nworkdir: %s\n", strings.Join(levels, " "), f.workDir)
@@ -261,11 +408,21 @@ func execute(f runFlags, runs []oneRun, bins cluster.Binaries, stdout, stderr io
 		if !rep.Passed {
 			verdict = "FAIL"
 		}
-		fmt.Fprintf(stdout, "%s %s/%d in %.1fs: %d writes, %d reads, %d failed requests; %d of %d acknowledged writes lost; %d register operations: %s\n",
-			verdict, rep.Plan, rep.Members, rep.Duration.Seconds(), rep.Writes, rep.Reads, rep.FailedOps,
-			len(rep.LostWrites), rep.AckedWrites, rep.HistoryOps, rep.Linearizable)
+		fmt.Fprintf(stdout, "%s %s/%d in %.1fs (%s): %d writes, %d reads, %d failed requests; %d of %d acknowledged writes lost; %d register operations: %s\n     availability: %s\n",
+			verdict, rep.Plan, rep.Members, rep.Duration.Seconds(), rep.Runtime, rep.Writes, rep.Reads, rep.FailedOps,
+			len(rep.LostWrites), rep.AckedWrites, rep.HistoryOps, rep.Linearizable, rep.Availability)
+		if rep.Dir != "" {
+			if b, err := json.MarshalIndent(rep, "", "  "); err == nil {
+				if err := lab.WriteFile(filepath.Join(rep.Dir, "report.json"), b); err != nil {
+					fmt.Fprintf(stderr, "upgradelab: %v\n", err)
+				}
+			}
+		}
 		if !rep.Passed {
 			fmt.Fprintf(stdout, "     %s\n     logs: %s\n", rep.Failure, rep.Dir)
+			if rep.Seed != 0 {
+				fmt.Fprintf(stdout, "     seed %d: replay with upgradelab plan --seed %d and the same --from, --via, --to, --faults and --members\n", rep.Seed, rep.Seed)
+			}
 		}
 		if ctx.Err() != nil {
 			break

@@ -74,7 +74,7 @@ func (c *Cluster) Endpoints() []string {
 // Client connects to every member.
 func (c *Cluster) Client() (*clientv3.Client, error) {
 	var tlsCfg = c.Members[0].TLS
-	return newClient(c.Endpoints(), tlsCfg)
+	return NewClient(c.Endpoints(), tlsCfg)
 }
 
 // StopAll stops every member (for the end of a run).

@@ -27,6 +27,10 @@ type Member struct {
 	ClientURL  string
 	PeerURL    string
 	MetricsURL string // --listen-metrics-urls, when set
+	// ListenClientURL and ListenPeerURL, when set, are what the member listens on (e.g.
+	// 0.0.0.0 in a container); the advertised URLs are ClientURL and PeerURL.
+	ListenClientURL string
+	ListenPeerURL   string
 	// Bin is the binary the member runs (or last ran); Level is its major.minor when known.
 	Bin   string
 	Level string
@@ -69,8 +73,8 @@ func (m *Member) Args() []string {
 		ic = m.Name + "=" + m.PeerURL
 	}
 	args := []string{"--name", m.Name, "--data-dir", m.DataDir,
-		"--listen-client-urls", m.ClientURL, "--advertise-client-urls", m.ClientURL,
-		"--listen-peer-urls", m.PeerURL, "--initial-advertise-peer-urls", m.PeerURL}
+		"--listen-client-urls", or(m.ListenClientURL, m.ClientURL), "--advertise-client-urls", m.ClientURL,
+		"--listen-peer-urls", or(m.ListenPeerURL, m.PeerURL), "--initial-advertise-peer-urls", m.PeerURL}
 	if m.Discovery != nil {
 		args = append(args, m.Discovery...)
 	} else {
@@ -91,6 +95,13 @@ func (m *Member) Args() []string {
 	}
 	args = append(args, "--log-level", level)
 	return append(args, m.Extra...)
+}
+
+func or(s, otherwise string) string {
+	if s != "" {
+		return s
+	}
+	return otherwise
 }
 
 func (m *Member) logPath() string {
@@ -122,6 +133,8 @@ func (m *Member) Start() error {
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), m.Env...)
 	cmd.Dir = m.WorkDir
+	// The member dies with the harness: a killed lab or test leaves no etcd behind.
+	cmd.SysProcAttr = dieWithParent()
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return fmt.Errorf("start %s: %w", m.Bin, err)
@@ -203,12 +216,13 @@ func (m *Member) Stop(timeout time.Duration) error {
 		return nil
 	default:
 	}
-	m.signal(syscall.SIGTERM)
+	m.Signal(syscall.SIGCONT) // a frozen member cannot act on SIGTERM
+	m.Signal(syscall.SIGTERM)
 	select {
 	case <-ex:
 		return nil
 	case <-time.After(timeout):
-		m.signal(syscall.SIGKILL)
+		m.Signal(syscall.SIGKILL)
 		<-ex
 		return fmt.Errorf("member %s did not stop within %v of SIGTERM", m.Name, timeout)
 	}
@@ -220,11 +234,12 @@ func (m *Member) Kill() {
 	if ex == nil {
 		return
 	}
-	m.signal(syscall.SIGKILL)
+	m.Signal(syscall.SIGKILL)
 	<-ex
 }
 
-func (m *Member) signal(sig syscall.Signal) {
+// Signal sends sig to the running process (SIGSTOP and SIGCONT freeze and thaw it).
+func (m *Member) Signal(sig syscall.Signal) {
 	m.mu.Lock()
 	cmd := m.cmd
 	m.mu.Unlock()
@@ -256,17 +271,18 @@ func (m *Member) Wait(timeout time.Duration) (int, error) {
 // answer yet.
 func (m *Member) httpClient() *http.Client {
 	if m.TLS == nil {
-		return plainHTTP
+		return PlainHTTP
 	}
 	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: m.TLS}}
 }
 
-var plainHTTP = &http.Client{Timeout: 2 * time.Second}
-
 // WaitHealthy polls /health until it answers 200, the process exits or ctx ends.
 func (m *Member) WaitHealthy(ctx context.Context) error {
-	var last error
-	for {
+	base := m.ClientURL
+	if strings.HasPrefix(base, "unix") && m.MetricsURL != "" {
+		base = m.MetricsURL // the plain HTTP client cannot dial a socket
+	}
+	return WaitHealthy(ctx, m.httpClient(), base, func() error {
 		if ex := m.Exited(); ex != nil {
 			select {
 			case <-ex:
@@ -274,15 +290,23 @@ func (m *Member) WaitHealthy(ctx context.Context) error {
 			default:
 			}
 		}
-		base := m.ClientURL
-		if strings.HasPrefix(base, "unix") && m.MetricsURL != "" {
-			base = m.MetricsURL // the plain HTTP client cannot dial a socket
+		return nil
+	})
+}
+
+// WaitHealthy polls base/health with hc until it answers 200, gone reports an error (the
+// member's process ended) or ctx ends.
+func WaitHealthy(ctx context.Context, hc *http.Client, base string, gone func() error) error {
+	var last error
+	for {
+		if err := gone(); err != nil {
+			return err
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/health", nil)
 		if err != nil {
 			return err
 		}
-		resp, err := m.httpClient().Do(req)
+		resp, err := hc.Do(req)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -308,12 +332,17 @@ type Versions struct {
 
 // Versions asks the member for its versions.
 func (m *Member) Versions(ctx context.Context) (Versions, error) {
+	return GetVersions(ctx, m.httpClient(), m.ClientURL)
+}
+
+// GetVersions asks base/version with hc.
+func GetVersions(ctx context.Context, hc *http.Client, base string) (Versions, error) {
 	var v Versions
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.ClientURL+"/version", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/version", nil)
 	if err != nil {
 		return v, err
 	}
-	resp, err := m.httpClient().Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return v, err
 	}
@@ -323,6 +352,10 @@ func (m *Member) Versions(ctx context.Context) (Versions, error) {
 	}
 	return v, json.NewDecoder(resp.Body).Decode(&v)
 }
+
+// PlainHTTP is the probe client for plain-HTTP members: each probe is bounded, since a member
+// without quorum accepts connections but does not answer yet.
+var PlainHTTP = &http.Client{Timeout: 2 * time.Second}
 
 // Log returns the member's log (all its runs).
 func (m *Member) Log() string {
@@ -344,10 +377,11 @@ func (m *Member) LogHas(s string) bool { return strings.Contains(m.Log(), s) }
 
 // NewClient connects a client to this member alone.
 func (m *Member) NewClient() (*clientv3.Client, error) {
-	return newClient([]string{m.ClientURL}, m.TLS)
+	return NewClient([]string{m.ClientURL}, m.TLS)
 }
 
-func newClient(endpoints []string, tlsCfg *tls.Config) (*clientv3.Client, error) {
+// NewClient connects a quiet client to endpoints.
+func NewClient(endpoints []string, tlsCfg *tls.Config) (*clientv3.Client, error) {
 	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop(), TLS: tlsCfg})
 	if err != nil {
 		return nil, fmt.Errorf("connect to %v: %w", endpoints, err)

@@ -1,6 +1,7 @@
-// Package lab runs a plan against a real cluster under the workload, traces every step with
-// OpenTelemetry, and checks the outcome: the plan's expectations, no lost acknowledged write,
-// and a linearizable history.
+// Package lab runs a plan against a real cluster (processes or containers) under the
+// workload, traces every step with OpenTelemetry, and judges the outcome: the plan's
+// expectations, availability per step against thresholds, no lost acknowledged write, and a
+// linearizable history.
 package lab
 
 import (
@@ -19,21 +20,26 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
 
 	"etcdx/upgradelab/cluster"
 	"etcdx/upgradelab/plan"
+	"etcdx/upgradelab/runtimes"
 	"etcdx/upgradelab/workload"
 )
 
 // Runner holds what every run shares.
 type Runner struct {
 	Binaries cluster.Binaries
-	// WorkDir gets one directory per run (members' data and logs).
+	// Runtime is "container", "process" or "auto" (see runtimes.New).
+	Runtime string
+	// WorkDir gets one directory per run (members' data, logs and the run's report).
 	WorkDir  string
 	Workload workload.Config
 	Tracer   trace.Tracer
 	Logger   *slog.Logger
-	// Progress receives one line per step as it ends (may be nil).
+	// Progress receives the plan, a line per step as it ends and, while a step waits, a
+	// progress line every few seconds (may be nil).
 	Progress io.Writer
 	// StartTimeout bounds the first start and every restart; ExpectTimeout is the default of
 	// expect steps; CheckTimeout bounds the linearizability check.
@@ -44,17 +50,30 @@ type Runner struct {
 	// every step happens under traffic and the final state is exercised too.
 	Warmup time.Duration
 	Settle time.Duration
+	// Thresholds apply where the plan sets none.
+	Thresholds plan.Thresholds
+	// Revision is the lab's own build (git revision), recorded in reports.
+	Revision string
 }
 
 // Report is the outcome of one run.
 type Report struct {
-	Plan     string        `json:"plan"`
-	Members  int           `json:"members"`
-	Dir      string        `json:"dir"`
-	Passed   bool          `json:"passed"`
-	Failure  string        `json:"failure,omitempty"`
-	Duration time.Duration `json:"durationNs"`
-	Steps    []StepReport  `json:"steps"`
+	Plan      string                    `json:"plan"`
+	Members   int                       `json:"members"`
+	Seed      uint64                    `json:"seed,omitempty"`
+	Runtime   string                    `json:"runtime"`
+	Dir       string                    `json:"dir"`
+	StartedAt time.Time                 `json:"startedAt"`
+	EndedAt   time.Time                 `json:"endedAt"`
+	Binaries  map[string]cluster.Binary `json:"binaries"`
+	Revision  string                    `json:"labRevision"`
+	Passed    bool                      `json:"passed"`
+	Failure   string                    `json:"failure,omitempty"`
+	Duration  time.Duration             `json:"durationNs"`
+	Steps     []StepReport              `json:"steps"`
+
+	Thresholds   plan.Thresholds       `json:"thresholds"`
+	Availability workload.Availability `json:"availability"`
 
 	Writes        int            `json:"writes"`
 	Reads         int            `json:"reads"`
@@ -69,9 +88,14 @@ type Report struct {
 
 // StepReport is one step's outcome.
 type StepReport struct {
-	Step     string        `json:"step"`
-	Duration time.Duration `json:"durationNs"`
-	Error    string        `json:"error,omitempty"`
+	Step      string        `json:"step"`
+	Kind      plan.StepKind `json:"kind"`
+	StartedAt time.Time     `json:"startedAt"`
+	Duration  time.Duration `json:"durationNs"`
+	// Detail is what the step chose or did (the member a role named, the revision compacted).
+	Detail       string                `json:"detail,omitempty"`
+	Error        string                `json:"error,omitempty"`
+	Availability workload.Availability `json:"availability"`
 }
 
 func (r *Runner) progress(format string, args ...any) {
@@ -80,14 +104,29 @@ func (r *Runner) progress(format string, args ...any) {
 	}
 }
 
-// Run executes p with members members. It always stops the cluster before returning.
-func (r *Runner) Run(ctx context.Context, p *plan.Plan, members int) (rep Report) {
+// thresholds are the plan's, or else the runner's, field by field.
+func (r *Runner) thresholds(p *plan.Plan) plan.Thresholds {
+	t := p.Thresholds
+	if t.MaxStall == 0 {
+		t.MaxStall = r.Thresholds.MaxStall
+	}
+	if t.MaxFailed == 0 {
+		t.MaxFailed = r.Thresholds.MaxFailed
+	}
+	return t
+}
+
+// Run executes p with members members. It always removes the cluster before returning.
+func (r *Runner) Run(ctx context.Context, p *plan.Plan, size int) (rep Report) {
 	began := time.Now()
-	rep = Report{Plan: p.Name, Members: members, LostWrites: []string{}}
+	rep = Report{Plan: p.Name, Members: size, Seed: p.Seed, StartedAt: began, LostWrites: []string{},
+		Binaries: map[string]cluster.Binary{}, Revision: r.Revision, Thresholds: r.thresholds(p)}
 	ctx, span := r.Tracer.Start(ctx, "run "+p.Name, trace.WithAttributes(
-		attribute.String("plan", p.Name), attribute.Int("members", members), attribute.String("start", p.Start)))
+		attribute.String("plan", p.Name), attribute.Int("members", size), attribute.String("start", p.Start),
+		attribute.Int64("seed", int64(p.Seed))))
 	defer func() {
-		rep.Duration = time.Since(began)
+		rep.EndedAt = time.Now()
+		rep.Duration = rep.EndedAt.Sub(began)
 		span.SetAttributes(attribute.Bool("passed", rep.Passed))
 		if !rep.Passed {
 			span.SetStatus(codes.Error, rep.Failure)
@@ -101,38 +140,77 @@ func (r *Runner) Run(ctx context.Context, p *plan.Plan, members int) (rep Report
 	if err := r.Binaries.Need(p.Subjects()); err != nil {
 		return fail(err)
 	}
-	rep.Dir = filepath.Join(r.WorkDir, fmt.Sprintf("%s-%d-%s", p.Name, members, time.Now().Format("150405.000")))
-	c, err := cluster.New(rep.Dir, members, "upgradelab-"+p.Name)
+	for _, s := range p.Subjects() {
+		rep.Binaries[s] = r.Binaries[s]
+	}
+	rep.Dir = filepath.Join(r.WorkDir, fmt.Sprintf("%s-%d-%s", p.Name, size, began.Format("150405.000")))
+	rt, notice, err := runtimes.New(ctx, r.Runtime, rep.Dir)
 	if err != nil {
 		return fail(err)
 	}
+	if notice != "" {
+		r.progress("  note: %s", notice)
+	}
+	rep.Runtime = rt.Name()
 	defer func() {
-		if err := c.StopAll(); err != nil {
-			r.Logger.Warn("stopping the cluster", "error", err)
+		if err := rt.Close(ctx); err != nil {
+			r.Logger.Warn("removing the run's members", "error", err)
 		}
 	}()
+	for _, s := range p.Steps {
+		if err := rt.Supports(s.Kind()); err != nil {
+			return fail(fmt.Errorf("plan %s cannot run here: %w", p.Name, err))
+		}
+	}
+	c := &members{rt: rt, dir: rep.Dir, token: "upgradelab-" + p.Name}
+	if err := c.create(ctx, size); err != nil {
+		return fail(err)
+	}
+	sized := *p
+	sized.Members = size
+	r.progress("%s", strings.TrimRight(sized.Numbered(), "\n"))
 	if err := r.startCluster(ctx, c, p.Start); err != nil {
 		return fail(err)
 	}
-	cli, err := c.Client()
+	cli, err := newLabClient(c.endpoints())
 	if err != nil {
 		return fail(err)
 	}
 	defer cli.Close()
+	x := &run{Runner: r, c: c, cli: cli}
 	w := workload.Start(cli, r.Workload)
 	sleep(ctx, r.Warmup)
 	var stepErr error
 	for i, s := range p.Steps {
 		t0 := time.Now()
-		err := r.step(ctx, c, cli, s)
-		sr := StepReport{Step: s.String(), Duration: time.Since(t0)}
+		stop := r.watch(w, i+1, s, t0)
+		sctx, sspan := r.Tracer.Start(ctx, string(s.Kind()), trace.WithAttributes(attribute.String("step", s.String()), attribute.Int("number", i+1)))
+		detail, err := x.step(sctx, s)
 		if err != nil {
+			spanErr(sspan, err)
+		}
+		if detail != "" {
+			sspan.SetAttributes(attribute.String("detail", detail))
+		}
+		sspan.End()
+		stop()
+		t1 := time.Now()
+		sr := StepReport{Step: s.String(), Kind: s.Kind(), StartedAt: t0, Duration: t1.Sub(t0), Detail: detail,
+			Availability: workload.Window(w.Samples(), w.Offset(t0), w.Offset(t1))}
+		if err != nil {
+			sr.Error = err.Error()
+			stepErr = fmt.Errorf("step %d (%s): %w", i+1, s, err)
+		} else if err := stallExceeded(s, rep.Thresholds, sr.Availability); err != nil {
 			sr.Error = err.Error()
 			stepErr = fmt.Errorf("step %d (%s): %w", i+1, s, err)
 		}
 		rep.Steps = append(rep.Steps, sr)
-		r.progress("  %-4s %s (%.1fs)%s", okWord(err), s, sr.Duration.Seconds(), errSuffix(err))
-		if err != nil {
+		extra := ""
+		if detail != "" {
+			extra = " [" + detail + "]"
+		}
+		r.progress("  %-4s %2d. %s%s (%.1fs; %s)%s", okWord(stepErr), i+1, s, extra, sr.Duration.Seconds(), sr.Availability, errSuffix(err))
+		if stepErr != nil {
 			break
 		}
 	}
@@ -142,7 +220,11 @@ func (r *Runner) Run(ctx context.Context, p *plan.Plan, members int) (rep Report
 	w.Stop()
 	stats, errs := w.Stats()
 	rep.Writes, rep.Reads, rep.FailedOps, rep.Errors, rep.AckedWrites = stats.Writes, stats.Reads, stats.Failed, errs, stats.Acked
+	rep.Availability = workload.Window(w.Samples(), 0, w.Offset(time.Now()))
 	checkErr := r.check(ctx, w, &rep)
+	if checkErr == nil && rep.Thresholds.MaxFailed > 0 && rep.FailedOps > rep.Thresholds.MaxFailed {
+		checkErr = fmt.Errorf("%d requests failed, more than the %d allowed (max-failed)", rep.FailedOps, rep.Thresholds.MaxFailed)
+	}
 	rep.FinalVersions = finalVersions(ctx, c)
 	switch {
 	case stepErr != nil:
@@ -153,6 +235,55 @@ func (r *Runner) Run(ctx context.Context, p *plan.Plan, members int) (rep Report
 		rep.Passed = true
 	}
 	return rep
+}
+
+// stallExceeded checks a step's longest write stall against its bound (the step's own, or
+// the run's).
+func stallExceeded(s plan.Step, t plan.Thresholds, a workload.Availability) error {
+	bound := time.Duration(s.MaxStall)
+	if bound == 0 {
+		bound = time.Duration(t.MaxStall)
+	}
+	if bound > 0 && a.LongestStall > bound {
+		return fmt.Errorf("writes stalled for %v (from %v into the run), more than the %v allowed (max-stall)",
+			a.LongestStall.Round(time.Millisecond), a.StallFrom.Round(time.Millisecond), bound)
+	}
+	return nil
+}
+
+// watch prints a progress line every few seconds while a step runs; the returned function
+// stops it.
+func (r *Runner) watch(w *workload.Workload, n int, s plan.Step, t0 time.Time) func() {
+	if r.Progress == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		const every = 3 * time.Second
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(every):
+			}
+			now := time.Now()
+			a := workload.Window(w.Samples(), w.Offset(now.Add(-every)), w.Offset(now))
+			r.progress("       %2d. %s: %.0fs, %.0f ok/s, %d errors in the last %v", n, s, now.Sub(t0).Seconds(), a.Throughput, a.Failed, every)
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+// newLabClient connects the workload's client; keepalives let it notice a member that a
+// partition or a freeze cut off, and move on to another.
+func newLabClient(endpoints []string) (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+		DialKeepAliveTime: 2 * time.Second, DialKeepAliveTimeout: 2 * time.Second})
 }
 
 func sleep(ctx context.Context, d time.Duration) {
@@ -176,22 +307,22 @@ func errSuffix(err error) string {
 	return ""
 }
 
-func (r *Runner) startCluster(ctx context.Context, c *cluster.Cluster, level string) error {
-	ctx, span := r.Tracer.Start(ctx, "start cluster", trace.WithAttributes(attribute.String("level", level), attribute.Int("members", len(c.Members))))
+func (r *Runner) startCluster(ctx context.Context, c *members, subject string) error {
+	ctx, span := r.Tracer.Start(ctx, "start cluster", trace.WithAttributes(attribute.String("subject", subject), attribute.Int("members", len(c.list))))
 	defer span.End()
-	for _, m := range c.Members {
-		if err := m.StartAs(r.Binaries[level], level); err != nil {
+	for _, m := range c.list {
+		if err := m.Start(ctx, r.Binaries[subject]); err != nil {
 			return spanErr(span, err)
 		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, r.StartTimeout)
 	defer cancel()
-	for _, m := range c.Members {
+	for _, m := range c.list {
 		if err := m.WaitHealthy(wctx); err != nil {
-			return spanErr(span, fmt.Errorf("member %s not healthy: %w; log tail:\n%s", m.Name, err, m.LogTail(15)))
+			return spanErr(span, fmt.Errorf("member %s not healthy: %w; log tail:\n%s", m.Name(), err, tail(m.Log(ctx), 15)))
 		}
 	}
-	r.progress("  ok   start %d members at %s", len(c.Members), level)
+	r.progress("  ok    0. start %d members at %s", len(c.list), subject)
 	return nil
 }
 
@@ -199,155 +330,6 @@ func spanErr(span trace.Span, err error) error {
 	span.RecordError(err)
 	span.SetStatus(codes.Error, err.Error())
 	return err
-}
-
-func (r *Runner) step(ctx context.Context, c *cluster.Cluster, cli *clientv3.Client, s plan.Step) error {
-	ctx, span := r.Tracer.Start(ctx, string(s.Kind()), trace.WithAttributes(attribute.String("step", s.String())))
-	defer span.End()
-	var err error
-	switch s.Kind() {
-	case plan.KindReplace:
-		err = r.replace(ctx, c, s.Replace)
-	case plan.KindDowngrade:
-		err = downgrade(ctx, cli, s.Downgrade)
-	case plan.KindExpect:
-		err = r.expect(ctx, c, s.Expect)
-	case plan.KindKill:
-		c.Member(s.Kill).Kill()
-	case plan.KindRestart:
-		m := c.Member(s.Restart)
-		if err = m.StartAs(m.Bin, m.Level); err == nil {
-			err = r.waitHealthy(ctx, m)
-		}
-	case plan.KindPause:
-		sleep(ctx, time.Duration(s.Pause))
-		err = ctx.Err()
-	}
-	if err != nil {
-		return spanErr(span, err)
-	}
-	return nil
-}
-
-func (r *Runner) waitHealthy(ctx context.Context, m *cluster.Member) error {
-	ctx, cancel := context.WithTimeout(ctx, r.StartTimeout)
-	defer cancel()
-	if err := m.WaitHealthy(ctx); err != nil {
-		return fmt.Errorf("member %s not healthy: %w; log tail:\n%s", m.Name, err, m.LogTail(15))
-	}
-	return nil
-}
-
-// replace swaps binaries one member at a time, as an operator would.
-func (r *Runner) replace(ctx context.Context, c *cluster.Cluster, rp *plan.Replace) error {
-	names := rp.Members
-	if len(names) == 0 {
-		for _, m := range c.Members {
-			names = append(names, m.Name)
-		}
-	}
-	for _, name := range names {
-		m := c.Member(name)
-		_, span := r.Tracer.Start(ctx, "replace member", trace.WithAttributes(
-			attribute.String("member", name), attribute.String("from", m.Level), attribute.String("to", rp.Version)))
-		err := m.Stop(30 * time.Second)
-		if err == nil {
-			err = m.StartAs(r.Binaries[rp.Version], rp.Version)
-		}
-		if err == nil {
-			err = r.waitHealthy(ctx, m)
-		}
-		if err != nil {
-			spanErr(span, err)
-			span.End()
-			return fmt.Errorf("member %s: %w", name, err)
-		}
-		span.End()
-	}
-	return nil
-}
-
-func downgrade(ctx context.Context, cli *clientv3.Client, d *plan.Downgrade) error {
-	action := map[string]clientv3.DowngradeAction{"validate": clientv3.DowngradeValidate,
-		"enable": clientv3.DowngradeEnable, "cancel": clientv3.DowngradeCancel}[d.Action]
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	_, err := cli.Downgrade(ctx, action, d.Version)
-	switch {
-	case d.Error == "" && err != nil:
-		return fmt.Errorf("downgrade %s %s: %w", d.Action, d.Version, err)
-	case d.Error != "" && err == nil:
-		return fmt.Errorf("downgrade %s %s succeeded, want an error with %q", d.Action, d.Version, d.Error)
-	case d.Error != "" && !strings.Contains(err.Error(), d.Error):
-		return fmt.Errorf("downgrade %s %s failed with %q, want %q", d.Action, d.Version, err, d.Error)
-	}
-	return nil
-}
-
-// majorMinor cuts "3.6.0" to "3.6"; an empty storage version means 3.5.
-func majorMinor(v string, emptyMeans string) string {
-	if v == "" {
-		return emptyMeans
-	}
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
-		return v
-	}
-	return parts[0] + "." + parts[1]
-}
-
-// expect polls every running member until all conditions hold or the timeout passes.
-func (r *Runner) expect(ctx context.Context, c *cluster.Cluster, e *plan.Expect) error {
-	timeout := time.Duration(e.Timeout)
-	if timeout <= 0 {
-		timeout = r.ExpectTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var last string
-	for {
-		last = unmet(ctx, c, e)
-		if last == "" {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not within %v: %s", timeout, last)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// unmet describes the first condition that does not hold, or returns "".
-func unmet(ctx context.Context, c *cluster.Cluster, e *plan.Expect) string {
-	if e.Log != "" {
-		found := false
-		for _, m := range c.Members {
-			found = found || strings.Contains(m.Log(), e.Log)
-		}
-		if !found {
-			return fmt.Sprintf("no member logged %q", e.Log)
-		}
-	}
-	for _, m := range c.Members {
-		if !m.Running() {
-			continue
-		}
-		v, err := m.Versions(ctx)
-		if err != nil {
-			return fmt.Sprintf("member %s: %v", m.Name, err)
-		}
-		for _, chk := range []struct{ what, want, got string }{
-			{"cluster version", e.Cluster, majorMinor(v.Cluster, "")},
-			{"storage version", e.Storage, majorMinor(v.Storage, "3.5")},
-			{"server version", e.Server, majorMinor(v.Server, "")},
-		} {
-			if chk.want != "" && chk.got != chk.want {
-				return fmt.Sprintf("member %s: %s is %s, want %s", m.Name, chk.what, chk.got, chk.want)
-			}
-		}
-	}
-	return ""
 }
 
 // check runs the end-of-run checks and fills rep.
@@ -383,21 +365,21 @@ func (r *Runner) check(ctx context.Context, w *workload.Workload, rep *Report) e
 	return err
 }
 
-func finalVersions(ctx context.Context, c *cluster.Cluster) map[string]any {
+func finalVersions(ctx context.Context, c *members) map[string]any {
 	out := map[string]any{}
-	for _, m := range c.Members {
-		if !m.Running() {
-			out[m.Name] = "not running"
+	for _, m := range c.list {
+		if !m.Running(ctx) {
+			out[m.Name()] = "not running"
 			continue
 		}
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		v, err := m.Versions(ctx)
 		cancel()
 		if err != nil {
-			out[m.Name] = err.Error()
+			out[m.Name()] = err.Error()
 			continue
 		}
-		out[m.Name] = v
+		out[m.Name()] = v
 	}
 	return out
 }

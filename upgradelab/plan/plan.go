@@ -1,15 +1,13 @@
 // Package plan reads upgrade and downgrade plans: the cluster a run starts with and the steps
 // it goes through (replace binaries, drive a downgrade, kill or restart members, expect
-// versions). Plans are YAML; the built-in ones live in plans/.
+// versions, inject faults). Plans are YAML; the built-in ones live in plans/.
 package plan
 
 import (
 	"embed"
-	"errors"
 	"fmt"
 	"os"
 	"path"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -23,34 +21,81 @@ type Plan struct {
 	Description string `json:"description"`
 	// Members is the cluster size (the command line may override it).
 	Members int `json:"members"`
-	// Start is the subject every member starts as: a level (major.minor, the binary given for
-	// it) or the name of a binary given on the command line (e.g. upstream-3.5.17).
+	// Start is the subject every member starts as: a level (3.6), a full version (3.5.17) or
+	// the name of a binary given on the command line (e.g. upstream-3.5.17).
 	Start string `json:"start"`
-	Steps []Step `json:"steps"`
+	// Thresholds fail the run when availability falls short (the command line may set them
+	// too; the plan's win).
+	Thresholds Thresholds `json:"thresholds,omitempty"`
+	Steps      []Step     `json:"steps"`
+	// Seed is set on plans the generator built: the seed that rebuilds them.
+	Seed uint64 `json:"seed,omitempty"`
 }
 
-// Step is exactly one of its fields.
+// Thresholds bound what the workload may suffer. Zero means no bound.
+type Thresholds struct {
+	// MaxStall is the longest a step may go without any write succeeding.
+	MaxStall Duration `json:"maxStall,omitempty"`
+	// MaxFailed is how many requests of the whole run may fail.
+	MaxFailed int `json:"maxFailed,omitempty"`
+}
+
+// Step is exactly one action, plus optional bounds of its own.
 type Step struct {
-	// Replace swaps members' binaries one at a time (stop, start the other level, wait until
-	// healthy), as an operator does in a rolling upgrade or downgrade.
+	// Replace swaps members' binaries one at a time (stop, start the other subject, wait
+	// until healthy), as an operator does in a rolling upgrade or downgrade.
 	Replace *Replace `json:"replace,omitempty"`
 	// Downgrade calls Maintenance.Downgrade.
 	Downgrade *Downgrade `json:"downgrade,omitempty"`
 	// Expect waits until the cluster shows what it lists.
 	Expect *Expect `json:"expect,omitempty"`
-	// Kill sends SIGKILL to a member; Restart starts it again with its current binary.
+	// Kill sends SIGKILL to a member (a name, "leader" or "follower", chosen when the step
+	// runs); Restart starts a stopped member (or "all" of them) with its current binary.
 	Kill    string `json:"kill,omitempty"`
 	Restart string `json:"restart,omitempty"`
-	// Pause lets the workload run for a while.
-	Pause Duration `json:"pause,omitempty"`
+	// Partition cuts a member (a name, "leader" or "follower") off the network; Heal
+	// reconnects it (or "all"). Containers only.
+	Partition string `json:"partition,omitempty"`
+	Heal      string `json:"heal,omitempty"`
+	// Freeze stops a member's process without ending it (SIGSTOP, docker pause); Thaw
+	// resumes it (or "all").
+	Freeze string `json:"freeze,omitempty"`
+	Thaw   string `json:"thaw,omitempty"`
+	// Wait lets the workload run for a while.
+	Wait Duration `json:"wait,omitempty"`
+	// Add adds a member (voter or learner) at a subject; it is named m<N+1>.
+	Add *Add `json:"add,omitempty"`
+	// Promote makes a learner a voter; Remove takes a member out of the cluster and stops it.
+	Promote string `json:"promote,omitempty"`
+	Remove  string `json:"remove,omitempty"`
+	// Compact compacts the keyspace at the current revision.
+	Compact *Compact `json:"compact,omitempty"`
+	// Defrag defragments a member's database (or "all").
+	Defrag string `json:"defrag,omitempty"`
+	// Refuse proves a start that must be refused: a member replaced by, or a new member
+	// joining at, a subject the cluster must not accept.
+	Refuse *Refuse `json:"refuse,omitempty"`
+
+	// MaxStall overrides the plan's threshold for this step (e.g. a step that takes quorum
+	// away on purpose).
+	MaxStall Duration `json:"maxStall,omitempty"`
 }
 
-// Replace names the subject (a level or a named binary) to move to and, optionally, which
-// members (default: all, in order).
+// Replace names the subject to move to and, optionally, which members (default: all, in
+// order; "leader" is whoever leads when the step runs) and in what order as to leadership.
 type Replace struct {
 	Version string   `json:"version"`
 	Members []string `json:"members,omitempty"`
+	// Order is "" (as listed), leader-first or leader-last: the current leader moves to the
+	// front or the back of the members when the step runs.
+	Order string `json:"order,omitempty"`
 }
+
+// Replace orders.
+const (
+	OrderLeaderFirst = "leader-first"
+	OrderLeaderLast  = "leader-last"
+)
 
 // Downgrade is one of validate, enable or cancel, with the target level.
 type Downgrade struct {
@@ -73,6 +118,27 @@ type Expect struct {
 	Timeout Duration `json:"timeout,omitempty"`
 }
 
+// Add is a new member's subject and kind.
+type Add struct {
+	Version string `json:"version"`
+	Learner bool   `json:"learner,omitempty"`
+}
+
+// Compact is a compaction; Physical waits until the database has dropped the revisions.
+type Compact struct {
+	Physical bool `json:"physical,omitempty"`
+}
+
+// Refuse is a start that must fail: Member's binary replaced by Version, or (Join) a new
+// member added at Version. Error is a text the refused member must log. Afterwards the
+// member runs its old binary again, or the joiner is removed.
+type Refuse struct {
+	Member  string `json:"member,omitempty"`
+	Join    bool   `json:"join,omitempty"`
+	Version string `json:"version"`
+	Error   string `json:"error"`
+}
+
 // Duration reads "30s"-style YAML values.
 type Duration time.Duration
 
@@ -92,155 +158,17 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 	return []byte(`"` + time.Duration(d).String() + `"`), nil
 }
 
-// StepKind is what a step does; its string is the step's key in a YAML plan and its name in
-// logs, traces and reports.
-type StepKind string
-
-// The step kinds.
-const (
-	KindReplace   StepKind = "replace"
-	KindDowngrade StepKind = "downgrade"
-	KindExpect    StepKind = "expect"
-	KindKill      StepKind = "kill"
-	KindRestart   StepKind = "restart"
-	KindPause     StepKind = "pause"
-)
-
-// Kind is what the step does ("" for a step that sets nothing).
-func (s Step) Kind() StepKind {
-	switch {
-	case s.Replace != nil:
-		return KindReplace
-	case s.Downgrade != nil:
-		return KindDowngrade
-	case s.Expect != nil:
-		return KindExpect
-	case s.Kill != "":
-		return KindKill
-	case s.Restart != "":
-		return KindRestart
-	case s.Pause > 0:
-		return KindPause
-	}
-	return ""
-}
-
-// String is a one-line description of the step.
-func (s Step) String() string {
-	switch s.Kind() {
-	case KindReplace:
-		who := "every member"
-		if len(s.Replace.Members) > 0 {
-			who = strings.Join(s.Replace.Members, ",")
-		}
-		return fmt.Sprintf("replace %s with %s", who, s.Replace.Version)
-	case KindDowngrade:
-		return fmt.Sprintf("downgrade %s %s", s.Downgrade.Action, s.Downgrade.Version)
-	case KindExpect:
-		var parts []string
-		e := s.Expect
-		for _, kv := range [][2]string{{"cluster", e.Cluster}, {"storage", e.Storage}, {"server", e.Server}, {"log", e.Log}} {
-			if kv[1] != "" {
-				parts = append(parts, fmt.Sprintf("%s=%q", kv[0], kv[1]))
-			}
-		}
-		return "expect " + strings.Join(parts, " ")
-	case KindKill:
-		return "kill " + s.Kill
-	case KindRestart:
-		return "restart " + s.Restart
-	case KindPause:
-		return "pause " + time.Duration(s.Pause).String()
-	}
-	return "?"
-}
-
-var (
-	level = regexp.MustCompile(`^3\.[0-9]+$`)
-	// subject is a level or a named binary such as upstream-3.5.17.
-	subject = regexp.MustCompile(`^(3\.[0-9]+|[a-z][a-z0-9.-]*)$`)
-)
-
-// Validate checks the plan for a cluster of members (names m1..mN).
-func (p *Plan) Validate() error {
-	if p.Name == "" {
-		return errors.New("plan has no name")
-	}
-	if p.Members < 1 || p.Members > 7 {
-		return fmt.Errorf("plan %s: members must be 1 to 7, got %d", p.Name, p.Members)
-	}
-	if !subject.MatchString(p.Start) {
-		return fmt.Errorf("plan %s: start %q is not a level like 3.5 or a binary's name like upstream-3.5.17", p.Name, p.Start)
-	}
-	if len(p.Steps) == 0 {
-		return fmt.Errorf("plan %s: no steps", p.Name)
-	}
-	checkMember := func(name string) error {
-		var n int
-		if _, err := fmt.Sscanf(name, "m%d", &n); err != nil || n < 1 || n > p.Members || name != fmt.Sprintf("m%d", n) {
-			return fmt.Errorf("no member %q (members are m1..m%d)", name, p.Members)
-		}
-		return nil
-	}
-	for i, s := range p.Steps {
-		where := fmt.Sprintf("plan %s: step %d", p.Name, i+1)
-		set := 0
-		for _, b := range []bool{s.Replace != nil, s.Downgrade != nil, s.Expect != nil, s.Kill != "", s.Restart != "", s.Pause > 0} {
-			if b {
-				set++
-			}
-		}
-		if set != 1 {
-			return fmt.Errorf("%s: a step must be exactly one of replace, downgrade, expect, kill, restart or pause", where)
-		}
-		var err error
-		switch s.Kind() {
-		case KindReplace:
-			if !subject.MatchString(s.Replace.Version) {
-				err = fmt.Errorf("replace: version %q is not a level like 3.6 or a binary's name like upstream-3.5.17", s.Replace.Version)
-			}
-			for _, m := range s.Replace.Members {
-				if err == nil {
-					err = checkMember(m)
-				}
-			}
-		case KindDowngrade:
-			switch s.Downgrade.Action {
-			case "validate", "enable", "cancel":
-			default:
-				err = fmt.Errorf("downgrade: action %q must be validate, enable or cancel", s.Downgrade.Action)
-			}
-			if err == nil && s.Downgrade.Action != "cancel" && !level.MatchString(s.Downgrade.Version) {
-				err = fmt.Errorf("downgrade: version %q is not a level like 3.5", s.Downgrade.Version)
-			}
-		case KindExpect:
-			e := s.Expect
-			if e.Cluster == "" && e.Storage == "" && e.Server == "" && e.Log == "" {
-				err = errors.New("expect: nothing to expect (cluster, storage, server or log)")
-			}
-			for _, v := range []string{e.Cluster, e.Storage, e.Server} {
-				if err == nil && v != "" && !level.MatchString(v) {
-					err = fmt.Errorf("expect: %q is not a level like 3.6", v)
-				}
-			}
-		case KindKill:
-			err = checkMember(s.Kill)
-		case KindRestart:
-			err = checkMember(s.Restart)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", where, err)
-		}
-	}
-	return nil
-}
-
-// Subjects are the binaries the plan needs: levels and named binaries.
+// Subjects are the binaries the plan needs: levels, full versions and named binaries.
 func (p *Plan) Subjects() []string {
 	seen := map[string]bool{p.Start: true}
 	for _, s := range p.Steps {
-		if s.Replace != nil {
+		switch {
+		case s.Replace != nil:
 			seen[s.Replace.Version] = true
+		case s.Add != nil:
+			seen[s.Add.Version] = true
+		case s.Refuse != nil:
+			seen[s.Refuse.Version] = true
 		}
 	}
 	var out []string

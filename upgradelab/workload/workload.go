@@ -5,7 +5,6 @@ package workload
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -61,10 +60,11 @@ type Workload struct {
 
 	ledger *cluster.Ledger
 
-	mu     sync.Mutex
-	ops    []Op
-	stats  Stats
-	errors map[string]int
+	mu      sync.Mutex
+	ops     []Op
+	samples []Sample
+	stats   Stats
+	errors  map[string]int
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -103,6 +103,17 @@ func (w *Workload) Stop() {
 
 func (w *Workload) now() int64 { return time.Since(w.start).Nanoseconds() }
 
+// Offset is t as the workload's clock reads it (nanoseconds since it started), to cut
+// windows of its samples.
+func (w *Workload) Offset(t time.Time) int64 { return t.Sub(w.start).Nanoseconds() }
+
+// Samples returns a copy of every request's timing and outcome so far.
+func (w *Workload) Samples() []Sample {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]Sample(nil), w.samples...)
+}
+
 func (w *Workload) client(id int) {
 	defer w.wg.Done()
 	rng := rand.New(rand.NewPCG(uint64(id), uint64(w.start.UnixNano())))
@@ -135,12 +146,15 @@ const opTimeout = 5 * time.Second
 func (w *Workload) put(key, val string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
+	start := w.now()
 	_, err := w.cli.Put(ctx, key, val)
-	w.count(true, err)
+	w.count(true, start, err)
 	return err
 }
 
-func (w *Workload) count(write bool, err error) {
+// count adds a request that began at start (workload time) and ended now.
+func (w *Workload) count(write bool, start int64, err error) {
+	s := Sample{Start: start, End: w.now(), Write: write}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if write {
@@ -149,21 +163,11 @@ func (w *Workload) count(write bool, err error) {
 		w.stats.Reads++
 	}
 	if err != nil {
+		s.Err = ErrorClass(err)
 		w.stats.Failed++
-		w.errors[errorClass(err)]++
+		w.errors[s.Err]++
 	}
-}
-
-// errorClass shortens an error for the report's error table.
-func errorClass(err error) string {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "timeout"
-	}
-	s := err.Error()
-	if len(s) > 80 {
-		s = s[:80]
-	}
-	return s
+	w.samples = append(w.samples, s)
 }
 
 func (w *Workload) writeRegister(id int, key, val string) {
@@ -183,7 +187,7 @@ func (w *Workload) readRegister(id int, key string) {
 	call := w.now()
 	resp, err := w.cli.Get(ctx, key)
 	ret := w.now()
-	w.count(false, err)
+	w.count(false, call, err)
 	if err != nil {
 		return // a failed read observed nothing
 	}

@@ -1,0 +1,135 @@
+package runtimes
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"etcdx/upgradelab/cluster"
+	"etcdx/upgradelab/plan"
+)
+
+// Process runs members as local processes on loopback ports. Members die with the lab
+// (the kernel kills them when it ends), so a killed run leaves none behind.
+type Process struct {
+	dir string
+
+	mu      sync.Mutex
+	members []*processMember
+}
+
+// NewProcess keeps members' data under dir.
+func NewProcess(dir string) *Process { return &Process{dir: dir} }
+
+// Name implements Runtime.
+func (p *Process) Name() string { return "process" }
+
+// Supports implements Runtime: everything but network partitions, which need a network of
+// the members' own.
+func (p *Process) Supports(k plan.StepKind) error {
+	if k == plan.KindPartition || k == plan.KindHeal {
+		return fmt.Errorf("the process runtime cannot %s a member (members share the host's loopback); run with --runtime container", k)
+	}
+	return nil
+}
+
+// NewMember implements Runtime.
+func (p *Process) NewMember(_ context.Context, spec Spec) (Member, error) {
+	m := &cluster.Member{Name: spec.Name, DataDir: filepath.Join(p.dir, spec.Name, "data"), LogPath: spec.LogPath, Token: spec.Token}
+	var err error
+	if m.ClientURL, err = cluster.FreeURL(); err != nil {
+		return nil, err
+	}
+	if m.PeerURL, err = cluster.FreeURL(); err != nil {
+		return nil, err
+	}
+	pm := &processMember{m: m}
+	p.mu.Lock()
+	p.members = append(p.members, pm)
+	p.mu.Unlock()
+	return pm, nil
+}
+
+// Close implements Runtime.
+func (p *Process) Close(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range p.members {
+		if err := m.m.Stop(20 * time.Second); err != nil {
+			m.m.Kill()
+		}
+	}
+	return nil
+}
+
+type processMember struct {
+	life
+	m *cluster.Member
+}
+
+func (m *processMember) Name() string      { return m.m.Name }
+func (m *processMember) ClientURL() string { return m.m.ClientURL }
+func (m *processMember) PeerURL() string   { return m.m.PeerURL }
+
+func (m *processMember) Start(_ context.Context, bin cluster.Binary) error {
+	m.bin = bin
+	m.m.InitialCluster, m.m.State = m.initialCluster, m.state
+	m.frozen = false
+	return m.m.StartAs(bin.Path, bin.Level)
+}
+
+func (m *processMember) Stop(context.Context) error {
+	m.frozen = false
+	return m.m.Stop(30 * time.Second)
+}
+
+func (m *processMember) Kill(context.Context) error {
+	m.frozen = false
+	m.m.Kill()
+	return nil
+}
+
+func (m *processMember) Freeze(context.Context) error {
+	if !m.m.Running() {
+		return fmt.Errorf("member %s is not running", m.m.Name)
+	}
+	m.m.Signal(syscall.SIGSTOP)
+	m.frozen = true
+	return nil
+}
+
+func (m *processMember) Thaw(context.Context) error {
+	m.m.Signal(syscall.SIGCONT)
+	m.frozen = false
+	return nil
+}
+
+func (m *processMember) Partition(context.Context) error {
+	return (&Process{}).Supports(plan.KindPartition)
+}
+func (m *processMember) Heal(context.Context) error { return (&Process{}).Supports(plan.KindHeal) }
+
+func (m *processMember) Running(context.Context) bool { return m.m.Running() }
+
+func (m *processMember) WaitHealthy(ctx context.Context) error { return m.m.WaitHealthy(ctx) }
+
+func (m *processMember) WaitExit(ctx context.Context) error {
+	ex := m.m.Exited()
+	if ex == nil {
+		return fmt.Errorf("member %s was never started", m.m.Name)
+	}
+	select {
+	case <-ex:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("member %s still running: %w", m.m.Name, ctx.Err())
+	}
+}
+
+func (m *processMember) Versions(ctx context.Context) (cluster.Versions, error) {
+	return m.m.Versions(ctx)
+}
+func (m *processMember) Log(context.Context) string { return m.m.Log() }

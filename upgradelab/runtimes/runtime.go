@@ -1,0 +1,106 @@
+// Package runtimes runs the lab's members: as local processes, or as containers on a private
+// Docker network (through testcontainers-go). Both give a member the same life: start with a
+// binary, stop, kill -9, freeze and thaw, and (containers only) partition and heal, keeping its
+// data across binary swaps.
+package runtimes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"etcdx/upgradelab/cluster"
+	"etcdx/upgradelab/plan"
+)
+
+// Runtime makes members and removes everything it made.
+type Runtime interface {
+	// Name is "process" or "container".
+	Name() string
+	// Supports says whether the runtime can run steps of kind k (nil) or why not.
+	Supports(k plan.StepKind) error
+	// NewMember prepares a member (addresses, data location, log file); nothing runs yet.
+	NewMember(ctx context.Context, spec Spec) (Member, error)
+	// Close stops and removes every member, and everything else the runtime created.
+	Close(ctx context.Context) error
+}
+
+// Spec is what a member is asked to be.
+type Spec struct {
+	Name string
+	// LogPath receives the member's output across all its runs.
+	LogPath string
+	// Token is --initial-cluster-token.
+	Token string
+}
+
+// Member is one etcd member of a run.
+type Member interface {
+	Name() string
+	// ClientURL and PeerURL are the advertised URLs; the lab reaches the member at ClientURL.
+	ClientURL() string
+	PeerURL() string
+	// Join sets --initial-cluster and --initial-cluster-state for the next start.
+	Join(initialCluster, state string)
+	// Binary is what the member runs or last ran.
+	Binary() cluster.Binary
+	// Start runs the member with bin, keeping its data.
+	Start(ctx context.Context, bin cluster.Binary) error
+	// Stop ends it with SIGTERM (thawing it first); Kill with SIGKILL.
+	Stop(ctx context.Context) error
+	Kill(ctx context.Context) error
+	Freeze(ctx context.Context) error
+	Thaw(ctx context.Context) error
+	Partition(ctx context.Context) error
+	Heal(ctx context.Context) error
+	// Running says whether the member's process is alive (frozen counts as alive).
+	Running(ctx context.Context) bool
+	Frozen() bool
+	Partitioned() bool
+	// WaitHealthy waits for /health to answer 200; it fails early if the member exits.
+	WaitHealthy(ctx context.Context) error
+	// WaitExit waits for the member to exit by itself.
+	WaitExit(ctx context.Context) error
+	Versions(ctx context.Context) (cluster.Versions, error)
+	// Log is the member's output of all its runs so far.
+	Log(ctx context.Context) string
+}
+
+// ErrNoEngine says a container runtime was asked for where no Docker engine answers.
+var ErrNoEngine = errors.New("no Docker engine")
+
+// New makes the runtime called name ("container", "process" or "auto": containers when an
+// engine answers, else processes). notice says what auto chose and why, for the user.
+func New(ctx context.Context, name, runDir string) (rt Runtime, notice string, err error) {
+	switch name {
+	case "process":
+		return NewProcess(runDir), "", nil
+	case "container":
+		rt, err := NewDocker(ctx, runDir)
+		return rt, "", err
+	case "auto", "":
+		rt, err := NewDocker(ctx, runDir)
+		if err == nil {
+			return rt, "", nil
+		}
+		if errors.Is(err, ErrNoEngine) {
+			return NewProcess(runDir), fmt.Sprintf("%v: members run as local processes (partition steps are refused)", err), nil
+		}
+		return nil, "", err
+	}
+	return nil, "", fmt.Errorf("unknown runtime %q (container, process or auto)", name)
+}
+
+// life is the state both runtimes keep about a member between calls.
+type life struct {
+	bin            cluster.Binary
+	initialCluster string
+	state          string
+	frozen         bool
+	partitioned    bool
+}
+
+func (l *life) Join(initialCluster, state string) { l.initialCluster, l.state = initialCluster, state }
+func (l *life) Binary() cluster.Binary            { return l.bin }
+func (l *life) Frozen() bool                      { return l.frozen }
+func (l *life) Partitioned() bool                 { return l.partitioned }
