@@ -84,7 +84,7 @@ type labRun struct {
 	Linearizable string   `json:"linearizable"`
 	Steps        []struct {
 		Step, Kind, Detail, Error string
-		Availability          struct {
+		Availability              struct {
 			Requests     int   `json:"requests"`
 			LongestStall int64 `json:"longestStallNs"`
 		} `json:"availability"`
