@@ -6,6 +6,7 @@ require (
 	etcdx/pkg v0.0.0
 	etcdx/server v0.0.0
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/dustin/go-humanize v1.0.1
 	github.com/moby/moby/api v1.56.1
 	github.com/moby/moby/client v0.6.2
 	github.com/spf13/pflag v1.0.10
@@ -17,6 +18,7 @@ require (
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
 	go.uber.org/zap v1.28.0
+	golang.org/x/sync v0.24.0
 	google.golang.org/grpc v1.85.0
 	sigs.k8s.io/yaml v1.6.0
 )

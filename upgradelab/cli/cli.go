@@ -18,6 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -110,6 +111,7 @@ func clean(args []string, stdout, stderr io.Writer) int {
 }
 
 type runFlags struct {
+	preload    string
 	generated  *plan.Plan
 	runtime    string
 	maxStall   time.Duration
@@ -139,6 +141,7 @@ func commonFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.workDir, "workdir", "", "Where runs keep data and logs (default: a new temporary directory).")
 	fs.StringVar(&f.report, "report", "", "Write the JSON report here (default: WORKDIR/report.json).")
 	fs.StringVar(&f.traceFile, "trace-file", "", "Write OpenTelemetry spans here as JSON lines (default: WORKDIR/trace.json).")
+	fs.StringVar(&f.preload, "preload", "0", "Data to write before the plan (e.g. 64MiB, in 1 KiB values), so members catching up need a database snapshot.")
 	fs.IntVar(&f.clients, "clients", 4, "Concurrent workload clients.")
 	fs.DurationVar(&f.interval, "interval", 10*time.Millisecond, "Pause between one client's operations.")
 	fs.DurationVar(&f.timeout, "expect-timeout", 60*time.Second, "Default time an expect step waits.")
@@ -269,6 +272,12 @@ func (f *runFlags) run(fs *pflag.FlagSet, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// preloadBytes is --preload, checked by resolve.
+func preloadBytes(s string) int64 {
+	n, _ := humanize.ParseBytes(s)
+	return int64(n)
+}
+
 // oneRun is a plan at a size.
 type oneRun struct {
 	plan    *plan.Plan
@@ -357,6 +366,9 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) ([]oneRun, cluster.Binaries, error
 			}
 		}
 	}
+	if _, err := humanize.ParseBytes(f.preload); err != nil {
+		return nil, nil, fmt.Errorf("--preload %q: %v", f.preload, err)
+	}
 	if f.maxStall < 0 || f.maxFailed < 0 {
 		return nil, nil, fmt.Errorf("--max-stall and --max-failed must not be negative")
 	}
@@ -389,6 +401,7 @@ func execute(f runFlags, runs []oneRun, bins cluster.Binaries, stdout, stderr io
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	runner := &lab.Runner{Binaries: bins, Runtime: f.runtime, WorkDir: f.workDir, Tracer: tp.Tracer("etcdx/upgradelab"), Logger: logger,
+		Preload:    preloadBytes(f.preload),
 		Thresholds: plan.Thresholds{MaxStall: plan.Duration(f.maxStall), MaxFailed: f.maxFailed}, Revision: buildinfo.GitSHA,
 		Progress: stdout, StartTimeout: 60 * time.Second, ExpectTimeout: f.timeout, CheckTimeout: 2 * time.Minute,
 		Warmup: 2 * time.Second, Settle: 2 * time.Second,

@@ -69,11 +69,19 @@ func CheckAcked(ctx context.Context, cli *clientv3.Client, prefix string, acked 
 			res.AppliedTwice = append(res.AppliedTwice, kv)
 		}
 	}
+	res.Lost = LostKeys(acked, have)
+	return res, nil
+}
+
+// LostKeys returns the acknowledged keys that are missing from have or hold another value,
+// sorted.
+func LostKeys(acked, have map[string]string) []string {
+	var lost []string
 	for k, v := range acked {
 		if got, ok := have[k]; !ok || got != v {
-			res.Lost = append(res.Lost, k)
+			lost = append(lost, k)
 		}
 	}
-	sort.Strings(res.Lost)
-	return res, nil
+	sort.Strings(lost)
+	return lost
 }

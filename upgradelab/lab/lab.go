@@ -54,6 +54,8 @@ type Runner struct {
 	Thresholds plan.Thresholds
 	// Revision is the lab's own build (git revision), recorded in reports.
 	Revision string
+	// Preload is how many bytes of data to write before the plan (0: none).
+	Preload int64
 }
 
 // Report is the outcome of one run.
@@ -83,6 +85,12 @@ type Report struct {
 	LostWrites    []string       `json:"lostWrites"`
 	HistoryOps    int            `json:"historyOps"`
 	Linearizable  string         `json:"linearizable"`
+	// Preloaded is the number of keys written before the plan (--preload).
+	Preloaded   int `json:"preloaded,omitempty"`
+	WatchEvents int `json:"watchEvents"`
+	// Problems are what the watch, revision and lease checks found.
+	Problems []string                       `json:"problems,omitempty"`
+	Hashes   map[string]workload.MemberHash `json:"hashes,omitempty"`
 	FinalVersions map[string]any `json:"finalVersions,omitempty"`
 }
 
@@ -178,6 +186,15 @@ func (r *Runner) Run(ctx context.Context, p *plan.Plan, size int) (rep Report) {
 	}
 	defer cli.Close()
 	x := &run{Runner: r, c: c, cli: cli}
+	if r.Preload > 0 {
+		t0 := time.Now()
+		n, err := workload.Preload(ctx, cli, "/upgradelab-preload/", r.Preload)
+		if err != nil {
+			return fail(err)
+		}
+		rep.Preloaded = n
+		r.progress("  ok    0. preload %d keys (%d bytes) in %.1fs", n, r.Preload, time.Since(t0).Seconds())
+	}
 	w := workload.Start(cli, r.Workload)
 	sleep(ctx, r.Warmup)
 	var stepErr error
@@ -218,10 +235,11 @@ func (r *Runner) Run(ctx context.Context, p *plan.Plan, size int) (rep Report) {
 		sleep(ctx, r.Settle)
 	}
 	w.Stop()
+	defer w.Close()
 	stats, errs := w.Stats()
 	rep.Writes, rep.Reads, rep.FailedOps, rep.Errors, rep.AckedWrites = stats.Writes, stats.Reads, stats.Failed, errs, stats.Acked
 	rep.Availability = workload.Window(w.Samples(), 0, w.Offset(time.Now()))
-	checkErr := r.check(ctx, w, &rep)
+	checkErr := r.check(ctx, w, x, &rep)
 	if checkErr == nil && rep.Thresholds.MaxFailed > 0 && rep.FailedOps > rep.Thresholds.MaxFailed {
 		checkErr = fmt.Errorf("%d requests failed, more than the %d allowed (max-failed)", rep.FailedOps, rep.Thresholds.MaxFailed)
 	}
@@ -333,10 +351,27 @@ func spanErr(span trace.Span, err error) error {
 }
 
 // check runs the end-of-run checks and fills rep.
-func (r *Runner) check(ctx context.Context, w *workload.Workload, rep *Report) error {
+func (r *Runner) check(ctx context.Context, w *workload.Workload, x *run, rep *Report) error {
 	ctx, span := r.Tracer.Start(ctx, "check")
 	defer span.End()
 	var errs []error
+	vctx, vcancel := context.WithTimeout(ctx, 90*time.Second)
+	v := w.Verify(vctx)
+	vcancel()
+	rep.WatchEvents, rep.Problems = v.WatchEvents, v.Problems
+	span.SetAttributes(attribute.Int("watch-events", v.WatchEvents), attribute.Int("problems", len(v.Problems)))
+	for _, p := range v.Problems {
+		errs = append(errs, errors.New(p))
+	}
+	hashes, err := x.hashes(ctx)
+	rep.Hashes = hashes
+	if err != nil {
+		errs = append(errs, err)
+	} else {
+		for _, p := range workload.CheckHashes(hashes) {
+			errs = append(errs, errors.New(p))
+		}
+	}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	lost, checked, err := w.LostWrites(rctx, 20)
 	cancel()

@@ -12,6 +12,7 @@ import (
 
 	"etcdx/upgradelab/plan"
 	"etcdx/upgradelab/runtimes"
+	"etcdx/upgradelab/workload"
 )
 
 // members is the run's cluster as the lab tracks it: the members in it now (in order), the
@@ -178,4 +179,34 @@ func names(ms []runtimes.Member) string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, ",")
+}
+
+// hashes asks every member that can answer for its HashKV at one revision, the cluster's
+// current one, waiting for members still applying up to it.
+func (r *run) hashes(ctx context.Context) (map[string]workload.MemberHash, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := r.cli.Get(ctx, "hashkv-probe")
+	if err != nil {
+		return nil, fmt.Errorf("hashkv: read the revision: %w", err)
+	}
+	rev := resp.Header.Revision
+	out := map[string]workload.MemberHash{}
+	for _, m := range r.c.list {
+		if !m.Running(ctx) || m.Frozen() || m.Partitioned() {
+			continue
+		}
+		for {
+			h, err := r.cli.HashKV(ctx, m.ClientURL(), rev)
+			if err == nil {
+				out[m.Name()] = workload.MemberHash{Hash: h.Hash, CompactRevision: h.CompactRevision, Revision: rev}
+				break
+			}
+			if ctx.Err() != nil {
+				return out, fmt.Errorf("hashkv of %s at revision %d: %w", m.Name(), rev, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	return out, nil
 }

@@ -30,6 +30,12 @@ type Config struct {
 	MaxOps   int
 	// Prefix keeps the workload's keys apart.
 	Prefix string
+	// HistoryLimit bounds the register operations kept for the linearizability check; the
+	// register traffic stops there (the rest goes on), so the check stays tractable.
+	HistoryLimit int
+	// KeptLeaseTTL is the TTL of the lease kept alive through the run; ExpiringLeaseTTL that
+	// of the lease left to expire (seconds).
+	KeptLeaseTTL, ExpiringLeaseTTL int64
 }
 
 // Op is one register operation as porcupine sees it.
@@ -65,6 +71,15 @@ type Workload struct {
 	samples []Sample
 	stats   Stats
 	errors  map[string]int
+	// acked are the ledger writes with the revision they were written at (for the watch
+	// check); revs the revisions each client's linearizable requests saw.
+	acked []AckedPut
+	revs  map[int][]RevisionSeen
+	// anomalies are answers no correct cluster gives (e.g. a txn finding its fresh key taken).
+	anomalies []string
+
+	watch  *watcher
+	leases *leases
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -87,7 +102,19 @@ func Start(cli *clientv3.Client, cfg Config) *Workload {
 	if cfg.Prefix == "" {
 		cfg.Prefix = "/upgradelab"
 	}
-	w := &Workload{cfg: cfg, cli: cli, start: time.Now(), ledger: cluster.NewLedger(), errors: map[string]int{}, stop: make(chan struct{})}
+	if cfg.HistoryLimit <= 0 {
+		cfg.HistoryLimit = 20000
+	}
+	if cfg.KeptLeaseTTL <= 0 {
+		cfg.KeptLeaseTTL = 10
+	}
+	if cfg.ExpiringLeaseTTL <= 0 {
+		cfg.ExpiringLeaseTTL = 3
+	}
+	w := &Workload{cfg: cfg, cli: cli, start: time.Now(), ledger: cluster.NewLedger(), errors: map[string]int{},
+		revs: map[int][]RevisionSeen{}, stop: make(chan struct{})}
+	w.watch = startWatcher(cli, cfg.Prefix+"/ledger/")
+	w.leases = startLeases(cli, cfg.Prefix+"/lease/", cfg.KeptLeaseTTL, cfg.ExpiringLeaseTTL)
 	for i := 0; i < cfg.Clients; i++ {
 		w.wg.Add(1)
 		go w.client(i)
@@ -95,10 +122,17 @@ func Start(cli *clientv3.Client, cfg Config) *Workload {
 	return w
 }
 
-// Stop ends the traffic and waits for in-flight requests.
+// Stop ends the client traffic and waits for in-flight requests; the watcher and the kept
+// lease go on until Close, so Verify can still judge them.
 func (w *Workload) Stop() {
 	close(w.stop)
 	w.wg.Wait()
+}
+
+// Close ends the watcher and the lease keeper.
+func (w *Workload) Close() {
+	w.watch.close()
+	w.leases.close()
 }
 
 func (w *Workload) now() int64 { return time.Since(w.start).Nanoseconds() }
@@ -126,30 +160,86 @@ func (w *Workload) client(id int) {
 		// The ledger: a fresh key per write, never overwritten, so a lost write shows.
 		key := fmt.Sprintf("%s/ledger/c%d/%08d", w.cfg.Prefix, id, seq)
 		val := strconv.Itoa(seq)
-		if w.put(key, val) == nil {
-			w.ledger.Ack(key, val)
-			w.mu.Lock()
-			w.stats.Acked++
-			w.mu.Unlock()
+		if rev, err := w.put(key, val); err == nil {
+			w.ack(id, "put", rev, key, val)
 		}
 		reg := fmt.Sprintf("%s/reg/%d", w.cfg.Prefix, rng.IntN(w.cfg.Registers))
-		if rng.IntN(2) == 0 {
+		switch n := rng.IntN(20); {
+		case n < 3:
+			w.txn(id, key, val)
+		case n < 6:
+			w.serializableRead(reg)
+		case w.historyFull():
+			// The register history is as long as the check can take: no more register ops.
+		case n < 13:
 			w.writeRegister(id, reg, fmt.Sprintf("c%d-%d", id, seq))
-		} else {
+		default:
 			w.readRegister(id, reg)
 		}
 	}
 }
 
-const opTimeout = 5 * time.Second
+// ack records an acknowledged ledger write and the revision the client saw.
+func (w *Workload) ack(id int, op string, rev int64, key, val string) {
+	w.ledger.Ack(key, val)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stats.Acked++
+	w.acked = append(w.acked, AckedPut{Key: key, Revision: rev})
+	w.revs[id] = append(w.revs[id], RevisionSeen{Op: op, Revision: rev})
+}
 
-func (w *Workload) put(key, val string) error {
+func (w *Workload) historyFull() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.ops) >= w.cfg.HistoryLimit
+}
+
+// txn writes two fresh ledger keys atomically, guarded by the first not existing yet.
+func (w *Workload) txn(id int, base, val string) {
+	k1, k2 := base+"-t1", base+"-t2"
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	start := w.now()
-	_, err := w.cli.Put(ctx, key, val)
+	resp, err := w.cli.Txn(ctx).If(clientv3.Compare(clientv3.Version(k1), "=", 0)).
+		Then(clientv3.OpPut(k1, val), clientv3.OpPut(k2, val)).Commit()
 	w.count(true, start, err)
-	return err
+	if err != nil {
+		return
+	}
+	if !resp.Succeeded {
+		w.mu.Lock()
+		w.anomalies = append(w.anomalies, fmt.Sprintf("txn on fresh key %s found it written already", k1))
+		w.mu.Unlock()
+		return
+	}
+	w.ack(id, "txn", resp.Header.Revision, k1, val)
+	w.ack(id, "txn", resp.Header.Revision, k2, val)
+}
+
+// serializableRead reads a register from whichever member answers, without consensus: it may
+// be stale, so it joins neither the linearizability nor the revision checks.
+func (w *Workload) serializableRead(key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	start := w.now()
+	_, err := w.cli.Get(ctx, key, clientv3.WithSerializable())
+	w.count(false, start, err)
+}
+
+const opTimeout = 5 * time.Second
+
+// put writes key and returns the revision it was written at.
+func (w *Workload) put(key, val string) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	start := w.now()
+	resp, err := w.cli.Put(ctx, key, val)
+	w.count(true, start, err)
+	if err != nil {
+		return 0, err
+	}
+	return resp.Header.Revision, nil
 }
 
 // count adds a request that began at start (workload time) and ended now.
@@ -172,7 +262,12 @@ func (w *Workload) count(write bool, start int64, err error) {
 
 func (w *Workload) writeRegister(id int, key, val string) {
 	call := w.now()
-	err := w.put(key, val)
+	rev, err := w.put(key, val)
+	if err == nil {
+		w.mu.Lock()
+		w.revs[id] = append(w.revs[id], RevisionSeen{Op: "put", Revision: rev})
+		w.mu.Unlock()
+	}
 	op := Op{Client: id, Key: key, Write: true, Value: val, Call: call, Return: w.now()}
 	if err != nil {
 		// The write may still take effect at any later time.
@@ -195,6 +290,9 @@ func (w *Workload) readRegister(id int, key string) {
 	if len(resp.Kvs) > 0 {
 		val = string(resp.Kvs[0].Value)
 	}
+	w.mu.Lock()
+	w.revs[id] = append(w.revs[id], RevisionSeen{Op: "get", Revision: resp.Header.Revision})
+	w.mu.Unlock()
 	w.record(Op{Client: id, Key: key, Value: val, Call: call, Return: ret})
 }
 

@@ -54,7 +54,8 @@ func member(t *testing.T) *clientv3.Client {
 
 func TestChecksPassOnAHealthyMemberAndCatchLossAndStaleReads(t *testing.T) {
 	cli := member(t)
-	w := Start(cli, Config{Clients: 3, Registers: 2, Interval: time.Millisecond, MaxOps: 60})
+	w := Start(cli, Config{Clients: 3, Registers: 2, Interval: time.Millisecond, MaxOps: 60, ExpiringLeaseTTL: 1})
+	defer w.Close()
 	time.Sleep(time.Second)
 	w.Stop()
 	stats, errs := w.Stats()
@@ -69,6 +70,11 @@ func TestChecksPassOnAHealthyMemberAndCatchLossAndStaleReads(t *testing.T) {
 	}
 	if verdict, n := w.Linearizable(30 * time.Second); verdict != porcupine.Ok || n == 0 {
 		t.Fatalf("history of %d ops: %s", n, verdict)
+	}
+	// The watcher saw every ledger write (txns write two keys), revisions went forward, the
+	// kept lease lives and the other expired.
+	if v := w.Verify(ctx); len(v.Problems) != 0 || v.WatchEvents < stats.Acked {
+		t.Fatalf("verify: %d watch events for %d acked writes, problems %v", v.WatchEvents, stats.Acked, v.Problems)
 	}
 
 	// An acknowledged write that disappears is reported.
@@ -122,5 +128,19 @@ func TestUnknownWritesMayOrMayNotHaveHappened(t *testing.T) {
 	w.record(Op{Key: key, Value: "", Call: 60, Return: 70})
 	if v, _ := w.Linearizable(10 * time.Second); v != porcupine.Illegal {
 		t.Fatalf("a write seen and then lost passed: %s", v)
+	}
+}
+
+func TestPreloadWritesTheSizeAsked(t *testing.T) {
+	cli := member(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := Preload(ctx, cli, "/preload/", 200*1024+1)
+	if err != nil || n != 201 {
+		t.Fatalf("preload: %d keys, %v", n, err)
+	}
+	r, err := cli.Get(ctx, "/preload/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || r.Count != 201 {
+		t.Fatalf("count %v, %v", r, err)
 	}
 }
