@@ -14,4 +14,3 @@ func TestLostKeysCatchesAPlantedLoss(t *testing.T) {
 		t.Errorf("lost %v, want b (missing) and c (other value)", lost)
 	}
 }
-

@@ -77,21 +77,21 @@ type Report struct {
 	Thresholds   plan.Thresholds       `json:"thresholds"`
 	Availability workload.Availability `json:"availability"`
 
-	Writes        int            `json:"writes"`
-	Reads         int            `json:"reads"`
-	FailedOps     int            `json:"failedOps"`
-	Errors        map[string]int `json:"errors,omitempty"`
-	AckedWrites   int            `json:"ackedWrites"`
-	LostWrites    []string       `json:"lostWrites"`
-	HistoryOps    int            `json:"historyOps"`
-	Linearizable  string         `json:"linearizable"`
+	Writes       int            `json:"writes"`
+	Reads        int            `json:"reads"`
+	FailedOps    int            `json:"failedOps"`
+	Errors       map[string]int `json:"errors,omitempty"`
+	AckedWrites  int            `json:"ackedWrites"`
+	LostWrites   []string       `json:"lostWrites"`
+	HistoryOps   int            `json:"historyOps"`
+	Linearizable string         `json:"linearizable"`
 	// Preloaded is the number of keys written before the plan (--preload).
 	Preloaded   int `json:"preloaded,omitempty"`
 	WatchEvents int `json:"watchEvents"`
 	// Problems are what the watch, revision and lease checks found.
-	Problems []string                       `json:"problems,omitempty"`
-	Hashes   map[string]workload.MemberHash `json:"hashes,omitempty"`
-	FinalVersions map[string]any `json:"finalVersions,omitempty"`
+	Problems      []string                       `json:"problems,omitempty"`
+	Hashes        map[string]workload.MemberHash `json:"hashes,omitempty"`
+	FinalVersions map[string]any                 `json:"finalVersions,omitempty"`
 }
 
 // StepReport is one step's outcome.
