@@ -30,6 +30,7 @@ import (
 	"etcdx/upgradelab/cluster"
 	"etcdx/upgradelab/lab"
 	"etcdx/upgradelab/plan"
+	"etcdx/upgradelab/report"
 	"etcdx/upgradelab/runtimes"
 	"etcdx/upgradelab/workload"
 )
@@ -112,6 +113,7 @@ func clean(args []string, stdout, stderr io.Writer) int {
 
 type runFlags struct {
 	preload    string
+	junit      string
 	generated  *plan.Plan
 	runtime    string
 	maxStall   time.Duration
@@ -140,6 +142,7 @@ func commonFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.IntVar(&f.maxFailed, "max-failed", 0, "Fail a run when more requests than this fail (0: no bound; a plan's thresholds win).")
 	fs.StringVar(&f.workDir, "workdir", "", "Where runs keep data and logs (default: a new temporary directory).")
 	fs.StringVar(&f.report, "report", "", "Write the JSON report here (default: WORKDIR/report.json).")
+	fs.StringVar(&f.junit, "junit", "", "Write JUnit XML here, a test case per plan x size x subject (default: WORKDIR/junit.xml).")
 	fs.StringVar(&f.traceFile, "trace-file", "", "Write OpenTelemetry spans here as JSON lines (default: WORKDIR/trace.json).")
 	fs.StringVar(&f.preload, "preload", "0", "Data to write before the plan (e.g. 64MiB, in 1 KiB values), so members catching up need a database snapshot.")
 	fs.IntVar(&f.clients, "clients", 4, "Concurrent workload clients.")
@@ -254,6 +257,9 @@ func (f *runFlags) run(fs *pflag.FlagSet, stdout, stderr io.Writer) int {
 	if f.traceFile == "" {
 		f.traceFile = filepath.Join(f.workDir, "trace.json")
 	}
+	if f.junit == "" {
+		f.junit = filepath.Join(f.workDir, "junit.xml")
+	}
 	reports, err := execute(*f, runs, bins, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "upgradelab run: %v\n", err)
@@ -265,7 +271,7 @@ func (f *runFlags) run(fs *pflag.FlagSet, stdout, stderr io.Writer) int {
 			passed++
 		}
 	}
-	fmt.Fprintf(stdout, "%d of %d runs passed; report %s, trace %s\n", passed, len(reports), f.report, f.traceFile)
+	fmt.Fprintf(stdout, "%d of %d runs passed; report %s, junit %s, trace %s\n", passed, len(reports), f.report, f.junit, f.traceFile)
 	if passed != len(reports) {
 		return 1
 	}
@@ -447,6 +453,13 @@ func execute(f runFlags, runs []oneRun, bins cluster.Binaries, stdout, stderr io
 	}
 	if err := lab.WriteFile(f.report, b); err != nil {
 		return reports, fmt.Errorf("--report: %w", err)
+	}
+	x, err := report.JUnit(reports)
+	if err != nil {
+		return reports, err
+	}
+	if err := lab.WriteFile(f.junit, x); err != nil {
+		return reports, fmt.Errorf("--junit: %w", err)
 	}
 	return reports, nil
 }
