@@ -11,7 +11,7 @@ MODULES := pkg server etcdctl etcdutl discovery upgradelab e2e
 BIN := $(CURDIR)/bin
 RUN_DIR := $(CURDIR)/.run
 
-.PHONY: build test tools unit e2e lint run bench clean etcdctl-docs nix-hash nix-check
+.PHONY: build test tools unit e2e lint run bench lab clean etcdctl-docs nix-hash nix-check
 
 build:
 	@mkdir -p $(BIN)
@@ -54,6 +54,11 @@ bench: build
 # docs/etcdctl.md: one real example per etcdctl command, run against a local 3-member cluster.
 etcdctl-docs: build
 	BIN=$(BIN) ./scripts/etcdctl-examples.sh > docs/etcdctl.md.tmp && mv docs/etcdctl.md.tmp docs/etcdctl.md
+
+# The upgrade lab's default plan (a rolling upgrade 3.5 -> 3.6 under the workload), in
+# containers where a Docker engine answers, else as local processes.
+lab: build
+	$(BIN)/upgradelab run --plan upgrade --bin-dir $(BIN) $(LAB_FLAGS)
 
 # nix/vendor-hash: the hash nixpkgs computes for the workspace's `go work vendor` tree, which
 # flake.nix builds from. Run it after any dependency change (a test fails until you do).
