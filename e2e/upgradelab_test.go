@@ -162,3 +162,31 @@ func TestUpgradeLabMixesImplementations(t *testing.T) {
 		t.Fatalf("not every plan ran:\n%s", out)
 	}
 }
+
+// TestUpgradeLabProvesRefusals: a 3.5 binary on a 3.6 member's data and a 3.5 joiner of a 3.6
+// cluster must both be refused with their texts; the cluster is put back and the run passes.
+// A refusal with another text fails the run.
+func TestUpgradeLabProvesRefusals(t *testing.T) {
+	work := t.TempDir()
+	binDir := filepath.Dir(Binary(t, "etcd"))
+	Binary(t, "etcd-last-release")
+	p := filepath.Join(work, "refuse.yaml")
+	os.WriteFile(p, []byte(`name: refusals
+members: 3
+start: "3.6"
+steps:
+  - refuse: {member: m1, version: "3.5", error: "has storage version 3.6, newer than this etcd 3.5.0"}
+  - refuse: {join: true, version: "3.5", error: "cannot join the cluster: etcd 3.5 is older than the cluster version 3.6"}
+  - expect: {cluster: "3.6", server: "3.6"}
+`), 0o644)
+	code, out := runTool(t, "upgradelab", "run", "--runtime", "process", "--plan", p, "--bin-dir", binDir, "--workdir", work)
+	if code != 0 || !strings.Contains(out, "PASS refusals/3") {
+		t.Fatalf("refusals: exit %d\n%s", code, out)
+	}
+	wrong := filepath.Join(work, "wrong.yaml")
+	os.WriteFile(wrong, []byte("name: wrong-refusal\nmembers: 1\nstart: \"3.6\"\nsteps:\n  - refuse: {member: m1, version: \"3.5\", error: \"no such text\"}\n"), 0o644)
+	code, out = runTool(t, "upgradelab", "run", "--runtime", "process", "--plan", wrong, "--bin-dir", binDir, "--workdir", work)
+	if code != 1 || !strings.Contains(out, `member m1 at 3.5 exited without logging "no such text"`) {
+		t.Fatalf("a refusal with another text: exit %d\n%s", code, out)
+	}
+}

@@ -316,6 +316,8 @@ func (r *run) refuse(ctx context.Context, rf *plan.Refuse) error {
 	bin := r.Binaries[rf.Version]
 	var m runtimes.Member
 	var restore func() error
+	// Only what the member logs from the refused start on counts.
+	logFrom := 0
 	if rf.Join {
 		r.refused++
 		var err error
@@ -335,6 +337,7 @@ func (r *run) refuse(ctx context.Context, rf *plan.Refuse) error {
 		if err := m.Stop(ctx); err != nil {
 			return err
 		}
+		logFrom = len(m.Log(ctx))
 		if err := m.Start(ctx, bin); err != nil {
 			return err
 		}
@@ -346,7 +349,7 @@ func (r *run) refuse(ctx context.Context, rf *plan.Refuse) error {
 			return r.waitHealthy(ctx, m)
 		}
 	}
-	verdict := r.awaitRefusal(ctx, m, rf)
+	verdict := r.awaitRefusal(ctx, m, rf, logFrom)
 	if err := restore(); err != nil {
 		return errors.Join(verdict, fmt.Errorf("putting the cluster back: %w", err))
 	}
@@ -354,12 +357,12 @@ func (r *run) refuse(ctx context.Context, rf *plan.Refuse) error {
 }
 
 // awaitRefusal waits for m to exit, or to turn healthy (which fails the step).
-func (r *run) awaitRefusal(ctx context.Context, m runtimes.Member, rf *plan.Refuse) error {
+func (r *run) awaitRefusal(ctx context.Context, m runtimes.Member, rf *plan.Refuse, logFrom int) error {
 	ctx, cancel := context.WithTimeout(ctx, r.StartTimeout)
 	defer cancel()
 	for {
 		if !m.Running(ctx) {
-			if log := m.Log(ctx); !strings.Contains(log, rf.Error) {
+			if log := m.Log(ctx)[logFrom:]; !strings.Contains(log, rf.Error) {
 				return fmt.Errorf("member %s at %s exited without logging %q; log tail:\n%s", m.Name(), rf.Version, rf.Error, tail(log, 15))
 			}
 			return nil
