@@ -1,13 +1,13 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
+
+	"etcdx/upgradelab/cluster"
 )
 
 // UpstreamVersion is the upstream etcd release the interchange tests compare against;
@@ -64,7 +64,7 @@ func UpstreamBinaryAt(t testing.TB, version, name string) string {
 }
 
 // BuildUpstream builds upstream etcd, etcdctl and etcdutl at UpstreamVersion (cached under the
-// user cache dir) and returns their directory. unreachable is set, with err nil, when the proxy
+// user cache dir, by cluster.BuildUpstream) and returns their directory. unreachable is set, with err nil, when the proxy
 // cannot be reached.
 func BuildUpstream() (dir, unreachable string, err error) {
 	b := upstreamAt(UpstreamVersion)
@@ -72,52 +72,9 @@ func BuildUpstream() (dir, unreachable string, err error) {
 }
 
 func buildUpstream(version string) (dir, unreachable string, err error) {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
+	dir, err = cluster.BuildUpstream(version)
+	if errors.Is(err, cluster.ErrProxyUnreachable) {
+		return dir, fmt.Sprintf("upstream etcd %s cannot be fetched: %v", version, err), nil
 	}
-	dir = filepath.Join(cache, "etcdx-e2e", "upstream-"+version)
-	bins := []string{"etcd", "etcdctl", "etcdutl"}
-	have := true
-	for _, b := range bins {
-		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			have = false
-		}
-	}
-	if have {
-		return dir, "", nil
-	}
-	mod := filepath.Join(dir, "mod")
-	if err := os.MkdirAll(mod, 0o755); err != nil {
-		return dir, "", err
-	}
-	run := func(args ...string) (string, error) {
-		cmd := exec.Command("go", args...)
-		cmd.Dir = mod
-		cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module upstreambuild\n\ngo 1.24\n"), 0o644)
-	pkgs := map[string]string{
-		"etcd":    "go.etcd.io/etcd/server/v3",
-		"etcdctl": "go.etcd.io/etcd/etcdctl/v3",
-		"etcdutl": "go.etcd.io/etcd/etcdutl/v3",
-	}
-	get := []string{"get"}
-	for _, p := range pkgs {
-		get = append(get, p+"@"+version)
-	}
-	if out, err := run(get...); err != nil {
-		if strings.Contains(out, "dial tcp") || strings.Contains(out, "no such host") || strings.Contains(out, "i/o timeout") {
-			return dir, fmt.Sprintf("upstream etcd %s cannot be fetched: the Go module proxy is unreachable (%v)", version, err), nil
-		}
-		return dir, "", fmt.Errorf("go get upstream etcd %s: %v\n%s", version, err, out)
-	}
-	for _, b := range bins {
-		if out, err := run("build", "-o", filepath.Join(dir, b), pkgs[b]); err != nil {
-			return dir, "", fmt.Errorf("build upstream %s %s: %v\n%s", b, version, err, out)
-		}
-	}
-	return dir, "", nil
+	return dir, "", err
 }

@@ -114,6 +114,7 @@ func clean(args []string, stdout, stderr io.Writer) int {
 type runFlags struct {
 	preload    string
 	junit      string
+	progress   io.Writer // where resolve says what it builds
 	generated  *plan.Plan
 	runtime    string
 	maxStall   time.Duration
@@ -236,6 +237,7 @@ func planCmd(args []string, stdout, stderr io.Writer) int {
 // run resolves the plans and binaries and runs every plan at every size.
 func (f *runFlags) run(fs *pflag.FlagSet, stdout, stderr io.Writer) int {
 	name := fs.Name()
+	f.progress = stdout
 	runs, bins, err := f.resolve(fs)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
@@ -276,6 +278,29 @@ func (f *runFlags) run(fs *pflag.FlagSet, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// buildUpstream supplies subjects named upstream-X.Y.Z that no --binary gave: upstream etcd
+// vX.Y.Z built from the Go module proxy (once per machine).
+func (f *runFlags) buildUpstream(bins cluster.Binaries, subjects []string) error {
+	for _, s := range subjects {
+		m := cluster.UpstreamSubject.FindStringSubmatch(s)
+		if m == nil || bins[s].Path != "" {
+			continue
+		}
+		version := "v" + m[1]
+		if f.progress != nil {
+			fmt.Fprintf(f.progress, "upstream etcd %s: building from the Go module proxy, or taken from %s\n", version, cluster.UpstreamDir(version))
+		}
+		dir, err := cluster.BuildUpstream(version)
+		if err != nil {
+			return err
+		}
+		if err := bins.Add(s, filepath.Join(dir, "etcd")); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return nil
 }
 
 // preloadBytes is --preload, checked by resolve.
@@ -379,6 +404,9 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) ([]oneRun, cluster.Binaries, error
 		return nil, nil, fmt.Errorf("--max-stall and --max-failed must not be negative")
 	}
 	for _, r := range runs {
+		if err := f.buildUpstream(bins, r.plan.Subjects()); err != nil {
+			return nil, nil, fmt.Errorf("plan %s: %w", r.plan.Name, err)
+		}
 		if err := bins.Need(r.plan.Subjects()); err != nil {
 			return nil, nil, fmt.Errorf("plan %s: %w", r.plan.Name, err)
 		}
