@@ -122,12 +122,20 @@ steps:
 	}{
 		{[]string{"--plan", "no-such-plan"}, `no built-in plan "no-such-plan"`},
 		{[]string{"--plan", bad}, "unknown field"},
-		{[]string{"--plan", "upgrade-with-crash", "--members", "1"}, `no member "m2"`},
+		{[]string{"--shard", "3/2"}, `--shard "3/2": want I/N`},
 		{[]string{"--plan", "upgrade", "--binary", "3.5=" + Binary(t, "etcd")}, "that binary is level 3.6"},
 		{[]string{"--plan", "upgrade", "--bin-dir", t.TempDir()}, "no etcd binary for 3.5, 3.6"},
 		{[]string{"--clients", "many"}, "--clients"},
 		{[]string{"--runtime", "vm"}, `--runtime "vm"`},
 		{[]string{"--runtime", "process", "--plan", partition}, "the process runtime cannot partition a member"},
+	}
+	// A cell that cannot run (a plan naming m2 at one member) is reported as skipped, not
+	// fatal; --shard 1/2 of two cells keeps the first only.
+	code, out = runTool(t, "upgradelab", "run", "--runtime", "process", "--bin-dir", binDir, "--workdir", t.TempDir(),
+		"--plan", "upgrade-with-crash,upgrade", "--members", "1", "--shard", "1/2")
+	if code != 0 || !strings.Contains(out, `SKIP upgrade-with-crash/1: cannot run at 1 members: plan upgrade-with-crash: step 2: no member "m2"`) ||
+		!strings.Contains(out, "0 of 0 runs passed, 1 skipped") || strings.Contains(out, "=== upgrade,") {
+		t.Errorf("a skipped cell in shard 1/2: exit %d\n%s", code, out)
 	}
 	for _, u := range usage {
 		args := append([]string{"run", "--bin-dir", binDir, "--workdir", work}, u.args...)

@@ -113,6 +113,7 @@ func clean(args []string, stdout, stderr io.Writer) int {
 
 type runFlags struct {
 	preload    string
+	shard      string
 	junit      string
 	progress   io.Writer // where resolve says what it builds
 	generated  *plan.Plan
@@ -141,6 +142,7 @@ func commonFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.runtime, "runtime", "auto", "Where members run: container (a Docker engine), process (local processes; no partitions), or auto (containers when an engine answers).")
 	fs.DurationVar(&f.maxStall, "max-stall", 0, "Fail a run when any step stalls writes longer than this (0: no bound; a plan's thresholds win).")
 	fs.IntVar(&f.maxFailed, "max-failed", 0, "Fail a run when more requests than this fail (0: no bound; a plan's thresholds win).")
+	fs.StringVar(&f.shard, "shard", "", "I/N: run only shard I of N of the runs (every N-th from the I-th), to fan a matrix out across CI jobs.")
 	fs.StringVar(&f.workDir, "workdir", "", "Where runs keep data and logs (default: a new temporary directory).")
 	fs.StringVar(&f.report, "report", "", "Write the JSON report here (default: WORKDIR/report.json).")
 	fs.StringVar(&f.junit, "junit", "", "Write JUnit XML here, a test case per plan x size x subject (default: WORKDIR/junit.xml).")
@@ -267,14 +269,17 @@ func (f *runFlags) run(fs *pflag.FlagSet, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "upgradelab run: %v\n", err)
 		return 1
 	}
-	passed := 0
+	passed, skipped := 0, 0
 	for _, r := range reports {
-		if r.Passed {
+		switch {
+		case r.Skipped != "":
+			skipped++
+		case r.Passed:
 			passed++
 		}
 	}
-	fmt.Fprintf(stdout, "%d of %d runs passed; report %s, junit %s, trace %s\n", passed, len(reports), f.report, f.junit, f.traceFile)
-	if passed != len(reports) {
+	fmt.Fprintf(stdout, "%d of %d runs passed, %d skipped; report %s, junit %s, trace %s\n", passed, len(reports)-skipped, skipped, f.report, f.junit, f.traceFile)
+	if passed+skipped != len(reports) {
 		return 1
 	}
 	return 0
@@ -313,6 +318,29 @@ func preloadBytes(s string) int64 {
 type oneRun struct {
 	plan    *plan.Plan
 	members int
+	// skip says why the cell cannot run ("" when it can).
+	skip string
+}
+
+// shardOf keeps the cells of shard i of n (1-based): every n-th cell from the i-th, so a CI
+// system can fan one matrix out across n jobs that together run each cell once.
+func shardOf(runs []oneRun, i, n int) []oneRun {
+	var out []oneRun
+	for k, r := range runs {
+		if k%n == i-1 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// parseShard reads --shard i/n.
+func parseShard(s string) (int, int, error) {
+	var i, n int
+	if _, err := fmt.Sscanf(s, "%d/%d", &i, &n); err != nil || n < 1 || i < 1 || i > n || fmt.Sprintf("%d/%d", i, n) != s {
+		return 0, 0, fmt.Errorf("--shard %q: want I/N with 1 <= I <= N, e.g. 2/4", s)
+	}
+	return i, n, nil
 }
 
 // binaries reads --bin-dir and --binary; with quiet, binaries that do not answer --version
@@ -373,10 +401,12 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) ([]oneRun, cluster.Binaries, error
 		for _, n := range sizes {
 			sized := *p
 			sized.Members = n
+			r := oneRun{plan: &sized, members: n}
 			if err := sized.Validate(); err != nil {
-				return nil, nil, fmt.Errorf("--members %d: %w", n, err)
+				// A cell of the matrix that cannot run is reported, not fatal to the others.
+				r.skip = fmt.Sprintf("cannot run at %d members: %v", n, err)
 			}
-			runs = append(runs, oneRun{plan: &sized, members: n})
+			runs = append(runs, r)
 		}
 	}
 	bins, err := f.binaries(false)
@@ -403,7 +433,17 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) ([]oneRun, cluster.Binaries, error
 	if f.maxStall < 0 || f.maxFailed < 0 {
 		return nil, nil, fmt.Errorf("--max-stall and --max-failed must not be negative")
 	}
+	if f.shard != "" {
+		i, n, err := parseShard(f.shard)
+		if err != nil {
+			return nil, nil, err
+		}
+		runs = shardOf(runs, i, n)
+	}
 	for _, r := range runs {
+		if r.skip != "" {
+			continue
+		}
 		if err := f.buildUpstream(bins, r.plan.Subjects()); err != nil {
 			return nil, nil, fmt.Errorf("plan %s: %w", r.plan.Name, err)
 		}
@@ -448,6 +488,13 @@ func execute(f runFlags, runs []oneRun, bins cluster.Binaries, stdout, stderr io
 	fmt.Fprintf(stdout, "binaries: %s\nworkdir: %s\n", strings.Join(levels, " "), f.workDir)
 	var reports []lab.Report
 	for _, r := range runs {
+		if r.skip != "" {
+			rep := lab.Report{Plan: r.plan.Name, Members: r.members, Seed: r.plan.Seed, Skipped: r.skip, StartedAt: time.Now(), LostWrites: []string{}}
+			rep.EndedAt = rep.StartedAt
+			reports = append(reports, rep)
+			fmt.Fprintf(stdout, "SKIP %s/%d: %s\n", r.plan.Name, r.members, r.skip)
+			continue
+		}
 		fmt.Fprintf(stdout, "=== %s, %d members, from %s\n", r.plan.Name, r.members, r.plan.Start)
 		rep := runner.Run(ctx, r.plan, r.members)
 		reports = append(reports, rep)

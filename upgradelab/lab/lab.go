@@ -70,9 +70,11 @@ type Report struct {
 	Binaries  map[string]cluster.Binary `json:"binaries"`
 	Revision  string                    `json:"labRevision"`
 	Passed    bool                      `json:"passed"`
-	Failure   string                    `json:"failure,omitempty"`
-	Duration  time.Duration             `json:"durationNs"`
-	Steps     []StepReport              `json:"steps"`
+	// Skipped says why a cell of the matrix did not run ("" when it ran).
+	Skipped  string        `json:"skipped,omitempty"`
+	Failure  string        `json:"failure,omitempty"`
+	Duration time.Duration `json:"durationNs"`
+	Steps    []StepReport  `json:"steps"`
 
 	Thresholds   plan.Thresholds       `json:"thresholds"`
 	Availability workload.Availability `json:"availability"`

@@ -16,6 +16,7 @@ type junitSuites struct {
 	Name     string       `xml:"name,attr"`
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
+	Skipped  int          `xml:"skipped,attr"`
 	Time     float64      `xml:"time,attr"`
 	Suites   []junitSuite `xml:"testsuite"`
 }
@@ -24,6 +25,7 @@ type junitSuite struct {
 	Name      string      `xml:"name,attr"`
 	Tests     int         `xml:"tests,attr"`
 	Failures  int         `xml:"failures,attr"`
+	Skipped   int         `xml:"skipped,attr"`
 	Time      float64     `xml:"time,attr"`
 	Timestamp string      `xml:"timestamp,attr,omitempty"`
 	Cases     []junitCase `xml:"testcase"`
@@ -33,8 +35,13 @@ type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	Classname string        `xml:"classname,attr"`
 	Time      float64       `xml:"time,attr"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
 }
 
 type junitFailure struct {
@@ -90,7 +97,11 @@ func JUnit(reports []lab.Report) ([]byte, error) {
 		s.Time += c.Time
 		all.Tests++
 		all.Time += c.Time
-		if !r.Passed {
+		if r.Skipped != "" {
+			c.Skipped = &junitSkipped{Message: r.Skipped}
+			s.Skipped++
+			all.Skipped++
+		} else if !r.Passed {
 			msg := r.Failure
 			if i := strings.IndexByte(msg, '\n'); i >= 0 {
 				msg = msg[:i]

@@ -46,3 +46,18 @@ func TestJUnitHasACasePerRunAndTheFailure(t *testing.T) {
 		t.Fatalf("passed case has a failure: %+v", up.Cases[0])
 	}
 }
+
+func TestJUnitMarksSkippedCells(t *testing.T) {
+	b, err := JUnit([]lab.Report{{Plan: "upgrade-with-crash", Members: 1, Skipped: "cannot run at 1 members: no member m2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got junitSuites
+	if err := xml.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	c := got.Suites[0].Cases[0]
+	if got.Skipped != 1 || got.Failures != 0 || c.Skipped == nil || c.Skipped.Message != "cannot run at 1 members: no member m2" || c.Failure != nil {
+		t.Fatalf("skipped cell: %+v %+v", got, c)
+	}
+}
