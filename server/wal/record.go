@@ -179,6 +179,61 @@ func unmarshalSnapshot(b []byte) (raftpb.SnapshotMetadata, error) {
 	return m, nil
 }
 
+// lengthAgrees reports whether the start of a record's bytes, at file offset off, is consistent
+// with recBytes from its length field. The length field and the bytes after it in the same
+// sector reach the disk together, so they must agree; bytes that begin a new, unwritten
+// sector tell nothing and are taken as agreeing.
+func lengthAgrees(data []byte, off int64, recBytes int64) bool {
+	head := data[:min(int64(len(data)), sectorSize-off%sectorSize)]
+	if off%sectorSize == 0 && allZero(head) {
+		return true
+	}
+	// Past the end of head the prefix may sit in a sector that was never written: running out
+	// of bytes there is no evidence either way.
+	unknown := len(head) < len(data)
+	b, used := head, 0
+	field := func(num protowire.Number, typ protowire.Type) (v uint64, ok, short bool) {
+		if len(b) == 0 {
+			return 0, false, true
+		}
+		n, t, tn := protowire.ConsumeTag(b)
+		if tn < 0 {
+			return 0, false, len(b) < binary.MaxVarintLen64
+		}
+		if n != num || t != typ {
+			return 0, false, false
+		}
+		v, vn := protowire.ConsumeVarint(b[tn:])
+		if vn < 0 {
+			return 0, false, len(b[tn:]) < binary.MaxVarintLen64
+		}
+		b, used = b[tn+vn:], used+tn+vn
+		return v, true, false
+	}
+	for _, num := range []protowire.Number{1, 2} { // type, crc
+		if _, ok, short := field(num, protowire.VarintType); !ok {
+			return short && unknown
+		}
+	}
+	if int64(used) == recBytes {
+		return true // a record without data
+	}
+	size, ok, short := field(3, protowire.BytesType)
+	if !ok {
+		return short && unknown
+	}
+	return int64(used)+int64(size) == recBytes
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // hasZeroSector reports whether data, which starts at file offset off, has a sector-aligned
 // piece that is all zeros: upstream's sign of a write the disk never completed.
 func hasZeroSector(data []byte, off int64) bool {

@@ -79,7 +79,11 @@ func (sr *segmentReader) next(crc *uint32) (record, error) {
 	}
 	recBytes, padBytes := frameLength(binary.LittleEndian.Uint64(hdr[:]))
 	if recBytes+padBytes > sr.size-sr.off-frameSize {
-		return record{}, sr.bad(fmt.Errorf("record of %d bytes runs past the end of the file", recBytes), true)
+		// Only an append of a record bigger than the rest of the file, cut short, explains this;
+		// its own encoding then agrees with the length. A damaged length field rarely does.
+		head, _ := sr.r.Peek(int(min(sectorSize, sr.size-sr.off-frameSize)))
+		return record{}, sr.bad(fmt.Errorf("record of %d bytes runs past the end of the file", recBytes),
+			sr.last && lengthAgrees(head, sr.off+frameSize, recBytes))
 	}
 	data := make([]byte, recBytes+padBytes)
 	if _, err := io.ReadFull(sr.r, data); err != nil {
@@ -87,7 +91,7 @@ func (sr *segmentReader) next(crc *uint32) (record, error) {
 	}
 	rec, err := unmarshalRecord(data[:recBytes])
 	if err != nil {
-		return record{}, sr.bad(fmt.Errorf("undecodable record: %w", err), hasZeroSector(data, sr.off+frameSize))
+		return record{}, sr.bad(fmt.Errorf("undecodable record: %w", err), sr.tornRecord(data, recBytes))
 	}
 	if rec.typ == recCRC {
 		if *crc != 0 && rec.crc != *crc {
@@ -97,12 +101,41 @@ func (sr *segmentReader) next(crc *uint32) (record, error) {
 	} else {
 		next := crc32.Update(*crc, crcTable, rec.data)
 		if rec.crc != next {
-			return record{}, sr.bad(errCRC, hasZeroSector(data, sr.off+frameSize))
+			return record{}, sr.bad(errCRC, sr.tornRecord(data, recBytes))
 		}
 		*crc = next
 	}
 	sr.off += frameSize + recBytes + padBytes
 	return rec, nil
+}
+
+// tornRecord says whether a record that fails to decode, read whole from the last segment, is
+// what an interrupted final append leaves: some of its sectors never written, its encoding in
+// agreement with its length field, and nothing written after it. A damaged byte in the middle
+// of the log fails the last two (the records after it are still there), so it is reported as
+// corruption instead of being cut off with every record behind it.
+func (sr *segmentReader) tornRecord(data []byte, recBytes int64) bool {
+	start := sr.off + frameSize
+	return sr.last && hasZeroSector(data, start) && lengthAgrees(data, start, recBytes) && sr.restIsZero()
+}
+
+// restIsZero reads the segment to its end and reports whether every byte left is zero.
+func (sr *segmentReader) restIsZero() bool {
+	buf := make([]byte, 1<<16)
+	for {
+		n, err := sr.r.Read(buf)
+		for _, c := range buf[:n] {
+			if c != 0 {
+				return false
+			}
+		}
+		if err == io.EOF {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
 }
 
 // bad classifies a record that cannot be read: an interrupted write if the segment is the last

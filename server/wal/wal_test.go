@@ -308,3 +308,74 @@ func TestReleaseKeepsMaxFiles(t *testing.T) {
 		})
 	}
 }
+
+// frames returns the offset, record length and padding of every frame in a segment's bytes.
+func frames(b []byte) (offs, lens, pads []int64) {
+	for off := int64(0); off+frameSize <= int64(len(b)); {
+		field := binary.LittleEndian.Uint64(b[off:])
+		if field == 0 {
+			break
+		}
+		n, pad := frameLength(field)
+		offs, lens, pads = append(offs, off), append(lens, n), append(pads, pad)
+		off += frameSize + n + pad
+	}
+	return offs, lens, pads
+}
+
+// A damaged byte anywhere in a record before the last one, its length field included, must be
+// reported as corruption: cutting the log there as if it were a torn write would drop every
+// acknowledged entry after it.
+func TestDamageBeforeTheLastRecordIsNeverCutOff(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	w, err := Create(dir, []byte("meta"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ents []raftpb.Entry
+	for i := uint64(1); i <= 12; i++ {
+		ents = append(ents, raftpb.Entry{Index: i, Term: 1, Data: []byte(strings.Repeat(string(rune('a'+i)), int(i*37)))})
+	}
+	if err := w.Save(raftpb.HardState{Term: 1, Commit: 12}, ents); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	seg := filepath.Join(dir, segmentName(0, 0))
+	good, _ := os.ReadFile(seg)
+	offs, lens, _ := frames(good)
+	if len(offs) < 14 {
+		t.Fatalf("only %d frames", len(offs))
+	}
+	f, err := os.OpenFile(seg, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	try := func(pos int64, what string) {
+		t.Helper()
+		orig := good[pos]
+		f.WriteAt([]byte{orig ^ 0xff}, pos)
+		defer f.WriteAt([]byte{orig}, pos)
+		w, err := Open(dir, raftpb.SnapshotMetadata{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, got, err := w.ReadAll()
+		w.Close()
+		if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("%s (offset %d) flipped: got %d entries, err %v; want ErrCorrupt", what, pos, len(got), err)
+		}
+		if _, err := os.Stat(seg + ".broken"); err == nil {
+			t.Fatalf("%s (offset %d) flipped: the segment was repaired", what, pos)
+		}
+	}
+	// Every frame but the last: each byte of its length field, and bytes spread over its record.
+	for i := 0; i < len(offs)-1; i++ {
+		for b := int64(0); b < frameSize; b++ {
+			try(offs[i]+b, "length field byte")
+		}
+		for b := int64(0); b < lens[i]; b += max(1, lens[i]/7) {
+			try(offs[i]+frameSize+b, "record byte")
+		}
+	}
+}
