@@ -20,10 +20,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
-	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"sigs.k8s.io/yaml"
 
 	"etcdx/pkg/buildinfo"
@@ -32,6 +29,7 @@ import (
 	"etcdx/upgradelab/plan"
 	"etcdx/upgradelab/report"
 	"etcdx/upgradelab/runtimes"
+	"etcdx/upgradelab/traces"
 	"etcdx/upgradelab/workload"
 )
 
@@ -112,24 +110,25 @@ func clean(args []string, stdout, stderr io.Writer) int {
 }
 
 type runFlags struct {
-	preload    string
-	shard      string
-	junit      string
-	progress   io.Writer // where resolve says what it builds
-	generated  *plan.Plan
-	runtime    string
-	maxStall   time.Duration
-	maxFailed  int
-	plans      []string
-	members    []int
-	binDir     string
-	binaryArgs []string
-	workDir    string
-	report     string
-	traceFile  string
-	clients    int
-	interval   time.Duration
-	timeout    time.Duration
+	preload       string
+	shard         string
+	junit         string
+	progress      io.Writer // where resolve says what it builds
+	generated     *plan.Plan
+	runtime       string
+	maxStall      time.Duration
+	maxFailed     int
+	plans         []string
+	members       []int
+	binDir        string
+	binaryArgs    []string
+	workDir       string
+	report        string
+	traceFile     string
+	traceSampling float64
+	clients       int
+	interval      time.Duration
+	timeout       time.Duration
 }
 
 // commonFlags registers what run and plan share: binaries, runtime, thresholds, output,
@@ -146,7 +145,8 @@ func commonFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.workDir, "workdir", "", "Where runs keep data and logs (default: a new temporary directory).")
 	fs.StringVar(&f.report, "report", "", "Write the JSON report here (default: WORKDIR/report.json).")
 	fs.StringVar(&f.junit, "junit", "", "Write JUnit XML here, a test case per plan x size x subject (default: WORKDIR/junit.xml).")
-	fs.StringVar(&f.traceFile, "trace-file", "", "Write OpenTelemetry spans here as JSON lines (default: WORKDIR/trace.json).")
+	fs.StringVar(&f.traceFile, "trace-file", "", "Write every run's OpenTelemetry spans (the lab's and the members') here as OTLP JSON, which Jaeger and Grafana Tempo import (default: WORKDIR/trace.json; each run's own is in its folder).")
+	fs.Float64Var(&f.traceSampling, "trace-sampling", 0.01, "Share of workload requests traced through the members (0..1); the lab's own steps and the requests they make are always traced.")
 	fs.StringVar(&f.preload, "preload", "0", "Data to write before the plan (e.g. 64MiB, in 1 KiB values), so members catching up need a database snapshot.")
 	fs.IntVar(&f.clients, "clients", 4, "Concurrent workload clients.")
 	fs.DurationVar(&f.interval, "interval", 10*time.Millisecond, "Pause between one client's operations.")
@@ -451,6 +451,9 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) ([]oneRun, cluster.Binaries, error
 			return nil, nil, fmt.Errorf("plan %s: %w", r.plan.Name, err)
 		}
 	}
+	if f.traceSampling < 0 || f.traceSampling > 1 {
+		return nil, nil, fmt.Errorf("--trace-sampling %v: want a share from 0 to 1", f.traceSampling)
+	}
 	if f.clients < 1 {
 		return nil, nil, fmt.Errorf("--clients must be at least 1")
 	}
@@ -458,23 +461,15 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) ([]oneRun, cluster.Binaries, error
 }
 
 func execute(f runFlags, runs []oneRun, bins cluster.Binaries, stdout, stderr io.Writer) ([]lab.Report, error) {
-	traceOut, err := os.Create(f.traceFile)
-	if err != nil {
-		return nil, fmt.Errorf("--trace-file: %w", err)
-	}
-	defer traceOut.Close()
-	exp, err := stdouttrace.New(stdouttrace.WithWriter(traceOut))
-	if err != nil {
-		return nil, fmt.Errorf("trace exporter: %w", err)
-	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp),
-		sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName("upgradelab"))))
-	defer tp.Shutdown(context.Background())
-
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	tracing, err := traces.Start(ctx, f.traceSampling)
+	if err != nil {
+		return nil, err
+	}
+	defer tracing.Close(context.WithoutCancel(ctx))
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	runner := &lab.Runner{Binaries: bins, Runtime: f.runtime, WorkDir: f.workDir, Tracer: tp.Tracer("etcdx/upgradelab"), Logger: logger,
+	runner := &lab.Runner{Binaries: bins, Runtime: f.runtime, WorkDir: f.workDir, Tracing: tracing, Logger: logger,
 		Preload:    preloadBytes(f.preload),
 		Thresholds: plan.Thresholds{MaxStall: plan.Duration(f.maxStall), MaxFailed: f.maxFailed}, Revision: buildinfo.GitSHA,
 		Progress: stdout, StartTimeout: 60 * time.Second, ExpectTimeout: f.timeout, CheckTimeout: 2 * time.Minute,
@@ -522,6 +517,9 @@ func execute(f runFlags, runs []oneRun, bins cluster.Binaries, stdout, stderr io
 			break
 		}
 	}
+	if err := mergeTraces(reports, f.traceFile); err != nil {
+		return reports, fmt.Errorf("--trace-file: %w", err)
+	}
 	b, err := json.MarshalIndent(reports, "", "  ")
 	if err != nil {
 		return reports, err
@@ -537,4 +535,28 @@ func execute(f runFlags, runs []oneRun, bins cluster.Binaries, stdout, stderr io
 		return reports, fmt.Errorf("--junit: %w", err)
 	}
 	return reports, nil
+}
+
+// mergeTraces writes the spans of every run into one OTLP JSON file.
+func mergeTraces(reports []lab.Report, path string) error {
+	var all []*tracepb.ResourceSpans
+	for _, r := range reports {
+		if r.Trace == "" {
+			continue
+		}
+		b, err := os.ReadFile(r.Trace)
+		if err != nil {
+			return err
+		}
+		spans, err := traces.UnmarshalJSON(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.Trace, err)
+		}
+		all = append(all, spans...)
+	}
+	b, err := traces.MarshalJSON(all)
+	if err != nil {
+		return err
+	}
+	return lab.WriteFile(path, b)
 }

@@ -20,11 +20,14 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+	"google.golang.org/grpc"
 	"go.uber.org/zap"
 
 	"etcdx/upgradelab/cluster"
 	"etcdx/upgradelab/plan"
 	"etcdx/upgradelab/runtimes"
+	"etcdx/upgradelab/traces"
 	"etcdx/upgradelab/workload"
 )
 
@@ -36,7 +39,8 @@ type Runner struct {
 	// WorkDir gets one directory per run (members' data, logs and the run's report).
 	WorkDir  string
 	Workload workload.Config
-	Tracer   trace.Tracer
+	// Tracing receives the lab's spans and the members'; nil: no tracing.
+	Tracing  *traces.Setup
 	Logger   *slog.Logger
 	// Progress receives the plan, a line per step as it ends and, while a step waits, a
 	// progress line every few seconds (may be nil).
@@ -94,6 +98,16 @@ type Report struct {
 	Problems      []string                       `json:"problems,omitempty"`
 	Hashes        map[string]workload.MemberHash `json:"hashes,omitempty"`
 	FinalVersions map[string]any                 `json:"finalVersions,omitempty"`
+
+	// WorkloadStart is when traffic began; Series holds it per second from then on.
+	WorkloadStart time.Time        `json:"workloadStart"`
+	Series        []workload.Point `json:"series,omitempty"`
+	Timeline      Timeline         `json:"timeline"`
+	// Trace is the run's OTLP JSON trace file; TraceSpans how many spans it holds and
+	// TraceDropped how many did not fit.
+	Trace        string `json:"trace,omitempty"`
+	TraceSpans   int    `json:"traceSpans,omitempty"`
+	TraceDropped int    `json:"traceDropped,omitempty"`
 }
 
 // StepReport is one step's outcome.
@@ -126,12 +140,43 @@ func (r *Runner) thresholds(p *plan.Plan) plan.Thresholds {
 	return t
 }
 
-// Run executes p with members members. It always removes the cluster before returning.
-func (r *Runner) Run(ctx context.Context, p *plan.Plan, size int) (rep Report) {
+func (r *Runner) tracer() trace.Tracer {
+	if r.Tracing == nil {
+		return noop.NewTracerProvider().Tracer("")
+	}
+	return r.Tracing.Tracer()
+}
+
+// Run executes p with members members. It always removes the cluster before returning, then
+// writes the spans the run produced (the lab's and the members') to the run's trace file.
+func (r *Runner) Run(ctx context.Context, p *plan.Plan, size int) Report {
+	rep := r.runOnce(ctx, p, size)
+	if r.Tracing == nil || rep.Dir == "" {
+		return rep
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := r.Tracing.Flush(fctx); err != nil {
+		r.Logger.Warn("flushing the lab's spans", "error", err)
+	}
+	spans, dropped := r.Tracing.Collector.Take()
+	b, err := traces.MarshalJSON(spans)
+	if err == nil {
+		err = WriteFile(filepath.Join(rep.Dir, "trace.json"), b)
+	}
+	if err != nil {
+		r.Logger.Warn("writing the run's trace", "error", err)
+		return rep
+	}
+	rep.Trace, rep.TraceSpans, rep.TraceDropped = filepath.Join(rep.Dir, "trace.json"), traces.Count(spans), dropped
+	return rep
+}
+
+func (r *Runner) runOnce(ctx context.Context, p *plan.Plan, size int) (rep Report) {
 	began := time.Now()
 	rep = Report{Plan: p.Name, Members: size, Seed: p.Seed, StartedAt: began, LostWrites: []string{},
 		Binaries: map[string]cluster.Binary{}, Revision: r.Revision, Thresholds: r.thresholds(p)}
-	ctx, span := r.Tracer.Start(ctx, "run "+p.Name, trace.WithAttributes(
+	ctx, span := r.tracer().Start(ctx, "run "+p.Name, trace.WithAttributes(
 		attribute.String("plan", p.Name), attribute.Int("members", size), attribute.String("start", p.Start),
 		attribute.Int64("seed", int64(p.Seed))))
 	defer func() {
@@ -173,6 +218,20 @@ func (r *Runner) Run(ctx context.Context, p *plan.Plan, size int) (rep Report) {
 		}
 	}
 	c := &members{rt: rt, dir: rep.Dir, token: "upgradelab-" + p.Name}
+	if r.Tracing != nil {
+		collector, err := r.Tracing.Collector.Listen(rt.HostIP())
+		if err != nil {
+			return fail(err)
+		}
+		if !rt.HostIP().IsLoopback() {
+			defer r.Tracing.Collector.Unlisten(rt.HostIP())
+		}
+		c.extra = func(name string) func(cluster.Binary) []string {
+			return func(bin cluster.Binary) []string {
+				return traces.MemberFlags(bin.Level, collector, name, r.Tracing.Ratio)
+			}
+		}
+	}
 	if err := c.create(ctx, size); err != nil {
 		return fail(err)
 	}
@@ -182,12 +241,19 @@ func (r *Runner) Run(ctx context.Context, p *plan.Plan, size int) (rep Report) {
 	if err := r.startCluster(ctx, c, p.Start); err != nil {
 		return fail(err)
 	}
-	cli, err := newLabClient(c.endpoints())
+	var dialOpts []grpc.DialOption
+	if r.Tracing != nil {
+		dialOpts = append(dialOpts, grpc.WithStatsHandler(r.Tracing.ClientHandler()))
+	}
+	cli, err := newLabClient(c.endpoints(), dialOpts...)
 	if err != nil {
 		return fail(err)
 	}
 	defer cli.Close()
-	x := &run{Runner: r, c: c, cli: cli}
+	x := &run{Runner: r, c: c, cli: cli, rec: newRecorder()}
+	x.rec.note(ctx, c.list)
+	x.rec.poll(500 * time.Millisecond)
+	defer func() { rep.Timeline = x.rec.done() }()
 	if r.Preload > 0 {
 		t0 := time.Now()
 		n, err := workload.Preload(ctx, cli, "/upgradelab-preload/", r.Preload)
@@ -198,12 +264,13 @@ func (r *Runner) Run(ctx context.Context, p *plan.Plan, size int) (rep Report) {
 		r.progress("  ok    0. preload %d keys (%d bytes) in %.1fs", n, r.Preload, time.Since(t0).Seconds())
 	}
 	w := workload.Start(cli, r.Workload)
+	rep.WorkloadStart = time.Now().Add(-time.Duration(w.Offset(time.Now())))
 	sleep(ctx, r.Warmup)
 	var stepErr error
 	for i, s := range p.Steps {
 		t0 := time.Now()
 		stop := r.watch(w, i+1, s, t0)
-		sctx, sspan := r.Tracer.Start(ctx, string(s.Kind()), trace.WithAttributes(attribute.String("step", s.String()), attribute.Int("number", i+1)))
+		sctx, sspan := r.tracer().Start(ctx, string(s.Kind()), trace.WithAttributes(attribute.String("step", s.String()), attribute.Int("number", i+1)))
 		detail, err := x.step(sctx, s)
 		if err != nil {
 			spanErr(sspan, err)
@@ -213,6 +280,7 @@ func (r *Runner) Run(ctx context.Context, p *plan.Plan, size int) (rep Report) {
 		}
 		sspan.End()
 		stop()
+		x.rec.note(ctx, c.list)
 		t1 := time.Now()
 		sr := StepReport{Step: s.String(), Kind: s.Kind(), StartedAt: t0, Duration: t1.Sub(t0), Detail: detail,
 			Availability: workload.Window(w.Samples(), w.Offset(t0), w.Offset(t1))}
@@ -241,6 +309,7 @@ func (r *Runner) Run(ctx context.Context, p *plan.Plan, size int) (rep Report) {
 	stats, errs := w.Stats()
 	rep.Writes, rep.Reads, rep.FailedOps, rep.Errors, rep.AckedWrites = stats.Writes, stats.Reads, stats.Failed, errs, stats.Acked
 	rep.Availability = workload.Window(w.Samples(), 0, w.Offset(time.Now()))
+	rep.Series = workload.Series(w.Samples(), w.Offset(time.Now()), time.Second)
 	checkErr := r.check(ctx, w, x, &rep)
 	if checkErr == nil && rep.Thresholds.MaxFailed > 0 && rep.FailedOps > rep.Thresholds.MaxFailed {
 		checkErr = fmt.Errorf("%d requests failed, more than the %d allowed (max-failed)", rep.FailedOps, rep.Thresholds.MaxFailed)
@@ -301,9 +370,9 @@ func (r *Runner) watch(w *workload.Workload, n int, s plan.Step, t0 time.Time) f
 
 // newLabClient connects the workload's client; keepalives let it notice a member that a
 // partition or a freeze cut off, and move on to another.
-func newLabClient(endpoints []string) (*clientv3.Client, error) {
+func newLabClient(endpoints []string, opts ...grpc.DialOption) (*clientv3.Client, error) {
 	return clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-		DialKeepAliveTime: 2 * time.Second, DialKeepAliveTimeout: 2 * time.Second})
+		DialKeepAliveTime: 2 * time.Second, DialKeepAliveTimeout: 2 * time.Second, DialOptions: opts})
 }
 
 func sleep(ctx context.Context, d time.Duration) {
@@ -328,7 +397,7 @@ func errSuffix(err error) string {
 }
 
 func (r *Runner) startCluster(ctx context.Context, c *members, subject string) error {
-	ctx, span := r.Tracer.Start(ctx, "start cluster", trace.WithAttributes(attribute.String("subject", subject), attribute.Int("members", len(c.list))))
+	ctx, span := r.tracer().Start(ctx, "start cluster", trace.WithAttributes(attribute.String("subject", subject), attribute.Int("members", len(c.list))))
 	defer span.End()
 	for _, m := range c.list {
 		if err := m.Start(ctx, r.Binaries[subject]); err != nil {
@@ -354,7 +423,7 @@ func spanErr(span trace.Span, err error) error {
 
 // check runs the end-of-run checks and fills rep.
 func (r *Runner) check(ctx context.Context, w *workload.Workload, x *run, rep *Report) error {
-	ctx, span := r.Tracer.Start(ctx, "check")
+	ctx, span := r.tracer().Start(ctx, "check")
 	defer span.End()
 	var errs []error
 	vctx, vcancel := context.WithTimeout(ctx, 90*time.Second)

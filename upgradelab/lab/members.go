@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"etcdx/upgradelab/cluster"
 	"etcdx/upgradelab/plan"
 	"etcdx/upgradelab/runtimes"
 	"etcdx/upgradelab/workload"
@@ -23,10 +24,16 @@ type members struct {
 	token string
 	list  []runtimes.Member
 	next  int
+	// extra, when set, gives a member's extra start flags (tracing).
+	extra func(name string) func(cluster.Binary) []string
 }
 
 func (c *members) spec(name string) runtimes.Spec {
-	return runtimes.Spec{Name: name, LogPath: filepath.Join(c.dir, name+".log"), Token: c.token}
+	s := runtimes.Spec{Name: name, LogPath: filepath.Join(c.dir, name+".log"), Token: c.token}
+	if c.extra != nil {
+		s.Extra = c.extra(name)
+	}
+	return s
 }
 
 // create makes members m1..mN bootstrapping one cluster together.

@@ -23,6 +23,8 @@ type run struct {
 	cli *clientv3.Client
 	// refused counts joiners started by refuse steps (their names are refused1, ...).
 	refused int
+	// rec keeps the members' timeline.
+	rec *recorder
 }
 
 // step executes s and returns what it chose or saw (e.g. which member was the leader).
@@ -162,7 +164,7 @@ func (r *run) replace(ctx context.Context, rp *plan.Replace) error {
 		if m.Binary().SHA256 == bin.SHA256 && m.Running(ctx) {
 			continue
 		}
-		_, span := r.Tracer.Start(ctx, "replace member", trace.WithAttributes(
+		_, span := r.tracer().Start(ctx, "replace member", trace.WithAttributes(
 			attribute.String("member", m.Name()), attribute.String("from", m.Binary().Version), attribute.String("to", bin.Version)))
 		err := m.Stop(ctx)
 		if err == nil {
@@ -177,6 +179,7 @@ func (r *run) replace(ctx context.Context, rp *plan.Replace) error {
 			return fmt.Errorf("member %s: %w", m.Name(), err)
 		}
 		span.End()
+		r.rec.note(ctx, r.c.list)
 	}
 	return nil
 }

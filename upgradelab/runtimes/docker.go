@@ -115,7 +115,7 @@ func (d *Docker) createNetwork(ctx context.Context) error {
 	for i := 0; i < 10; i++ {
 		subnet := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(200 + rand.IntN(50)), byte(rand.IntN(256)), 0}), 24)
 		nw, err := tcnet.New(ctx, tcnet.WithLabels(d.labels()),
-			tcnet.WithIPAM(&network.IPAM{Config: []network.IPAMConfig{{Subnet: subnet}}}))
+			tcnet.WithIPAM(&network.IPAM{Config: []network.IPAMConfig{{Subnet: subnet, Gateway: subnet.Addr().Next()}}}))
 		if err == nil {
 			d.network, d.subnet = nw, subnet
 			return nil
@@ -130,6 +130,9 @@ func (d *Docker) createNetwork(ctx context.Context) error {
 
 // Name implements Runtime.
 func (d *Docker) Name() string { return "container" }
+
+// HostIP implements Runtime: the network's gateway, which is the host's side of its bridge.
+func (d *Docker) HostIP() netip.Addr { return d.subnet.Addr().Next() }
 
 // Supports implements Runtime: containers can do every step.
 func (d *Docker) Supports(plan.StepKind) error { return nil }
@@ -161,7 +164,19 @@ func (d *Docker) Close(ctx context.Context) error {
 	members := d.members
 	d.mu.Unlock()
 	for _, m := range members {
-		if err := m.remove(ctx, true); err != nil {
+		// A graceful stop first lets the member send the spans it still holds; kill after a
+		// short wait (a partitioned or wedged member need not hold the clean-up up).
+		stopped := false
+		if m.current() != nil {
+			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			if m.frozen {
+				m.Thaw(sctx)
+			}
+			timeout := 5 * time.Second
+			stopped = m.current().Stop(sctx, &timeout) == nil
+			cancel()
+		}
+		if err := m.remove(ctx, !stopped); err != nil {
 			errs = append(errs, err)
 		}
 		if _, err := d.cli.VolumeRemove(ctx, m.resource, client.VolumeRemoveOptions{Force: true}); err != nil {
@@ -268,7 +283,7 @@ func (m *dockerMember) args() []string {
 	cm := cluster.Member{Name: m.spec.Name, DataDir: dataMount + "/data", Token: m.spec.Token,
 		ClientURL: m.ClientURL(), PeerURL: m.PeerURL(),
 		ListenClientURL: fmt.Sprintf("http://0.0.0.0:%d", clientPort), ListenPeerURL: fmt.Sprintf("http://0.0.0.0:%d", peerPort),
-		InitialCluster: m.initialCluster, State: m.state}
+		InitialCluster: m.initialCluster, State: m.state, Extra: m.spec.extra(m.bin)}
 	return cm.Args()
 }
 

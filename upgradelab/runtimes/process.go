@@ -3,6 +3,7 @@ package runtimes
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -46,12 +47,15 @@ func (p *Process) NewMember(_ context.Context, spec Spec) (Member, error) {
 	if m.PeerURL, err = cluster.FreeURL(); err != nil {
 		return nil, err
 	}
-	pm := &processMember{m: m}
+	pm := &processMember{m: m, spec: spec}
 	p.mu.Lock()
 	p.members = append(p.members, pm)
 	p.mu.Unlock()
 	return pm, nil
 }
+
+// HostIP implements Runtime: members share the host's loopback.
+func (p *Process) HostIP() netip.Addr { return netip.MustParseAddr("127.0.0.1") }
 
 // Close implements Runtime.
 func (p *Process) Close(ctx context.Context) error {
@@ -67,7 +71,8 @@ func (p *Process) Close(ctx context.Context) error {
 
 type processMember struct {
 	life
-	m *cluster.Member
+	m    *cluster.Member
+	spec Spec
 }
 
 func (m *processMember) Name() string      { return m.m.Name }
@@ -77,6 +82,7 @@ func (m *processMember) PeerURL() string   { return m.m.PeerURL }
 func (m *processMember) Start(_ context.Context, bin cluster.Binary) error {
 	m.bin = bin
 	m.m.InitialCluster, m.m.State = m.initialCluster, m.state
+	m.m.Extra = m.spec.extra(bin)
 	m.frozen = false
 	return m.m.StartAs(bin.Path, bin.Level)
 }

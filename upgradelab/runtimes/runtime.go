@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"etcdx/upgradelab/cluster"
 	"etcdx/upgradelab/plan"
@@ -21,6 +22,9 @@ type Runtime interface {
 	Supports(k plan.StepKind) error
 	// NewMember prepares a member (addresses, data location, log file); nothing runs yet.
 	NewMember(ctx context.Context, spec Spec) (Member, error)
+	// HostIP is the address at which members reach the machine the lab runs on (for the
+	// lab's trace receiver).
+	HostIP() netip.Addr
 	// Close stops and removes every member, and everything else the runtime created.
 	Close(ctx context.Context) error
 }
@@ -32,6 +36,16 @@ type Spec struct {
 	LogPath string
 	// Token is --initial-cluster-token.
 	Token string
+	// Extra, when set, gives flags to add to a start with bin (e.g. tracing flags, which are
+	// spelled differently by different releases).
+	Extra func(bin cluster.Binary) []string
+}
+
+func (s Spec) extra(bin cluster.Binary) []string {
+	if s.Extra == nil {
+		return nil
+	}
+	return s.Extra(bin)
 }
 
 // Member is one etcd member of a run.

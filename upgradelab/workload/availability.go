@@ -122,3 +122,54 @@ func ErrorClass(err error) string {
 	}
 	return s
 }
+
+// Point is the workload in one bucket of time: T is the bucket's start in seconds since the
+// workload began; latencies are of the requests answered in it, in milliseconds.
+type Point struct {
+	T      float64 `json:"t"`
+	OK     int     `json:"ok"`
+	Failed int     `json:"failed"`
+	Writes int     `json:"writes"`
+	P50    float64 `json:"p50Ms"`
+	P99    float64 `json:"p99Ms"`
+	Max    float64 `json:"maxMs"`
+}
+
+// Series buckets the requests answered before to (nanoseconds since the workload began) by
+// the time they were answered, for the report's charts.
+func Series(samples []Sample, to int64, bucket time.Duration) []Point {
+	if to <= 0 || bucket <= 0 {
+		return nil
+	}
+	n := int((to + int64(bucket) - 1) / int64(bucket))
+	pts := make([]Point, n)
+	lat := make([][]int64, n)
+	for i := range pts {
+		pts[i].T = (time.Duration(i) * bucket).Seconds()
+	}
+	for _, s := range samples {
+		if s.End < 0 || s.End >= to {
+			continue
+		}
+		i := int(s.End / int64(bucket))
+		p := &pts[i]
+		if s.Err != "" {
+			p.Failed++
+		} else {
+			p.OK++
+			if s.Write {
+				p.Writes++
+			}
+		}
+		lat[i] = append(lat[i], s.End-s.Start)
+	}
+	for i, l := range lat {
+		if len(l) == 0 {
+			continue
+		}
+		sort.Slice(l, func(a, b int) bool { return l[a] < l[b] })
+		ms := func(ns int64) float64 { return float64(ns) / 1e6 }
+		pts[i].P50, pts[i].P99, pts[i].Max = ms(l[len(l)/2]), ms(l[min(len(l)-1, len(l)*99/100)]), ms(l[len(l)-1])
+	}
+	return pts
+}
