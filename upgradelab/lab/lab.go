@@ -21,8 +21,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
-	"google.golang.org/grpc"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"etcdx/upgradelab/cluster"
 	"etcdx/upgradelab/plan"
@@ -40,8 +40,8 @@ type Runner struct {
 	WorkDir  string
 	Workload workload.Config
 	// Tracing receives the lab's spans and the members'; nil: no tracing.
-	Tracing  *traces.Setup
-	Logger   *slog.Logger
+	Tracing *traces.Setup
+	Logger  *slog.Logger
 	// Progress receives the plan, a line per step as it ends and, while a step waits, a
 	// progress line every few seconds (may be nil).
 	Progress io.Writer
