@@ -113,6 +113,7 @@ type runFlags struct {
 	preload       string
 	shard         string
 	junit         string
+	html          string
 	progress      io.Writer // where resolve says what it builds
 	generated     *plan.Plan
 	runtime       string
@@ -144,6 +145,7 @@ func commonFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.shard, "shard", "", "I/N: run only shard I of N of the runs (every N-th from the I-th), to fan a matrix out across CI jobs.")
 	fs.StringVar(&f.workDir, "workdir", "", "Where runs keep data and logs (default: a new temporary directory).")
 	fs.StringVar(&f.report, "report", "", "Write the JSON report here (default: WORKDIR/report.json).")
+	fs.StringVar(&f.html, "html", "", "Write the summary page here, linking each run's own report.html (default: WORKDIR/report.html).")
 	fs.StringVar(&f.junit, "junit", "", "Write JUnit XML here, a test case per plan x size x subject (default: WORKDIR/junit.xml).")
 	fs.StringVar(&f.traceFile, "trace-file", "", "Write every run's OpenTelemetry spans (the lab's and the members') here as OTLP JSON, which Jaeger and Grafana Tempo import (default: WORKDIR/trace.json; each run's own is in its folder).")
 	fs.Float64Var(&f.traceSampling, "trace-sampling", 0.01, "Share of workload requests traced through the members (0..1); the lab's own steps and the requests they make are always traced.")
@@ -264,6 +266,9 @@ func (f *runFlags) run(fs *pflag.FlagSet, stdout, stderr io.Writer) int {
 	if f.junit == "" {
 		f.junit = filepath.Join(f.workDir, "junit.xml")
 	}
+	if f.html == "" {
+		f.html = filepath.Join(f.workDir, "report.html")
+	}
 	reports, err := execute(*f, runs, bins, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "upgradelab run: %v\n", err)
@@ -278,7 +283,7 @@ func (f *runFlags) run(fs *pflag.FlagSet, stdout, stderr io.Writer) int {
 			passed++
 		}
 	}
-	fmt.Fprintf(stdout, "%d of %d runs passed, %d skipped; report %s, junit %s, trace %s\n", passed, len(reports)-skipped, skipped, f.report, f.junit, f.traceFile)
+	fmt.Fprintf(stdout, "%d of %d runs passed, %d skipped; report %s, html %s, junit %s, trace %s\n", passed, len(reports)-skipped, skipped, f.report, f.html, f.junit, f.traceFile)
 	if passed+skipped != len(reports) {
 		return 1
 	}
@@ -501,10 +506,8 @@ func execute(f runFlags, runs []oneRun, bins cluster.Binaries, stdout, stderr io
 			verdict, rep.Plan, rep.Members, rep.Duration.Seconds(), rep.Runtime, rep.Writes, rep.Reads, rep.FailedOps,
 			len(rep.LostWrites), rep.AckedWrites, rep.HistoryOps, rep.Linearizable, rep.Availability)
 		if rep.Dir != "" {
-			if b, err := json.MarshalIndent(rep, "", "  "); err == nil {
-				if err := lab.WriteFile(filepath.Join(rep.Dir, "report.json"), b); err != nil {
-					fmt.Fprintf(stderr, "upgradelab: %v\n", err)
-				}
+			if err := writeRunFiles(rep); err != nil {
+				fmt.Fprintf(stderr, "upgradelab: %v\n", err)
 			}
 		}
 		if !rep.Passed {
@@ -526,6 +529,13 @@ func execute(f runFlags, runs []oneRun, bins cluster.Binaries, stdout, stderr io
 	}
 	if err := lab.WriteFile(f.report, b); err != nil {
 		return reports, fmt.Errorf("--report: %w", err)
+	}
+	page, err := report.Summary(reports, filepath.Dir(f.html))
+	if err != nil {
+		return reports, err
+	}
+	if err := lab.WriteFile(f.html, page); err != nil {
+		return reports, fmt.Errorf("--html: %w", err)
 	}
 	x, err := report.JUnit(reports)
 	if err != nil {
@@ -559,4 +569,20 @@ func mergeTraces(reports []lab.Report, path string) error {
 		return err
 	}
 	return lab.WriteFile(path, b)
+}
+
+// writeRunFiles puts the run's report.json and report.html in its folder.
+func writeRunFiles(rep lab.Report) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := lab.WriteFile(filepath.Join(rep.Dir, "report.json"), b); err != nil {
+		return err
+	}
+	page, err := report.HTML(rep)
+	if err != nil {
+		return err
+	}
+	return lab.WriteFile(filepath.Join(rep.Dir, "report.html"), page)
 }

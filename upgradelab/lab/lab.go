@@ -64,7 +64,9 @@ type Runner struct {
 
 // Report is the outcome of one run.
 type Report struct {
-	Plan      string                    `json:"plan"`
+	Plan string `json:"plan"`
+	// Subjects names the matrix's subject set the run used ("" outside a matrix).
+	Subjects  string                    `json:"subjects,omitempty"`
 	Members   int                       `json:"members"`
 	Seed      uint64                    `json:"seed,omitempty"`
 	Runtime   string                    `json:"runtime"`

@@ -141,7 +141,7 @@ func Series(samples []Sample, to int64, bucket time.Duration) []Point {
 	if to <= 0 || bucket <= 0 {
 		return nil
 	}
-	n := int((to + int64(bucket) - 1) / int64(bucket))
+	n := int(to / int64(bucket)) // whole buckets only: a last, partial one would read as a drop
 	pts := make([]Point, n)
 	lat := make([][]int64, n)
 	for i := range pts {
@@ -152,6 +152,9 @@ func Series(samples []Sample, to int64, bucket time.Duration) []Point {
 			continue
 		}
 		i := int(s.End / int64(bucket))
+		if i >= n {
+			continue
+		}
 		p := &pts[i]
 		if s.Err != "" {
 			p.Failed++

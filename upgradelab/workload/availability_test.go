@@ -61,3 +61,26 @@ func TestErrorClass(t *testing.T) {
 		}
 	}
 }
+
+func TestSeriesBucketsWholeSecondsOnly(t *testing.T) {
+	s := time.Second.Nanoseconds()
+	samples := []Sample{
+		{Start: 0, End: s / 2, Write: true},
+		{Start: s / 2, End: s/2 + 3e6},
+		{Start: s, End: s + s/10, Err: "timeout"},
+		{Start: 2 * s, End: 2*s + s/2, Write: true}, // in the last, partial bucket: left out
+	}
+	pts := Series(samples, 2*s+s*6/10, time.Second)
+	if len(pts) != 2 {
+		t.Fatalf("%d points, want 2", len(pts))
+	}
+	if p := pts[0]; p.T != 0 || p.OK != 2 || p.Writes != 1 || p.Failed != 0 || p.Max != 500 {
+		t.Fatalf("first second %+v", p)
+	}
+	if p := pts[1]; p.T != 1 || p.OK != 0 || p.Failed != 1 || p.P99 != 100 {
+		t.Fatalf("second second %+v", p)
+	}
+	if Series(samples, 0, time.Second) != nil {
+		t.Fatal("an empty run has points")
+	}
+}
