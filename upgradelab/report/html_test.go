@@ -39,9 +39,9 @@ func sampleRun(t0 time.Time) lab.Report {
 				{At: at(3.2), Member: "m1", Answered: true, Server: "3.6.0", Cluster: "3.5.0", Storage: "3.5.0"},
 			},
 		},
-		Series: []workload.Point{{T: 0, OK: 100, Writes: 70, P99: 5}, {T: 1, OK: 20, Failed: 3, Writes: 10, P99: 900, Max: 1000}},
+		Series:       []workload.Point{{T: 0, OK: 100, Writes: 70, P99: 5}, {T: 1, OK: 20, Failed: 3, Writes: 10, P99: 900, Max: 1000}},
 		Availability: workload.Availability{Requests: 123, Failed: 3, LongestStall: 3 * time.Second},
-		AckedWrites: 80, Linearizable: "Ok", HistoryOps: 50, LostWrites: []string{},
+		AckedWrites:  80, Linearizable: "Ok", HistoryOps: 50, LostWrites: []string{},
 		Hashes: map[string]workload.MemberHash{"m1": {Hash: 7}, "m2": {Hash: 7}},
 	}
 }
@@ -77,9 +77,9 @@ func TestRunPageHoldsVerdictTimelineAndCharts(t *testing.T) {
 	for _, want := range []string{
 		`<span class="FAIL">FAIL</span>`, "faults, 2 members, ours",
 		"&lt;script&gt;alert(1)&lt;/script&gt;", // the failure text is escaped
-		`class="lane">m1<`, `class="lane">m2<`, // a lane per member
+		`class="lane">m1<`, `class="lane">m2<`,  // a lane per member
 		`class="state">frozen<`, `class="bin">3.6.0<`, // states and binaries on the lanes
-		"cluster 3.5.0, storage 3.5.0", // what the member said
+		"cluster 3.5.0, storage 3.5.0",           // what the member said
 		`class="num fault">2<`, `class="num">1<`, // steps numbered, the fault marked
 		"band failed", "upgradelab plan --seed 42",
 		"<td>acknowledged writes</td><td>0 lost of 80</td>", "<td>hashkv agreement</td><td>2 members answered, 1 distinct hashes</td>",
