@@ -112,6 +112,7 @@ func clean(args []string, stdout, stderr io.Writer) int {
 type runFlags struct {
 	preload       string
 	shard         string
+	matrix        string
 	junit         string
 	html          string
 	progress      io.Writer // where resolve says what it builds
@@ -142,6 +143,7 @@ func commonFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.runtime, "runtime", "auto", "Where members run: container (a Docker engine), process (local processes; no partitions), or auto (containers when an engine answers).")
 	fs.DurationVar(&f.maxStall, "max-stall", 0, "Fail a run when any step stalls writes longer than this (0: no bound; a plan's thresholds win).")
 	fs.IntVar(&f.maxFailed, "max-failed", 0, "Fail a run when more requests than this fail (0: no bound; a plan's thresholds win).")
+	fs.StringVar(&f.matrix, "matrix", "", "A matrix file (YAML): subject sets x plans x sizes x seeds; each cell is a run (see docs/upgradelab.md).")
 	fs.StringVar(&f.shard, "shard", "", "I/N: run only shard I of N of the runs (every N-th from the I-th), to fan a matrix out across CI jobs.")
 	fs.StringVar(&f.workDir, "workdir", "", "Where runs keep data and logs (default: a new temporary directory).")
 	fs.StringVar(&f.report, "report", "", "Write the JSON report here (default: WORKDIR/report.json).")
@@ -323,6 +325,9 @@ func preloadBytes(s string) int64 {
 type oneRun struct {
 	plan    *plan.Plan
 	members int
+	// set and bins are the matrix's subject set and its binaries (bins nil: the flags').
+	set  string
+	bins cluster.Binaries
 	// skip says why the cell cannot run ("" when it can).
 	skip string
 }
@@ -378,6 +383,9 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) ([]oneRun, cluster.Binaries, error
 	if fs.NArg() > 0 {
 		return nil, nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	if f.matrix != "" {
+		return f.resolveMatrix(fs)
+	}
 	var plans []*plan.Plan
 	if f.generated != nil {
 		plans, f.plans = []*plan.Plan{f.generated}, nil
@@ -418,32 +426,8 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) ([]oneRun, cluster.Binaries, error
 	if err != nil {
 		return nil, nil, err
 	}
-	switch f.runtime {
-	case "auto", "container", "process":
-	default:
-		return nil, nil, fmt.Errorf("--runtime %q: want auto, container or process", f.runtime)
-	}
-	if f.runtime == "process" {
-		for _, r := range runs {
-			for _, s := range r.plan.Steps {
-				if err := runtimes.NewProcess("").Supports(s.Kind()); err != nil {
-					return nil, nil, fmt.Errorf("plan %s: %w", r.plan.Name, err)
-				}
-			}
-		}
-	}
-	if _, err := humanize.ParseBytes(f.preload); err != nil {
-		return nil, nil, fmt.Errorf("--preload %q: %v", f.preload, err)
-	}
-	if f.maxStall < 0 || f.maxFailed < 0 {
-		return nil, nil, fmt.Errorf("--max-stall and --max-failed must not be negative")
-	}
-	if f.shard != "" {
-		i, n, err := parseShard(f.shard)
-		if err != nil {
-			return nil, nil, err
-		}
-		runs = shardOf(runs, i, n)
+	if runs, err = f.check(runs); err != nil {
+		return nil, nil, err
 	}
 	for _, r := range runs {
 		if r.skip != "" {
@@ -456,13 +440,114 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) ([]oneRun, cluster.Binaries, error
 			return nil, nil, fmt.Errorf("plan %s: %w", r.plan.Name, err)
 		}
 	}
+	return runs, bins, nil
+}
+
+// check validates the flags every way of naming runs shares, and keeps --shard's runs.
+func (f *runFlags) check(runs []oneRun) ([]oneRun, error) {
+	switch f.runtime {
+	case "auto", "container", "process":
+	default:
+		return nil, fmt.Errorf("--runtime %q: want auto, container or process", f.runtime)
+	}
+	if f.runtime == "process" {
+		for _, r := range runs {
+			for _, s := range r.plan.Steps {
+				if err := runtimes.NewProcess("").Supports(s.Kind()); err != nil {
+					return nil, fmt.Errorf("plan %s: %w", r.plan.Name, err)
+				}
+			}
+		}
+	}
+	if _, err := humanize.ParseBytes(f.preload); err != nil {
+		return nil, fmt.Errorf("--preload %q: %v", f.preload, err)
+	}
+	if f.maxStall < 0 || f.maxFailed < 0 {
+		return nil, fmt.Errorf("--max-stall and --max-failed must not be negative")
+	}
+	if f.shard != "" {
+		i, n, err := parseShard(f.shard)
+		if err != nil {
+			return nil, err
+		}
+		runs = shardOf(runs, i, n)
+	}
 	if f.traceSampling < 0 || f.traceSampling > 1 {
-		return nil, nil, fmt.Errorf("--trace-sampling %v: want a share from 0 to 1", f.traceSampling)
+		return nil, fmt.Errorf("--trace-sampling %v: want a share from 0 to 1", f.traceSampling)
 	}
 	if f.clients < 1 {
-		return nil, nil, fmt.Errorf("--clients must be at least 1")
+		return nil, fmt.Errorf("--clients must be at least 1")
 	}
-	return runs, bins, nil
+	return runs, nil
+}
+
+// resolveMatrix turns --matrix into runs: every plan at every size for every subject set,
+// each with that set's binaries (resolved only for sets this shard runs).
+func (f *runFlags) resolveMatrix(fs *pflag.FlagSet) ([]oneRun, cluster.Binaries, error) {
+	if fs.Changed("plan") || fs.Changed("members") || len(f.binaryArgs) > 0 {
+		return nil, nil, fmt.Errorf("--matrix names the plans, sizes and binaries; drop --plan, --members and --binary")
+	}
+	m, err := LoadMatrix(f.matrix)
+	if err != nil {
+		return nil, nil, err
+	}
+	found, err := f.binaries(false)
+	if err != nil {
+		return nil, nil, err
+	}
+	plans, err := m.plans(m.levels(m.Sets()[0], found))
+	if err != nil {
+		return nil, nil, err
+	}
+	var runs []oneRun
+	for _, p := range plans {
+		sizes := m.Members
+		if len(sizes) == 0 {
+			sizes = []int{p.Members}
+		}
+		for _, n := range sizes {
+			for _, set := range m.Sets() {
+				sized := *p
+				sized.Members = n
+				r := oneRun{plan: &sized, members: n, set: set}
+				if err := sized.Validate(); err != nil {
+					r.skip = fmt.Sprintf("cannot run at %d members: %v", n, err)
+				}
+				runs = append(runs, r)
+			}
+		}
+	}
+	if runs, err = f.check(runs); err != nil {
+		return nil, nil, err
+	}
+	sets := map[string]cluster.Binaries{}
+	build := func(version string) (string, error) {
+		if f.progress != nil {
+			fmt.Fprintf(f.progress, "upstream etcd %s: building from the Go module proxy, or taken from %s\n", version, cluster.UpstreamDir(version))
+		}
+		return cluster.BuildUpstream(version)
+	}
+	all := cluster.Binaries{}
+	for i, r := range runs {
+		if r.skip != "" {
+			continue
+		}
+		bins, ok := sets[r.set]
+		if !ok {
+			if bins, err = m.binaries(r.set, found, build); err != nil {
+				return nil, nil, err
+			}
+			sets[r.set] = bins
+			for k, b := range bins {
+				all[r.set+":"+k] = b
+			}
+		}
+		if err := bins.Need(r.plan.Subjects()); err != nil {
+			return nil, nil, fmt.Errorf("subject set %s, plan %s: %w", r.set, r.plan.Name, err)
+		}
+		runs[i].bins = bins
+	}
+	return runs, all, nil
 }
 
 func execute(f runFlags, runs []oneRun, bins cluster.Binaries, stdout, stderr io.Writer) ([]lab.Report, error) {
@@ -489,21 +574,26 @@ func execute(f runFlags, runs []oneRun, bins cluster.Binaries, stdout, stderr io
 	var reports []lab.Report
 	for _, r := range runs {
 		if r.skip != "" {
-			rep := lab.Report{Plan: r.plan.Name, Members: r.members, Seed: r.plan.Seed, Skipped: r.skip, StartedAt: time.Now(), LostWrites: []string{}}
+			rep := lab.Report{Plan: r.plan.Name, Members: r.members, Seed: r.plan.Seed, Skipped: r.skip, StartedAt: time.Now(), LostWrites: []string{}, Subjects: r.set}
 			rep.EndedAt = rep.StartedAt
 			reports = append(reports, rep)
-			fmt.Fprintf(stdout, "SKIP %s/%d: %s\n", r.plan.Name, r.members, r.skip)
+			fmt.Fprintf(stdout, "SKIP %s/%d%s: %s\n", r.plan.Name, r.members, inSet(r.set), r.skip)
 			continue
 		}
-		fmt.Fprintf(stdout, "=== %s, %d members, from %s\n", r.plan.Name, r.members, r.plan.Start)
-		rep := runner.Run(ctx, r.plan, r.members)
+		fmt.Fprintf(stdout, "=== %s, %d members, from %s%s\n", r.plan.Name, r.members, r.plan.Start, inSet(r.set))
+		rr := *runner
+		if r.bins != nil {
+			rr.Binaries, rr.WorkDir = r.bins, filepath.Join(f.workDir, r.set)
+		}
+		rep := rr.Run(ctx, r.plan, r.members)
+		rep.Subjects = r.set
 		reports = append(reports, rep)
 		verdict := "PASS"
 		if !rep.Passed {
 			verdict = "FAIL"
 		}
-		fmt.Fprintf(stdout, "%s %s/%d in %.1fs (%s): %d writes, %d reads, %d failed requests; %d of %d acknowledged writes lost; %d register operations: %s\n     availability: %s\n",
-			verdict, rep.Plan, rep.Members, rep.Duration.Seconds(), rep.Runtime, rep.Writes, rep.Reads, rep.FailedOps,
+		fmt.Fprintf(stdout, "%s %s/%d%s in %.1fs (%s): %d writes, %d reads, %d failed requests; %d of %d acknowledged writes lost; %d register operations: %s\n     availability: %s\n",
+			verdict, rep.Plan, rep.Members, inSet(r.set), rep.Duration.Seconds(), rep.Runtime, rep.Writes, rep.Reads, rep.FailedOps,
 			len(rep.LostWrites), rep.AckedWrites, rep.HistoryOps, rep.Linearizable, rep.Availability)
 		if rep.Dir != "" {
 			if err := writeRunFiles(rep); err != nil {
@@ -585,4 +675,12 @@ func writeRunFiles(rep lab.Report) error {
 		return err
 	}
 	return lab.WriteFile(filepath.Join(rep.Dir, "report.html"), page)
+}
+
+// inSet names a matrix's subject set in progress lines.
+func inSet(set string) string {
+	if set == "" {
+		return ""
+	}
+	return " (" + set + ")"
 }

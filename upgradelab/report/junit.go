@@ -76,7 +76,11 @@ func JUnit(reports []lab.Report) ([]byte, error) {
 			index[r.Plan] = i
 			all.Suites = append(all.Suites, junitSuite{Name: r.Plan, Timestamp: r.StartedAt.UTC().Format("2006-01-02T15:04:05")})
 		}
-		name := fmt.Sprintf("%s/%d members/%s", r.Plan, r.Members, Subject(r))
+		subject := Subject(r)
+		if r.Subjects != "" {
+			subject = r.Subjects + ":" + subject
+		}
+		name := fmt.Sprintf("%s/%d members/%s", r.Plan, r.Members, subject)
 		if r.Seed != 0 {
 			name += fmt.Sprintf("/seed %d", r.Seed)
 		}
