@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"etcdx/upgradelab/traces"
 )
 
 // labReport is the part of upgradelab's report the tests read.
@@ -35,22 +37,32 @@ func readLabReport(t *testing.T, path string) []labReport {
 	return reps
 }
 
-// spanNames reads the OpenTelemetry spans (one JSON object each) from a trace file.
+// spanNames reads an OTLP JSON trace file and counts its spans by name, and by
+// "service/instance/name" for spans of a service instance (the members').
 func spanNames(t *testing.T, path string) map[string]int {
 	t.Helper()
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	rs, err := traces.UnmarshalJSON(b)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
 	names := map[string]int{}
-	dec := json.NewDecoder(f)
-	for dec.More() {
-		var span struct{ Name string }
-		if err := dec.Decode(&span); err != nil {
-			t.Fatalf("%s: %v", path, err)
+	for _, r := range rs {
+		attrs := map[string]string{}
+		for _, kv := range r.GetResource().GetAttributes() {
+			attrs[kv.Key] = kv.GetValue().GetStringValue()
 		}
-		names[span.Name]++
+		for _, ss := range r.GetScopeSpans() {
+			for _, sp := range ss.GetSpans() {
+				names[sp.GetName()]++
+				if id := attrs["service.instance.id"]; id != "" {
+					names[attrs["service.name"]+"/"+id+"/"+sp.GetName()]++
+				}
+			}
+		}
 	}
 	return names
 }
@@ -84,6 +96,10 @@ func TestUpgradeLabRunsEveryBuiltinPlan(t *testing.T) {
 		if names[want] == 0 {
 			t.Errorf("no %q span in the trace (have %v)", want, names)
 		}
+	}
+	// The check step's requests are traced through the members (W3C context sent along).
+	if names["etcdserverpb.Maintenance/HashKV"] < 2 || names["etcd/m1/etcdserverpb.Maintenance/HashKV"] == 0 {
+		t.Errorf("no member spans of the check's requests (have %v)", names)
 	}
 	if names["replace member"] < 9 {
 		t.Errorf("%d member replacements traced, want at least 9 (3 plans swap 3 members)", names["replace member"])
@@ -198,5 +214,86 @@ steps:
 	code, out = runTool(t, "upgradelab", "run", "--runtime", "process", "--plan", wrong, "--bin-dir", binDir, "--workdir", work)
 	if code != 1 || !strings.Contains(out, `member m1 at 3.5 exited without logging "no such text"`) {
 		t.Fatalf("a refusal with another text: exit %d\n%s", code, out)
+	}
+}
+
+// TestUpgradeLabMatrixSideBySide: a matrix file runs the same plans against our binaries and
+// upstream's; a cell too big for its size is skipped; a seeded plan is the one a dry run of the
+// same seed prints; the summary page puts both subject sets side by side and links each run's
+// page; each run's trace holds the lab's spans and its members' (upstream's included, started
+// with the flags its release spells); JUnit names the sets.
+func TestUpgradeLabMatrixSideBySide(t *testing.T) {
+	work := t.TempDir()
+	binDir := filepath.Dir(Binary(t, "etcd"))
+	Binary(t, "etcd-last-release")
+	UpstreamBinaryAt(t, UpstreamVersion, "etcd")
+	UpstreamBinaryAt(t, Upstream35Version, "etcd")
+	matrix := filepath.Join(work, "matrix.yaml")
+	os.WriteFile(matrix, []byte(`subjects:
+  ours: {"3.5": "3.5", "3.6": "3.6"}
+  upstream: {"3.5": upstream-3.5.17, "3.6": upstream-3.6.16}
+plans: [upgrade, upgrade-with-crash]
+members: [1]
+generate: {from: "3.5", to: "3.6", faults: [compact, kill], faultRate: 1, seeds: [5], members: 1}
+`), 0o644)
+	code, out := runTool(t, "upgradelab", "run", "--runtime", "process", "--matrix", matrix, "--bin-dir", binDir,
+		"--workdir", filepath.Join(work, "out"), "--trace-sampling", "0.05")
+	if code != 0 {
+		t.Fatalf("upgradelab run --matrix: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{
+		"=== upgrade, 1 members, from 3.5 (ours)", "=== upgrade, 1 members, from 3.5 (upstream)",
+		"SKIP upgrade-with-crash/1 (ours): cannot run at 1 members", "SKIP upgrade-with-crash/1 (upstream)",
+		"PASS random-5/1 (ours)", "PASS random-5/1 (upstream)", "4 of 4 runs passed, 2 skipped",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q\n%s", want, out)
+		}
+	}
+	// The seeded plan that ran is the one a dry run of the same seed prints.
+	code, dry := runTool(t, "upgradelab", "plan", "--dry-run", "--seed", "5", "--from", "3.5", "--to", "3.6",
+		"--faults", "compact,kill", "--fault-rate", "1", "--members", "1")
+	numbered, _, _ := strings.Cut(dry, "\n\n")
+	if code != 0 || !strings.Contains(numbered, "3.") || strings.Count(out, strings.TrimSpace(numbered)) != 2 {
+		t.Errorf("the seeded plan that ran is not the dry run's (exit %d):\n%s\n--- run:\n%s", code, numbered, out)
+	}
+
+	var reps []struct {
+		Plan, Subjects, Dir, Trace string
+		Passed                     bool
+		Skipped                    string
+		TraceSpans                 int
+	}
+	b, _ := os.ReadFile(filepath.Join(work, "out", "report.json"))
+	if err := json.Unmarshal(b, &reps); err != nil || len(reps) != 6 {
+		t.Fatalf("report: %v, %d runs", err, len(reps))
+	}
+	page, _ := os.ReadFile(filepath.Join(work, "out", "report.html"))
+	if !strings.Contains(string(page), "<th>ours</th><th>upstream</th>") {
+		t.Errorf("the summary page does not set ours and upstream side by side:\n%s", page)
+	}
+	for _, r := range reps {
+		if r.Skipped != "" {
+			continue
+		}
+		rel, _ := filepath.Rel(filepath.Join(work, "out"), r.Dir)
+		if !strings.Contains(string(page), `href="`+rel+`/report.html"`) {
+			t.Errorf("the summary does not link %s", rel)
+		}
+		if p, err := os.ReadFile(filepath.Join(r.Dir, "report.html")); err != nil || !strings.Contains(string(p), `class="lane">m1<`) {
+			t.Errorf("run %s/%s: no page with m1's lane: %v", r.Subjects, r.Plan, err)
+		}
+		names := spanNames(t, r.Trace)
+		if names["run "+r.Plan] != 1 || names["etcd/m1/etcdserverpb.Maintenance/HashKV"] == 0 || r.TraceSpans < 10 {
+			t.Errorf("run %s/%s: trace of %d spans lacks the lab's run or m1's spans: %v", r.Subjects, r.Plan, r.TraceSpans, names)
+		}
+	}
+	all := spanNames(t, filepath.Join(work, "out", "trace.json"))
+	if all["run upgrade"] != 2 || all["run random-5"] != 2 {
+		t.Errorf("the merged trace lacks runs: %v", all)
+	}
+	junit, _ := os.ReadFile(filepath.Join(work, "out", "junit.xml"))
+	if !strings.Contains(string(junit), `name="upgrade/1 members/ours:`) || !strings.Contains(string(junit), `name="upgrade/1 members/upstream:`) {
+		t.Errorf("JUnit does not name the subject sets:\n%s", junit)
 	}
 }
