@@ -91,3 +91,27 @@ func TestLoadMatrixRefusals(t *testing.T) {
 		t.Error("a missing file was accepted")
 	}
 }
+
+// The matrix shipped as an example loads, and every plan in it is valid at its sizes.
+func TestExampleMatrixIsValid(t *testing.T) {
+	m, err := LoadMatrix("../matrix/ours-vs-upstream.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans, err := m.plans(m.levels("upstream", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plans) != 5 || len(m.Sets()) != 2 {
+		t.Fatalf("%d plans, %d sets", len(plans), len(m.Sets()))
+	}
+	for _, p := range plans {
+		for _, n := range m.Members {
+			sized := *p
+			sized.Members = n
+			if err := sized.Validate(); err != nil {
+				t.Errorf("plan %s at %d members: %v", p.Name, n, err)
+			}
+		}
+	}
+}
