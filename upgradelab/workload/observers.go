@@ -18,6 +18,8 @@ import (
 type watcher struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	// ready is closed once the watcher knows the revision it starts from.
+	ready chan struct{}
 
 	mu      sync.Mutex
 	events  []WatchEvent
@@ -28,7 +30,7 @@ type watcher struct {
 
 func startWatcher(cli *clientv3.Client, prefix string) *watcher {
 	ctx, cancel := context.WithCancel(context.Background())
-	wt := &watcher{cancel: cancel, done: make(chan struct{})}
+	wt := &watcher{cancel: cancel, done: make(chan struct{}), ready: make(chan struct{})}
 	go wt.run(ctx, cli, prefix)
 	return wt
 }
@@ -36,13 +38,21 @@ func startWatcher(cli *clientv3.Client, prefix string) *watcher {
 func (wt *watcher) run(ctx context.Context, cli *clientv3.Client, prefix string) {
 	defer close(wt.done)
 	// Start from the revision the cluster is at, so every later ledger write must show up.
-	for wt.next == 0 {
+	// Clients may already be writing: what they wrote up to that revision came before the
+	// watcher and is not owed by it.
+	for {
 		gctx, cancel := context.WithTimeout(ctx, opTimeout)
 		resp, err := cli.Get(gctx, prefix+"start", clientv3.WithCountOnly())
 		cancel()
 		if err == nil {
+			wt.mu.Lock()
 			wt.next = resp.Header.Revision + 1
-		} else if ctx.Err() != nil {
+			wt.excused = append(wt.excused, RevRange{From: 1, To: resp.Header.Revision})
+			wt.mu.Unlock()
+			close(wt.ready)
+			break
+		}
+		if ctx.Err() != nil {
 			return
 		}
 	}

@@ -114,6 +114,12 @@ func Start(cli *clientv3.Client, cfg Config) *Workload {
 	w := &Workload{cfg: cfg, cli: cli, start: time.Now(), ledger: cluster.NewLedger(), errors: map[string]int{},
 		revs: map[int][]RevisionSeen{}, stop: make(chan struct{})}
 	w.watch = startWatcher(cli, cfg.Prefix+"/ledger/")
+	// Let the watcher take its start revision before the clients write, so it owes every
+	// ledger write (bounded: a cluster that does not answer yet must not hold the run up).
+	select {
+	case <-w.watch.ready:
+	case <-time.After(opTimeout):
+	}
 	w.leases = startLeases(cli, cfg.Prefix+"/lease/", cfg.KeptLeaseTTL, cfg.ExpiringLeaseTTL)
 	for i := 0; i < cfg.Clients; i++ {
 		w.wg.Add(1)
