@@ -76,8 +76,17 @@ w="path:$wrapper"
 pkg() { echo "$w#packages.$system.$1"; }
 
 step "build: default, etcd, etcdctl, etcdutl, discovery, upgradelab and the images (vendor tree checked against nix/vendor-hash)"
-nix build --no-write-lock-file --no-link "$(pkg default)" "$(pkg etcd)" "$(pkg etcdctl)" "$(pkg etcdutl)" "$(pkg discovery)" "$(pkg upgradelab)" \
-	"$(pkg etcd-image)" "$(pkg discovery-image)"
+build_all() {
+	nix build --no-write-lock-file --no-link "$(pkg default)" "$(pkg etcd)" "$(pkg etcdctl)" "$(pkg etcdutl)" "$(pkg discovery)" "$(pkg upgradelab)" \
+		"$(pkg etcd-image)" "$(pkg discovery-image)"
+}
+# On a freshly set-up machine the very first build has been seen to die at once with "builder ...
+# failed due to signal 9" and pass when run again; a real failure (a stale vendor hash, a broken
+# build) fails the retry too.
+if ! build_all; then
+	echo "nix-check: the build failed; trying once more" >&2
+	build_all
+fi
 outpath() { nix eval --no-write-lock-file --raw "$(pkg "$1").outPath"; }
 default=$(outpath default) etcd=$(outpath etcd) etcdctl=$(outpath etcdctl) etcdutl=$(outpath etcdutl)
 discovery=$(outpath discovery) upgradelab=$(outpath upgradelab) image=$(outpath etcd-image) dimage=$(outpath discovery-image)
