@@ -78,14 +78,7 @@ func (t *Transport) checkCompatibility(w http.ResponseWriter, r *http.Request) b
 // serveStream answers GET /raft/stream/{msgapp,message}/<from>: the peer <from> wants our
 // messages of that type; the response stays open and the peer's stream writer fills it.
 func (t *Transport) serveStream(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", http.MethodGet)
-		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	w.Header().Set(HeaderServerVersion, t.cfg.ServerVersion)
-	w.Header().Set(HeaderClusterID, hexID(t.clusterID()))
-	if !t.checkCompatibility(w, r) {
+	if !t.admitPeer(w, r, http.MethodGet, true) {
 		return
 	}
 	var typ streamType
@@ -151,15 +144,26 @@ func (t *Transport) serveStream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// servePipeline answers POST /raft: one raft message.
-func (t *Transport) servePipeline(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
+// admitPeer is what every raft endpoint does first: refuse another method, name this
+// cluster (and, for streams, this server's version) in the answer, and refuse a peer of
+// another cluster or an incompatible version (each refusal answered here). It reports
+// whether to go on.
+func (t *Transport) admitPeer(w http.ResponseWriter, r *http.Request, method string, withVersion bool) bool {
+	if r.Method != method {
+		w.Header().Set("Allow", method)
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
-		return
+		return false
+	}
+	if withVersion {
+		w.Header().Set(HeaderServerVersion, t.cfg.ServerVersion)
 	}
 	w.Header().Set(HeaderClusterID, hexID(t.clusterID()))
-	if !t.checkCompatibility(w, r) {
+	return t.checkCompatibility(w, r)
+}
+
+// servePipeline answers POST /raft: one raft message.
+func (t *Transport) servePipeline(w http.ResponseWriter, r *http.Request) {
+	if !t.admitPeer(w, r, http.MethodPost, false) {
 		return
 	}
 	from := r.Header.Get(HeaderFrom)

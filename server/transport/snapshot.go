@@ -74,13 +74,7 @@ func (t *Transport) postSnapshot(p *peer, m raftpb.Message, db io.Reader) error 
 // serveSnapshot answers POST /raft/snapshot: a snapshot message, then the database.
 func (t *Transport) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	w.Header().Set(HeaderClusterID, hexID(t.clusterID()))
-	if !t.checkCompatibility(w, r) {
+	if !t.admitPeer(w, r, http.MethodPost, false) {
 		return
 	}
 	br := bufio.NewReaderSize(r.Body, 256<<10)

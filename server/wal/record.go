@@ -82,42 +82,52 @@ func frameLength(field uint64) (recBytes, padBytes int64) {
 	return recBytes, padBytes
 }
 
-func unmarshalRecord(b []byte) (record, error) {
-	var r record
+// eachField calls fn for every field of an encoded message: v holds a varint field's value,
+// data a length-delimited field's bytes; fields of other wire types are skipped.
+func eachField(b []byte, fn func(num protowire.Number, typ protowire.Type, v uint64, data []byte) error) error {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return r, protowire.ParseError(n)
+			return protowire.ParseError(n)
 		}
 		b = b[n:]
-		switch {
-		case num == 1 && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return r, protowire.ParseError(n)
-			}
-			r.typ, b = int64(v), b[n:]
-		case num == 2 && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return r, protowire.ParseError(n)
-			}
-			r.crc, b = uint32(v), b[n:]
-		case num == 3 && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return r, protowire.ParseError(n)
-			}
-			r.data, b = append([]byte{}, v...), b[n:]
+		var v uint64
+		var data []byte
+		switch typ {
+		case protowire.VarintType:
+			v, n = protowire.ConsumeVarint(b)
+		case protowire.BytesType:
+			data, n = protowire.ConsumeBytes(b)
 		default:
-			n := protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return r, protowire.ParseError(n)
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		}
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		if typ == protowire.VarintType || typ == protowire.BytesType {
+			if err := fn(num, typ, v, data); err != nil {
+				return err
 			}
-			b = b[n:]
 		}
 	}
-	return r, nil
+	return nil
+}
+
+func unmarshalRecord(b []byte) (record, error) {
+	var r record
+	err := eachField(b, func(num protowire.Number, typ protowire.Type, v uint64, data []byte) error {
+		switch {
+		case num == 1 && typ == protowire.VarintType:
+			r.typ = int64(v)
+		case num == 2 && typ == protowire.VarintType:
+			r.crc = uint32(v)
+		case num == 3 && typ == protowire.BytesType:
+			r.data = append([]byte{}, data...)
+		}
+		return nil
+	})
+	return r, err
 }
 
 // marshalSnapshot encodes a snapshot marker as upstream's walpb.Snapshot (index 1, term 2,
@@ -141,42 +151,18 @@ func marshalSnapshot(m raftpb.SnapshotMetadata) ([]byte, error) {
 
 func unmarshalSnapshot(b []byte) (raftpb.SnapshotMetadata, error) {
 	var m raftpb.SnapshotMetadata
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return m, protowire.ParseError(n)
-		}
-		b = b[n:]
+	err := eachField(b, func(num protowire.Number, typ protowire.Type, v uint64, data []byte) error {
 		switch {
-		case num == 1 && typ == protowire.VarintType, num == 2 && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return m, protowire.ParseError(n)
-			}
-			if num == 1 {
-				m.Index = v
-			} else {
-				m.Term = v
-			}
-			b = b[n:]
+		case num == 1 && typ == protowire.VarintType:
+			m.Index = v
+		case num == 2 && typ == protowire.VarintType:
+			m.Term = v
 		case num == 3 && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return m, protowire.ParseError(n)
-			}
-			if err := m.ConfState.Unmarshal(v); err != nil {
-				return m, err
-			}
-			b = b[n:]
-		default:
-			n := protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return m, protowire.ParseError(n)
-			}
-			b = b[n:]
+			return m.ConfState.Unmarshal(data)
 		}
-	}
-	return m, nil
+		return nil
+	})
+	return m, err
 }
 
 // lengthAgrees reports whether the start of a record's bytes, at file offset off, is consistent

@@ -408,57 +408,65 @@ func (m *dockerMember) id() (string, error) {
 	return c.GetContainerID(), nil
 }
 
-// Freeze implements Member: docker pause.
-func (m *dockerMember) Freeze(ctx context.Context) error {
+// onContainer runs call with the member's container ID, naming the action in its error.
+func (m *dockerMember) onContainer(action string, call func(id string) error) error {
 	id, err := m.id()
 	if err == nil {
-		_, err = m.d.cli.ContainerPause(ctx, id, client.ContainerPauseOptions{})
+		err = call(id)
 	}
 	if err != nil {
-		return fmt.Errorf("freeze %s: %w", m.spec.Name, err)
+		return fmt.Errorf("%s %s: %w", action, m.spec.Name, err)
 	}
-	m.frozen = true
 	return nil
+}
+
+// Freeze implements Member: docker pause.
+func (m *dockerMember) Freeze(ctx context.Context) error {
+	err := m.onContainer("freeze", func(id string) error {
+		_, err := m.d.cli.ContainerPause(ctx, id, client.ContainerPauseOptions{})
+		return err
+	})
+	if err == nil {
+		m.frozen = true
+	}
+	return err
 }
 
 // Thaw implements Member: docker unpause.
 func (m *dockerMember) Thaw(ctx context.Context) error {
-	id, err := m.id()
+	err := m.onContainer("thaw", func(id string) error {
+		_, err := m.d.cli.ContainerUnpause(ctx, id, client.ContainerUnpauseOptions{})
+		return err
+	})
 	if err == nil {
-		_, err = m.d.cli.ContainerUnpause(ctx, id, client.ContainerUnpauseOptions{})
+		m.frozen = false
 	}
-	if err != nil {
-		return fmt.Errorf("thaw %s: %w", m.spec.Name, err)
-	}
-	m.frozen = false
-	return nil
+	return err
 }
 
 // Partition implements Member: the container leaves the run's network (peers and clients
 // lose it alike).
 func (m *dockerMember) Partition(ctx context.Context) error {
-	id, err := m.id()
+	err := m.onContainer("partition", func(id string) error {
+		_, err := m.d.cli.NetworkDisconnect(ctx, m.d.network.ID, client.NetworkDisconnectOptions{Container: id, Force: true})
+		return err
+	})
 	if err == nil {
-		_, err = m.d.cli.NetworkDisconnect(ctx, m.d.network.ID, client.NetworkDisconnectOptions{Container: id, Force: true})
+		m.partitioned = true
 	}
-	if err != nil {
-		return fmt.Errorf("partition %s: %w", m.spec.Name, err)
-	}
-	m.partitioned = true
-	return nil
+	return err
 }
 
 // Heal implements Member: back on the network at the same address.
 func (m *dockerMember) Heal(ctx context.Context) error {
-	id, err := m.id()
+	err := m.onContainer("heal", func(id string) error {
+		_, err := m.d.cli.NetworkConnect(ctx, m.d.network.ID, client.NetworkConnectOptions{Container: id, EndpointConfig: m.endpoint()[m.d.network.Name]})
+		return err
+	})
 	if err == nil {
-		_, err = m.d.cli.NetworkConnect(ctx, m.d.network.ID, client.NetworkConnectOptions{Container: id, EndpointConfig: m.endpoint()[m.d.network.Name]})
+		m.partitioned = false
 	}
-	if err != nil {
-		return fmt.Errorf("heal %s: %w", m.spec.Name, err)
-	}
-	m.partitioned = false
-	return nil
+	return err
 }
 
 // Running implements Member.
