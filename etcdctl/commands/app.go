@@ -24,7 +24,7 @@ func App() *cli.App {
 			getCommand(g), putCommand(g), delCommand(g), txnCommand(g), compactionCommand(g),
 			alarmCommand(g), defragCommand(g), endpointCommand(g), moveLeaderCommand(g), watchCommand(g),
 			versionCommand(), leaseCommand(g), memberCommand(g), snapshotCommand(g), lockCommand(g),
-			electCommand(g), checkCommand(g), makeMirrorCommand(g),
+			electCommand(g), authCommand(g), userCommand(g), roleCommand(g), checkCommand(g), makeMirrorCommand(g),
 			{Name: "completion", Args: "[bash|zsh]", Short: "Generate completion script", Values: []string{"bash", "zsh"},
 				Run: func(c *cli.Ctx) error {
 					if len(c.Args) != 1 {

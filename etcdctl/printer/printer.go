@@ -69,6 +69,7 @@ func (p *Printer) Print(r any) error {
 			table.Write(p.W, hdr, rows)
 			return nil
 		}
+
 	case "fields":
 		if f, ok := r.(fielder); ok {
 			f.Fields(p)

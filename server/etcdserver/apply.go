@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"etcdx/server/auth"
 	"etcdx/server/backend"
 	"etcdx/server/features"
 	"etcdx/server/membership"
@@ -167,6 +168,23 @@ func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest, ind
 	if s.alarms.active(pb.AlarmType_CORRUPT) && (r.Put != nil || r.DeleteRange != nil || r.Txn != nil ||
 		r.Compaction != nil || r.LeaseGrant != nil || r.LeaseRevoke != nil) {
 		return &applyResult{err: ErrCorrupt}
+	}
+	// The proposer named its caller in the header; every member checks the same permissions
+	// against the same auth state, so all reach the same answer.
+	in := &auth.Info{}
+	if r.Header != nil {
+		in.Username, in.Revision = r.Header.Username, r.Header.AuthRevision
+	}
+	if needsAdmin(r) {
+		if err := s.auth.IsAdminPermitted(in); err != nil {
+			return &applyResult{err: err}
+		}
+	}
+	if res, ok := s.applyAuth(b, r, in, index); ok {
+		return res
+	}
+	if err := s.checkApplyAuth(in, r); err != nil {
+		return &applyResult{err: err}
 	}
 	switch {
 	case r.Put != nil:

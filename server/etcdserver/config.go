@@ -55,6 +55,15 @@ type Config struct {
 	// LeaseCheckpointInterval is how often the leader records remaining lease TTLs.
 	LeaseCheckpointInterval time.Duration
 
+	// AuthToken is --auth-token ("simple", or "jwt,..."); AuthTokenTTL is how long an unused
+	// simple token lives; BcryptCost hashes new passwords.
+	AuthToken    string
+	AuthTokenTTL time.Duration
+	BcryptCost   int
+	// ClientCertAuth: a client that sends no token is the user its certificate's common name
+	// names (--client-cert-auth).
+	ClientCertAuth bool
+
 	// Features are the --feature-gates (nil: upstream's defaults).
 	Features *features.Gates
 	// ForceNewCluster restarts the member as a one-member cluster from its data.

@@ -112,7 +112,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 				return 0
 			}),
 		// No authentication yet (issue 16): the auth store's revision is upstream's initial one.
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "etcd_debugging_auth_revision", Help: "The current revision of auth store."}, func() float64 { return 1 }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "etcd_debugging_auth_revision", Help: "The current revision of auth store."}, func() float64 { return float64(s.auth.Revision()) }),
 		knownPeers{s}, featureGauges{s.cfg.Features})
 	reg.MustRegister(s.be.Collectors()...)
 	reg.MustRegister(s.tr.Collectors()...)

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"etcdx/pkg/buildinfo"
+	"etcdx/server/auth"
 	"etcdx/server/backend"
 	"etcdx/server/lease"
 	"etcdx/server/membership"
@@ -54,6 +55,8 @@ type Server struct {
 	kv  *mvcc.Store
 	les *lease.Lessor
 	mem *membership.Membership
+	// auth holds users, roles and tokens (the auth buckets, in memory).
+	auth *auth.Store
 
 	node    raft.Node
 	storage *raft.MemoryStorage
@@ -178,6 +181,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.kv.SetCompactionPace(cfg.CompactionBatchLimit, cfg.CompactionSleepInterval)
 	if s.alarms, err = loadAlarms(s.be); err != nil {
+		return fail(err)
+	}
+	if err := s.openAuth(); err != nil {
 		return fail(err)
 	}
 	if err := s.maybeDefragAtStart(); err != nil {
@@ -347,6 +353,9 @@ func (s *Server) restart(rcfg *raft.Config) error {
 					return err
 				}
 				if s.alarms, err = loadAlarms(s.be); err != nil {
+					return err
+				}
+				if err := s.reloadAuth(); err != nil {
 					return err
 				}
 				if s.mem, err = membership.Load(s.be, meta.ClusterID); err != nil {
@@ -701,6 +710,17 @@ const tracerName = "etcdx/server/etcdserver"
 func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (*applyResult, error) {
 	id := s.reqIDs.next()
 	r.Header = &pb.RequestHeader{ID: id}
+	// Every member checks the caller's permissions again when it applies the entry; Authenticate
+	// names its user in the request itself.
+	if r.Authenticate == nil {
+		in, err := s.Caller(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if in != nil {
+			r.Header.Username, r.Header.AuthRevision = in.Username, in.Revision
+		}
+	}
 	data, err := r.Marshal()
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
@@ -897,7 +917,7 @@ func (s *Server) leaseLoop() {
 		}
 		for _, id := range s.les.Expired(1000) {
 			go func(id int64) {
-				ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
+				ctx, cancel := context.WithTimeout(s.AsRoot(context.Background()), s.cfg.requestTimeout())
 				defer cancel()
 				if _, err := s.LeaseRevoke(ctx, &pb.LeaseRevokeRequest{ID: id}); err != nil && !errors.Is(err, lease.ErrNotFound) {
 					s.log.Warn("failed to revoke expired lease", "lease-id", fmt.Sprintf("%016x", id), "error", err)
@@ -944,6 +964,7 @@ func (s *Server) Stop() {
 		s.node.Stop()
 		s.wg.Wait()
 		s.tr.Stop()
+		s.auth.Close()
 		s.kv.Close()
 		if err := s.be.Close(); err != nil {
 			s.log.Error("closing backend", "error", err)

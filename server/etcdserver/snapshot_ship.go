@@ -112,6 +112,9 @@ func (s *Server) reloadState() error {
 		return err
 	}
 	s.alarms.replace(alarms)
+	if err := s.reloadAuth(); err != nil {
+		return err
+	}
 	vs, err := loadVersionState(s.be)
 	if err != nil {
 		return err

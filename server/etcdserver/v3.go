@@ -12,6 +12,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
+	"etcdx/server/auth"
 	"etcdx/server/lease"
 )
 
@@ -41,9 +42,16 @@ func (s *Server) Range(ctx context.Context, r *pb.RangeRequest) (resp *pb.RangeR
 			return nil, err
 		}
 	}
-	v := s.kv.Read()
-	defer v.End()
-	return applyRange(v, r)
+	err = s.checkedRead(ctx, func(in *auth.Info) error { return s.auth.IsRangePermitted(in, r.Key, r.RangeEnd) }, func() error {
+		v := s.kv.Read()
+		defer v.End()
+		resp, err = applyRange(v, r)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
 // CountClientRequest counts a client call by kind (unary or stream) and the API version the
@@ -85,9 +93,18 @@ func (s *Server) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, er
 				return nil, err
 			}
 		}
-		v := s.kv.Read()
-		defer v.End()
-		return s.readOnlyTxn(v, r)
+		var resp *pb.TxnResponse
+		err := s.checkedRead(ctx, func(in *auth.Info) error { return s.checkTxnAuth(in, r) }, func() error {
+			v := s.kv.Read()
+			defer v.End()
+			var err error
+			resp, err = s.readOnlyTxn(v, r)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		return resp, nil
 	}
 	if txnHasPuts(r) {
 		if err := s.checkQuota(ctx, r.Size()); err != nil {
@@ -263,6 +280,9 @@ func (s *Server) LeaseRevoke(ctx context.Context, r *pb.LeaseRevokeRequest) (*pb
 
 // LeaseRenew restarts a lease's TTL. Only the leader judges expiry, so a follower forwards.
 func (s *Server) LeaseRenew(ctx context.Context, id int64) (int64, error) {
+	if err := s.checkLeaseUse(ctx, id, true); err != nil {
+		return -1, err
+	}
 	if s.Leader() == s.id {
 		return s.renewLocal(id)
 	}
@@ -296,6 +316,12 @@ func (s *Server) renewLocal(id int64) (int64, error) {
 
 // LeaseTimeToLive describes a lease; the remaining TTL is known only to the leader.
 func (s *Server) LeaseTimeToLive(ctx context.Context, r *pb.LeaseTimeToLiveRequest) (*pb.LeaseTimeToLiveResponse, error) {
+	if r.Keys {
+		// The keys are shown only to a caller that may read each of them.
+		if err := s.checkLeaseUse(ctx, r.ID, false); err != nil {
+			return nil, err
+		}
+	}
 	if s.Leader() == s.id {
 		return s.ttlLocal(r)
 	}
@@ -330,7 +356,14 @@ func (s *Server) ttlLocal(r *pb.LeaseTimeToLiveRequest) (*pb.LeaseTimeToLiveResp
 // LeaseLeases lists every lease.
 func (s *Server) LeaseLeases(ctx context.Context) (*pb.LeaseLeasesResponse, error) {
 	resp := &pb.LeaseLeasesResponse{Header: &pb.ResponseHeader{Revision: s.kv.Rev()}}
-	for _, id := range s.les.List() {
+	ids := s.les.List()
+	for _, id := range ids {
+		// Only a caller that may read every key of every lease sees the list.
+		if err := s.checkLeaseUse(ctx, id, false); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range ids {
 		resp.Leases = append(resp.Leases, &pb.LeaseStatus{ID: id})
 	}
 	return resp, nil

@@ -104,11 +104,11 @@ func checks(s *etcdserver.Server) map[string]check {
 			return nil
 		}},
 		"serializable": {"serializable_read", func(ctx context.Context, _ *http.Request) error {
-			_, err := s.Range(ctx, &pb.RangeRequest{Key: []byte("health"), Serializable: true})
+			_, err := s.Range(s.AsRoot(ctx), &pb.RangeRequest{Key: []byte("health"), Serializable: true})
 			return err
 		}},
 		"linearizable": {"linearizable_read", func(ctx context.Context, _ *http.Request) error {
-			_, err := s.Range(ctx, &pb.RangeRequest{Key: []byte("health")})
+			_, err := s.Range(s.AsRoot(ctx), &pb.RangeRequest{Key: []byte("health")})
 			return err
 		}},
 	}
@@ -200,7 +200,7 @@ func Handler(s *etcdserver.Server, conn *grpc.ClientConn, gateway bool) (http.Ha
 	ctx := context.Background()
 	for _, reg := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
 		gw.RegisterKVHandler, gw.RegisterWatchHandler, gw.RegisterLeaseHandler,
-		gw.RegisterClusterHandler, gw.RegisterMaintenanceHandler,
+		gw.RegisterClusterHandler, gw.RegisterMaintenanceHandler, gw.RegisterAuthHandler,
 	} {
 		if err := reg(ctx, gwmux, conn); err != nil {
 			return nil, fmt.Errorf("register gateway: %w", err)

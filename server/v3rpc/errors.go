@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"etcdx/server/auth"
 	"etcdx/server/backend"
 	"etcdx/server/etcdserver"
 	"etcdx/server/lease"
@@ -55,6 +56,23 @@ var errorTable = []struct {
 	{version.ErrDowngradeInProcess, rpctypes.ErrGRPCDowngradeInProcess},
 	{version.ErrNoInflightDowngrade, rpctypes.ErrGRPCNoInflightDowngrade},
 	{version.ErrClusterVersionUnknown, rpctypes.ErrGRPCClusterVersionUnavailable},
+	{auth.ErrRootUserNotExist, rpctypes.ErrGRPCRootUserNotExist},
+	{auth.ErrRootRoleNotExist, rpctypes.ErrGRPCRootRoleNotExist},
+	{auth.ErrUserAlreadyExist, rpctypes.ErrGRPCUserAlreadyExist},
+	{auth.ErrUserEmpty, rpctypes.ErrGRPCUserEmpty},
+	{auth.ErrUserNotFound, rpctypes.ErrGRPCUserNotFound},
+	{auth.ErrRoleAlreadyExist, rpctypes.ErrGRPCRoleAlreadyExist},
+	{auth.ErrRoleNotFound, rpctypes.ErrGRPCRoleNotFound},
+	{auth.ErrRoleEmpty, rpctypes.ErrGRPCRoleEmpty},
+	{auth.ErrAuthFailed, rpctypes.ErrGRPCAuthFailed},
+	{auth.ErrPermissionNotGiven, rpctypes.ErrGRPCPermissionNotGiven},
+	{auth.ErrPermissionDenied, rpctypes.ErrGRPCPermissionDenied},
+	{auth.ErrRoleNotGranted, rpctypes.ErrGRPCRoleNotGranted},
+	{auth.ErrPermissionNotGranted, rpctypes.ErrGRPCPermissionNotGranted},
+	{auth.ErrAuthNotEnabled, rpctypes.ErrGRPCAuthNotEnabled},
+	{auth.ErrInvalidAuthToken, rpctypes.ErrGRPCInvalidAuthToken},
+	{auth.ErrInvalidAuthMgmt, rpctypes.ErrGRPCInvalidAuthMgmt},
+	{auth.ErrAuthOldRevision, rpctypes.ErrGRPCAuthOldRevision},
 	{context.Canceled, rpctypes.ErrGRPCCanceled},
 	{context.DeadlineExceeded, rpctypes.ErrGRPCDeadlineExceeded},
 }

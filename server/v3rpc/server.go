@@ -51,8 +51,8 @@ func NewServer(s *etcdserver.Server, o Options) *grpc.Server {
 	if warn == 0 {
 		warn = 300 * time.Millisecond
 	}
-	opts = append(opts, grpc.ChainUnaryInterceptor(countUnary(s), requestStats(cfg.Logger, warn), learnerUnaryGate(s), leaderUnaryGate(s)),
-		grpc.ChainStreamInterceptor(countStream(s), learnerStreamGate(s), leaderStreamGate(s, lw)))
+	opts = append(opts, grpc.ChainUnaryInterceptor(countUnary(s), requestStats(cfg.Logger, warn), learnerUnaryGate(s), leaderUnaryGate(s), authUnary(s)),
+		grpc.ChainStreamInterceptor(countStream(s), learnerStreamGate(s), leaderStreamGate(s, lw), authStream(s)))
 	if o.Traffic != nil {
 		opts = append(opts, grpc.StatsHandler(o.Traffic))
 	}
@@ -65,6 +65,7 @@ func NewServer(s *etcdserver.Server, o Options) *grpc.Server {
 	gh := newGRPCHealth(cfg.Logger, o.StopGRPCServiceOnDefrag)
 	pb.RegisterMaintenanceServer(gs, &maintenanceServer{s: s, hdr: h, health: gh})
 	pb.RegisterClusterServer(gs, &clusterServer{s: s, hdr: h})
+	pb.RegisterAuthServer(gs, &authServer{s: s, hdr: h})
 	healthpb.RegisterHealthServer(gs, gh.hs)
 	if o.Metrics != nil {
 		o.Metrics.InitializeMetrics(gs) // every method shows up at zero, as dashboards expect

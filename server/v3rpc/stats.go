@@ -74,6 +74,13 @@ func loggable(req any) string {
 		return fmt.Sprintf("key:%q value_size:%d lease:%d", r.Key, len(r.Value), r.Lease)
 	case *pb.TxnRequest:
 		return fmt.Sprintf("compare:%d success:%d failure:%d", len(r.Compare), len(r.Success), len(r.Failure))
+	// Passwords never reach a log line.
+	case *pb.AuthenticateRequest:
+		return fmt.Sprintf("name:%q password:<redacted>", r.Name)
+	case *pb.AuthUserAddRequest:
+		return fmt.Sprintf("name:%q password:<redacted> no_password:%t", r.Name, r.Options != nil && r.Options.NoPassword)
+	case *pb.AuthUserChangePasswordRequest:
+		return fmt.Sprintf("name:%q password:<redacted>", r.Name)
 	case fmt.Stringer:
 		return r.String()
 	}

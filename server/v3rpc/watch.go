@@ -134,6 +134,12 @@ func (sw *watchStream) create(c *pb.WatchCreateRequest) {
 	case len(end) == 1 && end[0] == 0:
 		end = []byte{}
 	}
+	if err := sw.ws.s.WatchPermitted(sw.gs.Context(), c.Key, c.RangeEnd); err != nil {
+		// As upstream: the status error's whole text is the cancel reason.
+		sw.sendCtrl(&pb.WatchResponse{Header: sw.hdr(0), WatchId: invalidWatchID, Created: true, Canceled: true,
+			CancelReason: togRPCError(err).Error()})
+		return
+	}
 	if end != nil && len(end) > 0 && bytes.Compare(key, end) >= 0 {
 		sw.sendCtrl(&pb.WatchResponse{Header: sw.hdr(0), WatchId: invalidWatchID, Created: true, Canceled: true,
 			CancelReason: "mvcc: watcher range is empty"})
