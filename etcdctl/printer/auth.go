@@ -1,8 +1,8 @@
 package printer
 
 import (
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/authpb"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -17,7 +17,7 @@ type AuthMessage struct {
 func (a AuthMessage) Simple(p *Printer)      { p.Println(a.Line) }
 func (a AuthMessage) JSON() any              { return a.R }
 func (a AuthMessage) Proto() ([]byte, error) { return a.R.Marshal() }
-func (a AuthMessage) Fields(p *Printer) { p.header(a.Header) }
+func (a AuthMessage) Fields(p *Printer)      { p.header(a.Header) }
 
 // AuthStatus is auth status's answer (no fields format, as upstream).
 type AuthStatus struct{ R *pb.AuthStatusResponse }

@@ -411,7 +411,7 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 		CorruptCheckTime: cfg.CorruptCheckTime, CompactHashCheckTime: cfg.CompactHashCheckTime, Features: &cfg.Features, ForceNewCluster: cfg.ForceNewCluster,
 		AuthToken: cfg.AuthToken, AuthTokenTTL: time.Duration(cfg.AuthTokenTTL) * time.Second, BcryptCost: int(cfg.BcryptCost),
 		ClientCertAuth: cfg.ClientTLSInfo.ClientCertAuth,
-		Logger: lg, PeerTLS: peerClientTLS, PeerLocalAddr: localAddr, PeerReadTimeout: cfg.RaftReadTimeout, PeerWriteTimeout: cfg.RaftWriteTimeout, LeaseCheckpointInterval: cfg.LeaseCheckpointInterval,
+		Logger:         lg, PeerTLS: peerClientTLS, PeerLocalAddr: localAddr, PeerReadTimeout: cfg.RaftReadTimeout, PeerWriteTimeout: cfg.RaftWriteTimeout, LeaseCheckpointInterval: cfg.LeaseCheckpointInterval,
 	})
 	if err != nil {
 		return nil, err

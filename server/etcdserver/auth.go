@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	bolt "go.etcd.io/bbolt"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"etcdx/server/auth"
 	"etcdx/server/schema"
