@@ -15,10 +15,12 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	gw "go.etcd.io/etcd/api/v3/etcdserverpb/gw"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"etcdx/pkg/buildinfo"
 	"etcdx/server/etcdserver"
+	"etcdx/server/v3rpc"
 	"etcdx/server/version"
 )
 
@@ -191,7 +193,11 @@ func Handler(s *etcdserver.Server, conn *grpc.ClientConn, gateway bool) (http.Ha
 	if !gateway {
 		return mux, nil // --enable-grpc-gateway=false
 	}
-	gwmux := runtime.NewServeMux(runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{
+	gwmux := runtime.NewServeMux(runtime.WithMetadata(func(context.Context, *http.Request) metadata.MD {
+		// The gateway's connection carries this member's own certificate: the mark keeps its
+		// common name from being taken for the caller's (v3rpc.GatewayMark).
+		return metadata.Pairs(v3rpc.GatewayMark, "1")
+	}), runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{
 		Marshaler: &runtime.JSONPb{
 			MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: false},
 			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: true},

@@ -15,6 +15,9 @@ import (
 	"etcdx/server/etcdserver"
 )
 
+// GatewayMark is the metadata the JSON gateway adds to every request it forwards.
+const GatewayMark = "etcdx-gateway"
+
 // callerRule is what a method asks of its caller before it runs, with auth on (the per-key
 // checks happen where the keys are known: etcdserver, and again at apply).
 type callerRule int
@@ -66,7 +69,7 @@ func requestCredentials(ctx context.Context) auth.Credentials {
 	} else if v := md.Get(rpctypes.TokenFieldNameSwagger); len(v) > 0 {
 		c.Token = strings.TrimPrefix(v[0], "Bearer ")
 	}
-	if len(md.Get("grpcgateway-accept")) > 0 {
+	if len(md.Get("grpcgateway-accept")) > 0 || len(md.Get(GatewayMark)) > 0 {
 		return c
 	}
 	if p, ok := peer.FromContext(ctx); ok && p.AuthInfo != nil {
