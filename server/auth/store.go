@@ -275,7 +275,9 @@ func (s *Store) ApplyAuthenticate(r *pb.InternalAuthenticateRequest, index uint6
 	if u == nil || (u.Options != nil && u.Options.NoPassword) {
 		return nil, ErrAuthFailed
 	}
-	tok, err := s.tokens.Assign(r.Name, s.Revision(), index, r.SimpleToken)
+	// Upstream names a simple token after the index applied before its Authenticate entry
+	// (its consistent index while applying it), so tokens read the same on every member.
+	tok, err := s.tokens.Assign(r.Name, s.Revision(), index-1, r.SimpleToken)
 	if err != nil {
 		return nil, err
 	}

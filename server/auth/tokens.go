@@ -18,8 +18,8 @@ import (
 type Tokens interface {
 	// Prefix is chosen by the member that receives Authenticate and replicated with it.
 	Prefix() (string, error)
-	// Assign makes a token for user when the Authenticate entry at index is applied (on every
-	// member, so a token is valid on all of them).
+	// Assign makes a token for user when an Authenticate entry is applied (on every member, so
+	// a token is valid on all of them); index is the one applied before that entry.
 	Assign(user string, rev, index uint64, prefix string) (string, error)
 	// Info reads a token; rev is the store's current revision.
 	Info(ctx context.Context, token string, rev uint64) (*Info, bool)
@@ -77,8 +77,8 @@ func Fingerprint(token string) string {
 
 const tokenLetters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
-// simpleTokens are upstream's: 16 random letters, a dot and the raft index of the
-// Authenticate entry, held in memory by every member and forgotten after ttl without use.
+// simpleTokens are upstream's: 16 random letters, a dot and the raft index just before the
+// Authenticate entry's, held in memory by every member and forgotten after ttl without use.
 type simpleTokens struct {
 	lg          *slog.Logger
 	ttl         time.Duration
@@ -133,9 +133,11 @@ func (t *simpleTokens) Info(ctx context.Context, token string, rev uint64) (*Inf
 	if err != nil {
 		return nil, false
 	}
-	// A token minted at an index this member has not applied yet is not known here yet.
+	// The token was assigned when its Authenticate entry, the one after index, was applied: a
+	// member that has not applied it yet waits (upstream waits only for index itself, and can
+	// refuse a fresh token on a member a step behind).
 	select {
-	case <-t.appliedWait(index):
+	case <-t.appliedWait(index + 1):
 	case <-ctx.Done():
 		return nil, false
 	}
