@@ -381,3 +381,47 @@ func TestDiscoveryCommandsAndAPI(t *testing.T) {
 		t.Fatalf("token after one-member bootstrap: %+v", st)
 	}
 }
+
+// Discovery through a cluster with authentication: the token is made by root, and members
+// register with a user allowed only the registry's keys, given either as --discovery-user
+// name:password or with --discovery-password.
+func TestDiscoveryWithAuth(t *testing.T) {
+	backing := NewMember(t)
+	backing.Start()
+	admin := userClient(t, []string{backing.ClientURL}, "", "", nil)
+	setupAuth(t, admin)
+	root := userClient(t, []string{backing.ClientURL}, "root", "rootpw", nil)
+	for _, step := range []func() error{
+		func() error { _, err := root.UserAdd(Ctx(t), "disc", "discpw"); return err },
+		func() error { _, err := root.RoleAdd(Ctx(t), "registry"); return err },
+		func() error {
+			_, err := root.RoleGrantPermission(Ctx(t), "registry", "/_etcd/registry/", clientv3.GetPrefixRangeEnd("/_etcd/registry/"), clientv3.PermissionType(clientv3.PermReadWrite))
+			return err
+		},
+		func() error { _, err := root.UserGrantRole(Ctx(t), "disc", "registry"); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, out := runTool(t, "discovery", "new", "--endpoints", backing.ClientURL, "--size", "3"); code == 0 {
+		t.Fatalf("discovery new without a user on an auth cluster succeeded: %s", out)
+	}
+	code, out := runTool(t, "discovery", "new", "--endpoints", backing.ClientURL, "--size", "3", "--user", "root:rootpw")
+	if code != 0 {
+		t.Fatalf("discovery new: %d %s", code, out)
+	}
+	token := strings.TrimSpace(out)
+	ms := DiscoveryMembers(t, 3, backing.ClientURL, token)
+	ms[0].Discovery = append(ms[0].Discovery, "--discovery-user", "disc:discpw")
+	ms[1].Discovery = append(ms[1].Discovery, "--discovery-user", "disc", "--discovery-password", "discpw")
+	ms[2].Discovery = append(ms[2].Discovery, "--discovery-user", "disc:discpw")
+	(&Cluster{t: t, Members: ms}).Start()
+	if got := memberIDs(t, (&Cluster{t: t, Members: ms}).Client()); len(got) != 3 {
+		t.Fatalf("members after discovery: %v", got)
+	}
+	code, out = runTool(t, "discovery", "status", "--endpoints", backing.ClientURL, "--token", token, "--user", "disc", "--password", "discpw")
+	if code != 0 || !strings.Contains(out, "3 of 3 members registered (complete)") {
+		t.Fatalf("discovery status: %d %s", code, out)
+	}
+}

@@ -95,14 +95,17 @@ func (u usageError) Unwrap() error { return u.err }
 
 // clientFlags are the flags of the token commands for reaching the discovery cluster.
 type clientFlags struct {
-	endpoints []string
-	token     string
-	timeout   time.Duration
+	endpoints      []string
+	token          string
+	timeout        time.Duration
+	user, password string
 }
 
 func (c *clientFlags) register(fs *pflag.FlagSet, withToken bool) {
 	fs.StringSliceVar(&c.endpoints, "endpoints", []string{"http://127.0.0.1:2379"}, "Client URLs of the etcd cluster that serves discovery.")
 	fs.DurationVar(&c.timeout, "command-timeout", 5*time.Second, "Timeout of each request to the discovery cluster.")
+	fs.StringVar(&c.user, "user", "", "username[:password] on a discovery cluster with authentication.")
+	fs.StringVar(&c.password, "password", "", "Password of --user (when --user does not include it).")
 	if withToken {
 		fs.StringVar(&c.token, "token", "", "Discovery token.")
 	}
@@ -110,7 +113,15 @@ func (c *clientFlags) register(fs *pflag.FlagSet, withToken bool) {
 
 // do connects to the discovery cluster and runs fn with a context bounded by --command-timeout.
 func (c *clientFlags) do(fn func(ctx context.Context, cli *clientv3.Client) error) error {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: c.endpoints, DialTimeout: c.timeout, Logger: zap.NewNop()})
+	cfg := clientv3.Config{Endpoints: c.endpoints, DialTimeout: c.timeout, Logger: zap.NewNop()}
+	if c.user != "" {
+		name, pass, ok := strings.Cut(c.user, ":")
+		if !ok {
+			pass = c.password
+		}
+		cfg.Username, cfg.Password = name, pass
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", strings.Join(c.endpoints, ","), err)
 	}
