@@ -22,6 +22,7 @@ type labReport struct {
 	HistoryOps    int                        `json:"historyOps"`
 	Linearizable  string                     `json:"linearizable"`
 	FinalVersions map[string]json.RawMessage `json:"finalVersions"`
+	Auth          string                     `json:"auth"`
 }
 
 func readLabReport(t *testing.T, path string) []labReport {
@@ -295,5 +296,33 @@ generate: {from: "3.5", to: "3.6", faults: [compact, kill], faultRate: 1, seeds:
 	junit, _ := os.ReadFile(filepath.Join(work, "out", "junit.xml"))
 	if !strings.Contains(string(junit), `name="upgrade/1 members/ours:`) || !strings.Contains(string(junit), `name="upgrade/1 members/upstream:`) {
 		t.Errorf("JUnit does not name the subject sets:\n%s", junit)
+	}
+}
+
+// With authentication on, the upgrade from 3.5 and the downgrade back keep users, roles and
+// permissions: our binaries at both levels, and upstream 3.5.17 upgraded to ours and back.
+func TestUpgradeLabAuthRoundTrip(t *testing.T) {
+	for name, binaries := range map[string][]string{
+		"ours":            {"--bin-dir", filepath.Dir(Binary(t, "etcd"))},
+		"upstream-3.5.17": {"--binary", "3.5=" + UpstreamBinaryAt(t, Upstream35Version, "etcd"), "--binary", "3.6=" + Binary(t, "etcd")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			work := t.TempDir()
+			args := append([]string{"run", "--runtime", "process", "--workdir", work,
+				"--plan", "../upgradelab/plan/examples/auth-roundtrip.yaml"}, binaries...)
+			code, out := runTool(t, "upgradelab", args...)
+			if code != 0 || !strings.Contains(out, "auth on: root and upgradelab-user") {
+				t.Fatalf("upgradelab run: exit %d\n%s", code, out)
+			}
+			reps := readLabReport(t, filepath.Join(work, "report.json"))
+			if len(reps) != 1 || !reps[0].Passed || !strings.Contains(reps[0].Auth, "users, roles and permissions intact") ||
+				len(reps[0].LostWrites) != 0 || reps[0].Linearizable != "Ok" {
+				t.Fatalf("report: %+v\n%s", reps, out)
+			}
+			html, err := os.ReadFile(filepath.Join(work, "report.html"))
+			if err != nil || !strings.Contains(string(html), "auth-roundtrip") {
+				t.Errorf("summary page: %v", err)
+			}
+		})
 	}
 }

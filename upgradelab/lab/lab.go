@@ -96,6 +96,8 @@ type Report struct {
 	// Preloaded is the number of keys written before the plan (--preload).
 	Preloaded   int `json:"preloaded,omitempty"`
 	WatchEvents int `json:"watchEvents"`
+	// Auth is the auth check's finding, for plans run with auth on.
+	Auth string `json:"auth,omitempty"`
 	// Problems are what the watch, revision and lease checks found.
 	Problems      []string                       `json:"problems,omitempty"`
 	Hashes        map[string]workload.MemberHash `json:"hashes,omitempty"`
@@ -247,7 +249,17 @@ func (r *Runner) runOnce(ctx context.Context, p *plan.Plan, size int) (rep Repor
 	if r.Tracing != nil {
 		dialOpts = append(dialOpts, grpc.WithStatsHandler(r.Tracing.ClientHandler()))
 	}
-	cli, err := newLabClient(c.endpoints(), dialOpts...)
+	var la *labAuth
+	user, password := "", ""
+	if p.Auth {
+		t0 := time.Now()
+		if la, err = enableAuth(ctx, c.endpoints()); err != nil {
+			return fail(err)
+		}
+		user, password = "root", labRootPassword
+		r.progress("  ok    0. auth on: root and %s (read and write %s) (%.1fs)", labUser, labUserPrefix, time.Since(t0).Seconds())
+	}
+	cli, err := newLabClient(c.endpoints(), user, password, dialOpts...)
 	if err != nil {
 		return fail(err)
 	}
@@ -313,6 +325,14 @@ func (r *Runner) runOnce(ctx context.Context, p *plan.Plan, size int) (rep Repor
 	rep.Availability = workload.Window(w.Samples(), 0, w.Offset(time.Now()))
 	rep.Series = workload.Series(w.Samples(), w.Offset(time.Now()), time.Second)
 	checkErr := r.check(ctx, w, x, &rep)
+	if checkErr == nil && la != nil {
+		// Users, roles and permissions came through every step unchanged.
+		if err := la.verify(ctx); err != nil {
+			checkErr = fmt.Errorf("auth: %w", err)
+		} else {
+			rep.Auth = "users, roles and permissions intact; " + labUser + " allowed its prefix and refused elsewhere"
+		}
+	}
 	if checkErr == nil && rep.Thresholds.MaxFailed > 0 && rep.FailedOps > rep.Thresholds.MaxFailed {
 		checkErr = fmt.Errorf("%d requests failed, more than the %d allowed (max-failed)", rep.FailedOps, rep.Thresholds.MaxFailed)
 	}
@@ -372,9 +392,10 @@ func (r *Runner) watch(w *workload.Workload, n int, s plan.Step, t0 time.Time) f
 
 // newLabClient connects the workload's client; keepalives let it notice a member that a
 // partition or a freeze cut off, and move on to another.
-func newLabClient(endpoints []string, opts ...grpc.DialOption) (*clientv3.Client, error) {
+func newLabClient(endpoints []string, user, password string, opts ...grpc.DialOption) (*clientv3.Client, error) {
 	return clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-		DialKeepAliveTime: 2 * time.Second, DialKeepAliveTimeout: 2 * time.Second, DialOptions: opts})
+		DialKeepAliveTime: 2 * time.Second, DialKeepAliveTimeout: 2 * time.Second, DialOptions: opts,
+		Username: user, Password: password})
 }
 
 func sleep(ctx context.Context, d time.Duration) {

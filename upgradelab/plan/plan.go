@@ -27,7 +27,11 @@ type Plan struct {
 	// Thresholds fail the run when availability falls short (the command line may set them
 	// too; the plan's win).
 	Thresholds Thresholds `json:"thresholds,omitempty"`
-	Steps      []Step     `json:"steps"`
+	// Auth runs the plan with authentication on: root, and a user allowed one prefix, made
+	// and auth enabled right after the cluster starts; the workload and the steps act as
+	// root, and the run fails unless users, roles and permissions come through unchanged.
+	Auth  bool   `json:"auth,omitempty"`
+	Steps []Step `json:"steps"`
 	// Seed is set on plans the generator built: the seed that rebuilds them.
 	Seed uint64 `json:"seed,omitempty"`
 }

@@ -258,7 +258,16 @@ func checks(r lab.Report) []check {
 		failed += fmt.Sprintf(" (bound %d)", r.Thresholds.MaxFailed)
 		failedOK = r.FailedOps <= r.Thresholds.MaxFailed
 	}
-	return append(out, check{"failed requests", failed, failedOK})
+	out = append(out, check{"failed requests", failed, failedOK})
+	// Plans run with auth on.
+	if r.Auth != "" || strings.HasPrefix(r.Failure, "auth: ") {
+		res := r.Auth
+		if res == "" {
+			res = r.Failure
+		}
+		out = append(out, check{"authentication", res, r.Auth != ""})
+	}
+	return out
 }
 
 var funcs = template.FuncMap{
