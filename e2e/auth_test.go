@@ -154,7 +154,8 @@ func TestAuthEtcdctlMatchesUpstream(t *testing.T) {
 	up := NewMember(t)
 	up.Bin = UpstreamBinary(t, "etcd")
 	up.Start()
-	ours := NewMember(t)
+	// At debug level every request is logged: the passwords must still never be.
+	ours := NewMember(t, "--log-level", "debug")
 	ours.Start()
 	upCtl, ourCtl := UpstreamBinary(t, "etcdctl"), Binary(t, "etcdctl")
 	upSteps, ourSteps := authScript(up.ClientURL), authScript(ours.ClientURL)
@@ -165,6 +166,11 @@ func TestAuthEtcdctlMatchesUpstream(t *testing.T) {
 		if ucode != ocode || uout != oout {
 			t.Errorf("step %d: etcdctl %s\n--- upstream (exit %d) ---\n%s\n--- ours (exit %d) ---\n%s", i,
 				strings.Join(upSteps[i].args[1:], " "), ucode, uout, ocode, oout)
+		}
+	}
+	for _, pw := range []string{"rootpw", "alicepw", "bobpw", "alicepw2"} {
+		if strings.Contains(ours.Log(), pw) {
+			t.Errorf("the member's log holds the password %q", pw)
 		}
 	}
 	if t.Failed() {

@@ -53,6 +53,30 @@ func NewTokens(opts string, ttl time.Duration, appliedWait func(uint64) <-chan s
 	}
 }
 
+// CheckTokenOptions checks --auth-token's form without reading key files, so a mistyped flag
+// is refused before anything starts.
+func CheckTokenOptions(opts string) error {
+	kind, params, err := splitTokenOpts(opts)
+	if err != nil {
+		return err
+	}
+	switch kind {
+	case "simple", "":
+		if len(params) > 0 {
+			return fmt.Errorf("%w: simple tokens take no options", ErrInvalidAuthOpts)
+		}
+		return nil
+	case "jwt":
+		if v := params["ttl"]; v != "" {
+			if _, err := time.ParseDuration(v); err != nil {
+				return fmt.Errorf("%w: ttl: %v", ErrInvalidAuthOpts, err)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: unknown token type %q; want simple or jwt", ErrInvalidAuthOpts, kind)
+}
+
 func splitTokenOpts(s string) (string, map[string]string, error) {
 	parts := strings.Split(s, ",")
 	params := map[string]string{}

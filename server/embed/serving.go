@@ -16,10 +16,10 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
+	"etcdx/server/auth"
 	"etcdx/server/membership"
 	"etcdx/server/tlsutil"
 
@@ -103,38 +103,7 @@ func (c *Config) validateServing() error {
 			return fmt.Errorf("--cors: %q is not an origin URL (scheme://host[:port]) or '*'", o)
 		}
 	}
-	return validateAuthToken(c.AuthToken)
-}
-
-// validateAuthToken checks --auth-token's form: simple, or jwt with upstream's options.
-func validateAuthToken(s string) error {
-	parts := strings.Split(s, ",")
-	switch parts[0] {
-	case "simple", "":
-		if len(parts) > 1 {
-			return errors.New("auth: invalid auth options")
-		}
-		return nil
-	case "jwt":
-	default:
-		return fmt.Errorf("auth: invalid auth options (unknown token type %q; want simple or jwt)", parts[0])
-	}
-	for _, p := range parts[1:] {
-		k, v, ok := strings.Cut(p, "=")
-		if !ok {
-			return fmt.Errorf("auth: invalid auth options (%q is not key=value)", p)
-		}
-		switch k {
-		case "pub-key", "priv-key", "sign-method":
-		case "ttl":
-			if _, err := time.ParseDuration(v); err != nil {
-				return fmt.Errorf("auth: invalid auth options (ttl: %v)", err)
-			}
-		default:
-			return fmt.Errorf("auth: invalid auth options (unknown option %q)", k)
-		}
-	}
-	return nil
+	return auth.CheckTokenOptions(c.AuthToken)
 }
 
 // listen binds one URL's address with the socket options asked for; a unix:// URL gets a socket

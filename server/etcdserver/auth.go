@@ -21,6 +21,7 @@ func (s *Server) openAuth() error {
 	}
 	tokens, err := auth.NewTokens(s.cfg.AuthToken, s.cfg.AuthTokenTTL, s.applyW.wait, s.log)
 	if err != nil {
+		s.log.Warn("failed to create token provider", "error", err.Error())
 		return err
 	}
 	s.auth = auth.NewStore(st, tokens, s.cfg.BcryptCost, s.log)

@@ -20,6 +20,8 @@
 //	                 /members/promote, /members/hashkv, /downgrade/enabled, the peer version check
 //	snapshot_ship.go database snapshots sent to and received from other members
 //	leadership.go    MoveLeader and handing leadership over before stopping
+//	auth.go          the Auth service; who the caller is; permission checks before serving and
+//	                 at apply (the rules are in package auth)
 //	alarms.go        the alarm table (NOSPACE, CORRUPT)
 //	corrupt.go       corruption checks: /members/hashkv, the initial check, the leader's
 //	                 periodic check that raises CORRUPT
