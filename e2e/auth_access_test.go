@@ -47,7 +47,10 @@ func setupAuth(t *testing.T, cl *clientv3.Client) {
 			_, err := cl.RoleGrantPermission(ctx, "r1", "/a/", clientv3.GetPrefixRangeEnd("/a/"), clientv3.PermissionType(clientv3.PermReadWrite))
 			return err
 		},
-		func() error { _, err := cl.RoleGrantPermission(ctx, "r1", "/r", "", clientv3.PermissionType(clientv3.PermRead)); return err },
+		func() error {
+			_, err := cl.RoleGrantPermission(ctx, "r1", "/r", "", clientv3.PermissionType(clientv3.PermRead))
+			return err
+		},
 		func() error { _, err := cl.UserGrantRole(ctx, "alice", "r1"); return err },
 		func() error { _, err := cl.AuthEnable(ctx); return err },
 	}

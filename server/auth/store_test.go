@@ -84,10 +84,19 @@ func TestStoreAppliesUpstreamRules(t *testing.T) {
 		_, err := s.ApplyUserRevokeRole(w, &pb.AuthUserRevokeRoleRequest{Name: "root", Role: "root"})
 		return err
 	}), ErrInvalidAuthMgmt)
-	refused(w(func(w schema.Writer) error { _, err := s.ApplyUserDelete(w, &pb.AuthUserDeleteRequest{Name: "root"}); return err }), ErrInvalidAuthMgmt)
+	refused(w(func(w schema.Writer) error {
+		_, err := s.ApplyUserDelete(w, &pb.AuthUserDeleteRequest{Name: "root"})
+		return err
+	}), ErrInvalidAuthMgmt)
 	refused(w(func(w schema.Writer) error { _, err := s.ApplyRoleAdd(w, &pb.AuthRoleAddRequest{}); return err }), ErrRoleEmpty)
-	must(w(func(w schema.Writer) error { _, err := s.ApplyRoleAdd(w, &pb.AuthRoleAddRequest{Name: "r"}); return err }))
-	refused(w(func(w schema.Writer) error { _, err := s.ApplyRoleAdd(w, &pb.AuthRoleAddRequest{Name: "r"}); return err }), ErrRoleAlreadyExist)
+	must(w(func(w schema.Writer) error {
+		_, err := s.ApplyRoleAdd(w, &pb.AuthRoleAddRequest{Name: "r"})
+		return err
+	}))
+	refused(w(func(w schema.Writer) error {
+		_, err := s.ApplyRoleAdd(w, &pb.AuthRoleAddRequest{Name: "r"})
+		return err
+	}), ErrRoleAlreadyExist)
 	refused(w(func(w schema.Writer) error {
 		_, err := s.ApplyRoleGrantPermission(w, &pb.AuthRoleGrantPermissionRequest{Name: "r", Perm: &authpb.Permission{Key: []byte("b"), RangeEnd: []byte("a")}})
 		return err
@@ -124,7 +133,10 @@ func TestStoreAppliesUpstreamRules(t *testing.T) {
 		t.Fatalf("root's password: revision %d, %v", got, err)
 	}
 	// Deleting the role takes it from its users.
-	must(w(func(w schema.Writer) error { _, err := s.ApplyRoleDelete(w, &pb.AuthRoleDeleteRequest{Role: "r"}); return err }))
+	must(w(func(w schema.Writer) error {
+		_, err := s.ApplyRoleDelete(w, &pb.AuthRoleDeleteRequest{Role: "r"})
+		return err
+	}))
 	refused(s.IsRangePermitted(&Info{Username: "u", Revision: s.Revision()}, []byte("k"), nil), ErrPermissionDenied)
 
 	// What the buckets hold reads back as the same state.
