@@ -173,6 +173,31 @@ example "elect" "Campaigns with a proposal and holds leadership until interrupte
 	"etcdctl elect scheduler node-a" \
 	"timeout -s INT 2 etcdctl elect scheduler node-a"
 
+section "Authentication"
+example "user add" "Adds a user: \`name:password\`, \`--new-user-password\`, a prompt (\`--interactive=false\` reads standard input), or \`--no-password\` for a user known only by its client certificate." \
+	"etcdctl user add root --new-user-password=rootpw && etcdctl user add alice:alicepw"
+example "role add" "Adds a role." "etcdctl role add app"
+example "role grant-permission" "Grants read, write or readwrite on a key, a range \`key end\`, a prefix (\`--prefix\`) or every key from one on (\`--from-key\`)." \
+	"etcdctl role grant-permission app readwrite /app/ --prefix && etcdctl role grant-permission app read /config"
+example "user grant-role" "Grants a role to a user." "etcdctl user grant-role alice app"
+example "auth enable" "Turns authentication on; it needs the user root, and gives root the root role when it lacks it." "etcdctl auth enable"
+example "auth status" "Whether authentication is on, and the auth revision (it moves with every change to users, roles and permissions)." \
+	"etcdctl --user root:rootpw auth status"
+example "role get" "A role's permissions." "etcdctl --user root:rootpw role get app"
+example "role list" "Every role." "etcdctl --user root:rootpw role list"
+example "user get" "A user's roles (\`--detail\`: with their permissions); a user may read itself." "etcdctl --user alice:alicepw user get alice --detail"
+example "user list" "Every user." "etcdctl --user root:rootpw user list"
+example "user passwd" "Changes a password (asked twice on a terminal; \`--interactive=false\` reads it from standard input)." \
+	"echo alicepw2 | etcdctl --user root:rootpw user passwd alice --interactive=false"
+example "--user" "Any command runs as a user; outside its permissions it is refused." \
+	"etcdctl --user alice:alicepw2 put /app/greeting hello && etcdctl --user alice:alicepw2 put /other x" \
+	"etcdctl --user alice:alicepw2 put /app/greeting hello && (etcdctl --user alice:alicepw2 put /other x || true)"
+example "role revoke-permission" "Takes a permission back (the key and range as granted)." "etcdctl --user root:rootpw role revoke-permission app /config"
+example "user revoke-role" "Takes a role from a user." "etcdctl --user root:rootpw user revoke-role alice app"
+example "role delete" "Deletes a role (and takes it from its users)." "etcdctl --user root:rootpw role delete app"
+example "user delete" "Deletes a user." "etcdctl --user root:rootpw user delete alice"
+example "auth disable" "Turns authentication off." "etcdctl --user root:rootpw auth disable"
+
 section "Other"
 example "version" "The etcdctl and API versions." "etcdctl version"
 example "completion" "Shell completion for bash or zsh; the script asks etcdctl itself for commands, flags and values. Load with \`source <(etcdctl completion bash)\`, or install \`etcdctl completion zsh > \"\${fpath[1]}/_etcdctl\"\`." \
