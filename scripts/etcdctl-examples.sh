@@ -182,21 +182,21 @@ example "role grant-permission" "Grants read, write or readwrite on a key, a ran
 example "user grant-role" "Grants a role to a user." "etcdctl user grant-role alice app"
 example "auth enable" "Turns authentication on; it needs the user root, and gives root the root role when it lacks it." "etcdctl auth enable"
 example "auth status" "Whether authentication is on, and the auth revision (it moves with every change to users, roles and permissions)." \
-	"etcdctl --user root:rootpw auth status"
-example "role get" "A role's permissions." "etcdctl --user root:rootpw role get app"
-example "role list" "Every role." "etcdctl --user root:rootpw role list"
-example "user get" "A user's roles (\`--detail\`: with their permissions); a user may read itself." "etcdctl --user alice:alicepw user get alice --detail"
-example "user list" "Every user." "etcdctl --user root:rootpw user list"
+	"etcdctl auth status --user root:rootpw"
+example "role get" "A role's permissions." "etcdctl role get app --user root:rootpw"
+example "role list" "Every role." "etcdctl role list --user root:rootpw"
+example "user get" "A user's roles (\`--detail\`: with their permissions); a user may read itself." "etcdctl user get alice --detail --user alice:alicepw"
+example "user list" "Every user." "etcdctl user list --user root:rootpw"
 example "user passwd" "Changes a password (asked twice on a terminal; \`--interactive=false\` reads it from standard input)." \
-	"echo alicepw2 | etcdctl --user root:rootpw user passwd alice --interactive=false"
+	"echo alicepw2 | etcdctl user passwd alice --interactive=false --user root:rootpw"
 example "--user" "Any command runs as a user; outside its permissions it is refused." \
-	"etcdctl --user alice:alicepw2 put /app/greeting hello && etcdctl --user alice:alicepw2 put /other x" \
-	"etcdctl --user alice:alicepw2 put /app/greeting hello && (etcdctl --user alice:alicepw2 put /other x || true)"
-example "role revoke-permission" "Takes a permission back (the key and range as granted)." "etcdctl --user root:rootpw role revoke-permission app /config"
-example "user revoke-role" "Takes a role from a user." "etcdctl --user root:rootpw user revoke-role alice app"
-example "role delete" "Deletes a role (and takes it from its users)." "etcdctl --user root:rootpw role delete app"
-example "user delete" "Deletes a user." "etcdctl --user root:rootpw user delete alice"
-example "auth disable" "Turns authentication off." "etcdctl --user root:rootpw auth disable"
+	"etcdctl put /app/greeting hello --user alice:alicepw2 && etcdctl put /other x --user alice:alicepw2" \
+	"etcdctl put /app/greeting hello --user alice:alicepw2 && (etcdctl put /other x --user alice:alicepw2 || true)"
+example "role revoke-permission" "Takes a permission back (the key and range as granted)." "etcdctl role revoke-permission app /config --user root:rootpw"
+example "user revoke-role" "Takes a role from a user." "etcdctl user revoke-role alice app --user root:rootpw"
+example "role delete" "Deletes a role (and takes it from its users)." "etcdctl role delete app --user root:rootpw"
+example "user delete" "Deletes a user." "etcdctl user delete alice --user root:rootpw"
+example "auth disable" "Turns authentication off." "etcdctl auth disable --user root:rootpw"
 
 section "Other"
 example "version" "The etcdctl and API versions." "etcdctl version"
