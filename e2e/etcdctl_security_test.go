@@ -2,9 +2,9 @@ package e2e
 
 import (
 	"bytes"
-	"io"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,13 +61,73 @@ func TestEtcdctlTLS(t *testing.T) {
 	}
 }
 
+// onTerminal runs bin on a pseudo-terminal, answering each prompt in turn as it appears, and
+// returns the exit status and everything the terminal showed.
+func onTerminal(t *testing.T, bin string, dialog [][2]string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	var mu sync.Mutex
+	var out bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := tty.Read(buf) // ends with EIO when the process exits
+			mu.Lock()
+			out.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				close(done)
+				return
+			}
+		}
+	}()
+	shown := func() string { mu.Lock(); defer mu.Unlock(); return out.String() }
+	seen := 0
+	for _, d := range dialog {
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(shown()[seen:], d[0]) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no prompt %q; terminal shows %q", d[0], shown())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		seen = strings.Index(shown(), d[0]) + len(d[0])
+		if _, err := tty.Write([]byte(d[1] + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = cmd.Wait()
+	<-done
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	return code, shown()
+}
+
 // --user without a password asks for it on the terminal, without echo, against a server with
-// authentication on (upstream etcd: ours has no auth yet).
+// authentication on (upstream's and ours).
 func TestEtcdctlPasswordPrompt(t *testing.T) {
+	for _, impl := range []string{"upstream", "ours"} {
+		t.Run(impl, func(t *testing.T) {
+			m := NewMember(t)
+			if impl == "upstream" {
+				m.Bin = UpstreamBinary(t, "etcd")
+			}
+			m.Start()
+			checkPasswordPrompt(t, m)
+		})
+	}
+}
+
+func checkPasswordPrompt(t *testing.T, m *Member) {
 	ours := Binary(t, "etcdctl")
-	m := NewMember(t)
-	m.Bin = UpstreamBinary(t, "etcd")
-	m.Start()
 	c := m.Client()
 	ctx := Ctx(t)
 	if _, err := c.Put(ctx, "secret-key", "secret-value"); err != nil {
@@ -86,38 +146,9 @@ func TestEtcdctlPasswordPrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	ep := "--endpoints=" + m.ClientURL
-
 	withPassword := func(password string) (int, string) {
 		t.Helper()
-		cmd := exec.Command(ours, ep, "--user", "root", "get", "secret-key", "--print-value-only")
-		tty, err := pty.Start(cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tty.Close()
-		var out bytes.Buffer
-		done := make(chan struct{})
-		go func() {
-			io.Copy(&out, tty) // ends with EIO when the process exits
-			close(done)
-		}()
-		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(out.String(), "Password: ") {
-			if time.Now().After(deadline) {
-				t.Fatalf("no password prompt; output %q", out.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if _, err := tty.Write([]byte(password + "\n")); err != nil {
-			t.Fatal(err)
-		}
-		err = cmd.Wait()
-		<-done
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
-		return code, out.String()
+		return onTerminal(t, ours, [][2]string{{"Password: ", password}}, ep, "--user", "root", "get", "secret-key", "--print-value-only")
 	}
 	code, out := withPassword("s3cret")
 	if code != 0 || !strings.Contains(out, "secret-value") {
@@ -138,5 +169,31 @@ func TestEtcdctlPasswordPrompt(t *testing.T) {
 	code, out = ctl(t, ours, "", ep, "--user", "root:s3cret", "get", "secret-key", "--print-value-only")
 	if code != 0 || strings.TrimSpace(out) != "secret-value" {
 		t.Fatalf("--user root:password: exit %d\n%s", code, out)
+	}
+
+	// user add and user passwd ask twice, without echo, as upstream's etcdctl does.
+	root := []string{ep, "--user", "root:s3cret"}
+	code, out = onTerminal(t, ours, [][2]string{{"Password of alice: ", "pw-one"}, {"Type password of alice again for confirmation: ", "pw-one"}},
+		append(root, "user", "add", "alice")...)
+	if code != 0 || !strings.Contains(out, "User alice created") || strings.Contains(out, "pw-one") {
+		t.Fatalf("user add on a terminal: exit %d, output %q", code, out)
+	}
+	code, out = onTerminal(t, ours, [][2]string{{"Password of alice: ", "pw-two"}, {"again for confirmation: ", "pw-other"}},
+		append(root, "user", "passwd", "alice")...)
+	if code != 128 || !strings.Contains(out, "given passwords are different") {
+		t.Fatalf("user passwd with different passwords: exit %d, output %q", code, out)
+	}
+	code, out = onTerminal(t, ours, [][2]string{{"Password of alice: ", "pw-two"}, {"again for confirmation: ", "pw-two"}},
+		append(root, "user", "passwd", "alice")...)
+	if code != 0 || !strings.Contains(out, "Password updated") {
+		t.Fatalf("user passwd on a terminal: exit %d, output %q", code, out)
+	}
+	code, out = ctl(t, ours, "", ep, "--user", "alice:pw-two", "user", "get", "alice")
+	if code != 0 || !strings.Contains(out, "User: alice") {
+		t.Fatalf("alice with her new password: exit %d\n%s", code, out)
+	}
+	code, out = onTerminal(t, ours, [][2]string{{"Password of bob: ", ""}}, append(root, "user", "add", "bob")...)
+	if code != 128 || !strings.Contains(out, "empty password") {
+		t.Fatalf("user add with an empty password: exit %d, output %q", code, out)
 	}
 }
