@@ -80,13 +80,22 @@ build_all() {
 	nix build --no-write-lock-file --no-link "$(pkg default)" "$(pkg etcd)" "$(pkg etcdctl)" "$(pkg etcdutl)" "$(pkg discovery)" "$(pkg upgradelab)" \
 		"$(pkg etcd-image)" "$(pkg discovery-image)"
 }
-# On a freshly set-up machine the very first build has been seen to die at once with "builder ...
-# failed due to signal 9" and pass when run again; a real failure (a stale vendor hash, a broken
-# build) fails the retry too.
-if ! build_all; then
-	echo "nix-check: the build failed; trying once more" >&2
-	build_all
-fi
+# A builder killed by a signal is retried after a pause, with what might explain it; a real
+# failure (a stale vendor hash, a broken build) fails every try.
+for try in 1 2 3; do
+	if out=$(build_all 2>&1); then
+		printf '%s\n' "$out" >&2
+		break
+	fi
+	printf '%s\n' "$out" >&2
+	if [ "$try" = 3 ] || ! grep -q "failed due to signal" <<<"$out"; then
+		exit 1
+	fi
+	echo "nix-check: a builder was killed by a signal (try $try); processes of build users and the kernel log's tail:" >&2
+	ps -o pid,user,etime,cmd -g nixbld 2>/dev/null | head -20 >&2 || true
+	dmesg 2>/dev/null | tail -5 >&2 || true
+	sleep 10
+done
 outpath() { nix eval --no-write-lock-file --raw "$(pkg "$1").outPath"; }
 default=$(outpath default) etcd=$(outpath etcd) etcdctl=$(outpath etcdctl) etcdutl=$(outpath etcdutl)
 discovery=$(outpath discovery) upgradelab=$(outpath upgradelab) image=$(outpath etcd-image) dimage=$(outpath discovery-image)

@@ -19,8 +19,10 @@ let
     ln -s "$(command -v ${command})" $out/bin/${command}
   '';
 
+  # The version is read from Go's VERSION file, not by running go: a go command run with the
+  # builder's HOME (/homeless-shelter) was, on fresh machines, killed at once (signal 9).
   go_1_26 = run "go-1.26-host" { } ''
-    v=$(/usr/local/go/bin/go env GOVERSION)
+    v=$(head -n 1 /usr/local/go/VERSION)
     case "$v" in go1.2[6-9]*|go1.[3-9]*) ;; *) echo "host Go is $v; go.work needs 1.26" >&2; exit 1 ;; esac
     ln -s /usr/local/go $out
   '';
