@@ -37,11 +37,13 @@ type Store struct {
 
 	rev atomic.Uint64
 
-	mu      sync.RWMutex
-	enabled bool
-	users   map[string]*authpb.User
-	roles   map[string]*authpb.Role
-	perms   map[string]*userPerms
+	// enabled is read without mu: every request asks it, and with auth off that is all it asks.
+	enabled atomic.Bool
+
+	mu    sync.RWMutex
+	users map[string]*authpb.User
+	roles map[string]*authpb.Role
+	perms map[string]*userPerms
 }
 
 // NewStore builds the store over state read from the auth buckets. bcryptCost outside
@@ -64,7 +66,8 @@ func NewStore(st schema.AuthState, tokens Tokens, bcryptCost int, lg *slog.Logge
 // Load replaces the state (at start, and after a snapshot replaced the database).
 func (s *Store) Load(st schema.AuthState) {
 	s.mu.Lock()
-	s.enabled, s.users, s.roles = st.Enabled, st.Users, st.Roles
+	s.users, s.roles = st.Users, st.Roles
+	s.enabled.Store(st.Enabled)
 	s.rev.Store(st.Revision)
 	s.refreshPerms()
 	s.mu.Unlock()
@@ -85,11 +88,7 @@ func (s *Store) BcryptCost() int { return s.cost }
 func (s *Store) Revision() uint64 { return s.rev.Load() }
 
 // Enabled says whether authentication is on.
-func (s *Store) Enabled() bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.enabled
-}
+func (s *Store) Enabled() bool { return s.enabled.Load() }
 
 // refreshPerms rebuilds every user's merged permissions (callers hold mu).
 func (s *Store) refreshPerms() {
@@ -120,6 +119,17 @@ func (s *Store) InitRevision(w schema.Writer) error {
 	return s.commit(w)
 }
 
+// withoutRole is a copy of u without role.
+func withoutRole(u *authpb.User, role string) *authpb.User {
+	nu := &authpb.User{Name: u.Name, Password: u.Password, Options: u.Options}
+	for _, r := range u.Roles {
+		if r != role {
+			nu.Roles = append(nu.Roles, r)
+		}
+	}
+	return nu
+}
+
 func hasRootRole(u *authpb.User) bool {
 	i := sort.SearchStrings(u.Roles, RootRole)
 	return i < len(u.Roles) && u.Roles[i] == RootRole
@@ -138,11 +148,11 @@ func (s *Store) InfoFromToken(ctx context.Context, token string) (*Info, error) 
 }
 
 func (s *Store) isPermitted(in *Info, key, rangeEnd []byte, write bool) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if !s.enabled {
+	if !s.enabled.Load() {
 		return nil
 	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	if in == nil || in.Revision == 0 {
 		return ErrUserEmpty
 	}
@@ -181,11 +191,11 @@ func (s *Store) IsDeleteRangePermitted(in *Info, key, rangeEnd []byte) error {
 
 // IsAdminPermitted: is the caller a user with the root role? (Always, with auth off.)
 func (s *Store) IsAdminPermitted(in *Info) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if !s.enabled {
+	if !s.enabled.Load() {
 		return nil
 	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	if in == nil || in.Username == "" {
 		return ErrUserEmpty
 	}
@@ -222,7 +232,7 @@ func (s *Store) HasRole(user, role string) bool {
 // checked at. At most a few comparisons run at once; the rest wait their turn (or ctx).
 func (s *Store) CheckPassword(ctx context.Context, name, password string) (uint64, error) {
 	s.mu.RLock()
-	enabled, u, rev := s.enabled, s.users[name], s.rev.Load()
+	enabled, u, rev := s.enabled.Load(), s.users[name], s.rev.Load()
 	s.mu.RUnlock()
 	if !enabled {
 		return 0, ErrAuthNotEnabled
@@ -267,7 +277,7 @@ func (s *Store) TokenPrefix() (string, error) { return s.tokens.Prefix() }
 // ApplyAuthenticate issues the token of an Authenticate entry at index.
 func (s *Store) ApplyAuthenticate(r *pb.InternalAuthenticateRequest, index uint64) (*pb.AuthenticateResponse, error) {
 	s.mu.RLock()
-	enabled, u := s.enabled, s.users[r.Name]
+	enabled, u := s.enabled.Load(), s.users[r.Name]
 	s.mu.RUnlock()
 	if !enabled {
 		return nil, ErrAuthNotEnabled
@@ -289,7 +299,7 @@ func (s *Store) ApplyAuthenticate(r *pb.InternalAuthenticateRequest, index uint6
 func (s *Store) ApplyEnable(w schema.Writer) (*pb.AuthEnableResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.enabled {
+	if s.enabled.Load() {
 		s.lg.Info("authentication is already enabled; ignored auth enable request")
 		return &pb.AuthEnableResponse{}, nil
 	}
@@ -303,7 +313,7 @@ func (s *Store) ApplyEnable(w schema.Writer) (*pb.AuthEnableResponse, error) {
 	if err := schema.PutAuthEnabled(w, true); err != nil {
 		return nil, err
 	}
-	s.enabled = true
+	s.enabled.Store(true)
 	s.tokens.Enable()
 	s.lg.Info("enabled authentication")
 	return &pb.AuthEnableResponse{}, nil
@@ -313,7 +323,7 @@ func (s *Store) ApplyEnable(w schema.Writer) (*pb.AuthEnableResponse, error) {
 func (s *Store) ApplyDisable(w schema.Writer) (*pb.AuthDisableResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.enabled {
+	if !s.enabled.Load() {
 		return &pb.AuthDisableResponse{}, nil
 	}
 	if err := schema.PutAuthEnabled(w, false); err != nil {
@@ -322,7 +332,7 @@ func (s *Store) ApplyDisable(w schema.Writer) (*pb.AuthDisableResponse, error) {
 	if err := s.commit(w); err != nil {
 		return nil, err
 	}
-	s.enabled = false
+	s.enabled.Store(false)
 	s.tokens.Disable()
 	s.lg.Info("disabled authentication")
 	return &pb.AuthDisableResponse{}, nil
@@ -382,7 +392,7 @@ func (s *Store) putUser(w schema.Writer, u *authpb.User) error {
 func (s *Store) ApplyUserDelete(w schema.Writer, r *pb.AuthUserDeleteRequest) (*pb.AuthUserDeleteResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.enabled && r.Name == RootUser {
+	if s.enabled.Load() && r.Name == RootUser {
 		s.lg.Error("cannot delete 'root' user", "user-name", r.Name)
 		return nil, ErrInvalidAuthMgmt
 	}
@@ -454,7 +464,7 @@ func (s *Store) ApplyUserGrantRole(w schema.Writer, r *pb.AuthUserGrantRoleReque
 func (s *Store) ApplyUserRevokeRole(w schema.Writer, r *pb.AuthUserRevokeRoleRequest) (*pb.AuthUserRevokeRoleResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.enabled && r.Name == RootUser && r.Role == RootRole {
+	if s.enabled.Load() && r.Name == RootUser && r.Role == RootRole {
 		s.lg.Error("'root' user cannot revoke 'root' role", "user-name", r.Name, "role-name", r.Role)
 		return nil, ErrInvalidAuthMgmt
 	}
@@ -462,12 +472,7 @@ func (s *Store) ApplyUserRevokeRole(w schema.Writer, r *pb.AuthUserRevokeRoleReq
 	if u == nil {
 		return nil, ErrUserNotFound
 	}
-	nu := &authpb.User{Name: u.Name, Password: u.Password, Options: u.Options}
-	for _, role := range u.Roles {
-		if role != r.Role {
-			nu.Roles = append(nu.Roles, role)
-		}
-	}
+	nu := withoutRole(u, r.Role)
 	if len(nu.Roles) == len(u.Roles) {
 		return nil, ErrRoleNotGranted
 	}
@@ -558,7 +563,7 @@ func (s *Store) ApplyRoleList() *pb.AuthRoleListResponse {
 func (s *Store) ApplyRoleDelete(w schema.Writer, r *pb.AuthRoleDeleteRequest) (*pb.AuthRoleDeleteResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.enabled && r.Role == RootRole {
+	if s.enabled.Load() && r.Role == RootRole {
 		s.lg.Error("cannot delete 'root' role", "role-name", r.Role)
 		return nil, ErrInvalidAuthMgmt
 	}
@@ -571,12 +576,7 @@ func (s *Store) ApplyRoleDelete(w schema.Writer, r *pb.AuthRoleDeleteRequest) (*
 	delete(s.roles, r.Role)
 	// The role leaves every user that had it.
 	for name, u := range s.users {
-		nu := &authpb.User{Name: u.Name, Password: u.Password, Options: u.Options}
-		for _, role := range u.Roles {
-			if role != r.Role {
-				nu.Roles = append(nu.Roles, role)
-			}
-		}
+		nu := withoutRole(u, r.Role)
 		if len(nu.Roles) == len(u.Roles) {
 			continue
 		}

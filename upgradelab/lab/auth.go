@@ -10,7 +10,6 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // The users a plan with "auth: true" runs with: root drives the workload and the steps (member
@@ -30,14 +29,9 @@ type labAuth struct {
 	state     string
 }
 
-func authClient(endpoints []string, user, password string) (*clientv3.Client, error) {
-	return clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-		Username: user, Password: password})
-}
-
 // enableAuth makes root and the lab user, grants the lab role, and turns auth on.
 func enableAuth(ctx context.Context, endpoints []string) (*labAuth, error) {
-	cli, err := authClient(endpoints, "", "")
+	cli, err := newLabClient(endpoints, "", "")
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +68,7 @@ func enableAuth(ctx context.Context, endpoints []string) (*labAuth, error) {
 // describe lists, as root, whether auth is on, every user with its roles and every role with
 // its permissions.
 func (a *labAuth) describe(ctx context.Context) (string, error) {
-	cli, err := authClient(a.endpoints, "root", labRootPassword)
+	cli, err := newLabClient(a.endpoints, "root", labRootPassword)
 	if err != nil {
 		return "", err
 	}
@@ -128,7 +122,7 @@ func (a *labAuth) verify(ctx context.Context) error {
 	if now != a.state {
 		return fmt.Errorf("auth state changed during the run:\n--- set up ---\n%s--- now ---\n%s", a.state, now)
 	}
-	user, err := authClient(a.endpoints, labUser, labUserPassword)
+	user, err := newLabClient(a.endpoints, labUser, labUserPassword)
 	if err != nil {
 		return err
 	}
@@ -139,7 +133,7 @@ func (a *labAuth) verify(ctx context.Context) error {
 	if _, err := user.Put(ctx, "/outside", "v"); !errors.Is(rpctypes.Error(err), rpctypes.ErrPermissionDenied) {
 		return fmt.Errorf("%s writing outside its prefix: got %v, want permission denied", labUser, err)
 	}
-	anon, err := authClient(a.endpoints, "", "")
+	anon, err := newLabClient(a.endpoints, "", "")
 	if err != nil {
 		return err
 	}
