@@ -11,7 +11,7 @@ MODULES := pkg server etcdctl etcdutl discovery upgradelab e2e
 BIN := $(CURDIR)/bin
 RUN_DIR := $(CURDIR)/.run
 
-.PHONY: build test tools unit e2e lint run bench lab clean etcdctl-docs nix-hash nix-check
+.PHONY: build test tools unit fuzz e2e lint run bench lab clean etcdctl-docs nix-hash nix-check
 
 build:
 	@mkdir -p $(BIN)
@@ -23,9 +23,10 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X etcdx/pkg/buildinfo.Version=$(LAST_RELEASE_VERSION) -X etcdx/pkg/buildinfo.GitSHA=$(GIT_SHA)" -o $(BIN)/etcd-last-release ./server
 	@echo "built $(BIN)/etcd ($(VERSION)) and $(BIN)/etcd-last-release ($(LAST_RELEASE_VERSION)) at $(GIT_SHA)"
 
-# The whole suite: unit tests with the race detector, end-to-end tests on the real binaries built
-# above, and the flake verified offline. It installs what it needs first (tools).
-test: tools lint build unit e2e nix-check
+# The whole suite: unit tests with the race detector, every fuzz target for a bounded time,
+# end-to-end tests on the real binaries built above, and the flake verified offline. It installs
+# what it needs first (tools).
+test: tools lint build unit fuzz e2e nix-check
 
 # zsh (the etcdctl completion test) and nix (nix-check), from Debian's packages when missing.
 tools:
@@ -34,6 +35,10 @@ tools:
 unit:
 	@set -e; for m in $(filter-out e2e,$(MODULES)); do \
 		echo "== go test -race $$m"; (cd $$m && CGO_ENABLED=1 $(GO) test -race -count=1 ./...); done
+
+# Each fuzz target for a bounded number of runs from the committed seed corpora (scripts/fuzz.sh).
+fuzz:
+	./scripts/fuzz.sh
 
 e2e: build
 	cd e2e && E2E_BIN_DIR=$(BIN) $(GO) test -count=1 -timeout 30m ./...

@@ -21,6 +21,11 @@ import (
 // writeAcked runs writers concurrently until stop closes (or n writes are acknowledged) and
 // returns every acknowledged key and value.
 func writeAcked(t *testing.T, c *clientv3.Client, prefix string, workers, n int, stop <-chan struct{}) map[string]string {
+	return writeAckedSized(t, c, prefix, workers, n, 0, stop)
+}
+
+// writeAckedSized is writeAcked with values padded to size bytes (0: short values).
+func writeAckedSized(t *testing.T, c *clientv3.Client, prefix string, workers, n, size int, stop <-chan struct{}) map[string]string {
 	var mu sync.Mutex
 	acked := map[string]string{}
 	var wg sync.WaitGroup
@@ -35,6 +40,9 @@ func writeAcked(t *testing.T, c *clientv3.Client, prefix string, workers, n int,
 				default:
 				}
 				k, v := fmt.Sprintf("%s/%d/%05d", prefix, w, i), fmt.Sprintf("v%d", i)
+				if len(v) < size {
+					v += strings.Repeat("x", size-len(v))
+				}
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 				_, err := c.Put(ctx, k, v)
 				cancel()

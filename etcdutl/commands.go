@@ -70,6 +70,54 @@ func backup(args []string, stdout io.Writer) error {
 	return nil
 }
 
+// check prints what offline.Check found, problems first, and fails (exit 1) when there are any.
+func check(args []string, stdout io.Writer) error {
+	fs := newFlags("check")
+	dataDir := fs.String("data-dir", "", "Path to the etcd data dir")
+	format := outputFormat(fs)
+	if err := parseNoArgs(fs, args, 0); err != nil {
+		return err
+	}
+	if err := required(map[string]string{"data-dir": *dataDir}); err != nil {
+		return err
+	}
+	f, err := format()
+	if err != nil {
+		return err
+	}
+	if f == "table" {
+		return &exitErr{code: exitBadFeature, err: fmt.Errorf("table is not supported as output format")}
+	}
+	r, err := offline.Check(*dataDir)
+	if err != nil {
+		return err
+	}
+	if f == "json" {
+		if err := json.NewEncoder(stdout).Encode(r); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "wal: %d segments, entries %d to %d, commit index %d, term %d\n",
+			r.WALSegments, r.WALFirstIndex, r.WALLastIndex, r.CommitIndex, r.Term)
+		fmt.Fprintf(stdout, "snap: %d files, newest recorded at index %d\n", r.SnapshotFiles, r.SnapshotIndex)
+		fmt.Fprintf(stdout, "db: consistent index %d (term %d), %d revisions up to %d, compacted at %d, storage version %s\n",
+			r.ConsistentIndex, r.ConsistentTerm, r.Revisions, r.Revision, r.CompactRevision, r.StorageVersion)
+		for _, p := range r.Problems {
+			fmt.Fprintf(stdout, "problem: %s\n", p)
+		}
+		for _, n := range r.Notes {
+			fmt.Fprintf(stdout, "note: %s\n", n)
+		}
+	}
+	if len(r.Problems) > 0 {
+		return fmt.Errorf("%d problems found in %s", len(r.Problems), *dataDir)
+	}
+	if f != "json" {
+		fmt.Fprintf(stdout, "no problems found in %s\n", *dataDir)
+	}
+	return nil
+}
+
 func defrag(args []string, stdout io.Writer) error {
 	fs := newFlags("defrag")
 	dataDir := fs.String("data-dir", "", "Path to the etcd data dir")

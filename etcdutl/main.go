@@ -56,6 +56,8 @@ const usage = `Usage: etcdutl <command> [flags]
 
 Commands:
   backup --data-dir D --backup-dir B             consistent copy of a stopped member's data
+  check --data-dir D                             read a stopped member's WAL, snapshots and database
+                                                 and report every inconsistency (changes nothing)
   defrag --data-dir D                            defragment a stopped member's database
   hashkv <file> [--rev N]                        hash of the key-value store, as HashKV answers
   migrate --data-dir D --target-version X.Y      move a stopped member's storage to another version
@@ -85,7 +87,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // The commands, in upstream's order, then ours; snapshot's subcommands.
 var (
-	commandNames  = []string{"defrag", "snapshot", "hashkv", "version", "migrate", "backup"}
+	commandNames  = []string{"defrag", "snapshot", "hashkv", "version", "migrate", "backup", "check"}
 	snapshotNames = []string{"restore", "status"}
 )
 
@@ -144,6 +146,8 @@ func dispatch(args []string, stdout io.Writer) error {
 		return defrag(args[1:], stdout)
 	case "hashkv":
 		return hashkv(args[1:], stdout)
+	case "check":
+		return check(args[1:], stdout)
 	}
 	return &exitErr{code: exitError, err: fmt.Errorf("unknown command %q for \"etcdutl\"\nRun 'etcdutl --help' for usage.", args[0])}
 }

@@ -9,6 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"etcdx/server/backend"
 	"etcdx/server/schema"
 )
 
@@ -19,11 +20,11 @@ type BackupResult struct {
 	SnapFiles int
 }
 
-// Backup makes a consistent copy of a stopped member's data directory in backupDir (which must
+// backupDir makes a consistent copy of a stopped member's data directory in backupDir (which must
 // not exist or be empty): the bbolt file written from one read transaction, the WAL segments and
 // raft snapshot files, each fsynced. Stopping the member, moving its data directory away and
 // moving the backup in its place rolls the member back to this point.
-func Backup(dataDir, backupDir string) (*BackupResult, error) {
+func backupDir(dataDir, backupDir string) (*BackupResult, error) {
 	if err := checkDataDir(dataDir); err != nil {
 		return nil, err
 	}
@@ -51,7 +52,7 @@ func Backup(dataDir, backupDir string) (*BackupResult, error) {
 				return err
 			}
 		}
-		if err := db.View(func(tx *bolt.Tx) error {
+		if err := backend.SafeView(db, func(tx *bolt.Tx) error {
 			return writeFileSynced(schema.BackendPath(tmp), func(w io.Writer) error {
 				n, err := tx.WriteTo(w)
 				res.DBBytes = n

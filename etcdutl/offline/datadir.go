@@ -36,7 +36,15 @@ func openDB(path string, readOnly bool) (*bolt.DB, error) {
 	if errors.Is(err, backend.ErrLocked) {
 		return nil, fmt.Errorf("%w: %s is locked", ErrInUse, path)
 	}
-	return db, err
+	if err != nil {
+		return nil, err
+	}
+	// bbolt checked the meta pages; the page tree it would follow is checked here.
+	if err := backend.VerifyFile(path); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
 }
 
 // openBackend opens the member's file for writing, reporting a running server as ErrInUse.

@@ -11,9 +11,9 @@ type DefragResult struct {
 	Before, After int64
 }
 
-// Defrag rewrites a stopped member's bbolt file without its free pages. It refuses while a
+// defrag rewrites a stopped member's bbolt file without its free pages. It refuses while a
 // server holds the file: a live member is defragmented with etcdctl defrag.
-func Defrag(dataDir string) (*DefragResult, error) {
+func defrag(dataDir string) (*DefragResult, error) {
 	if err := checkDataDir(dataDir); err != nil {
 		return nil, err
 	}

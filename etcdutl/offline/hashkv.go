@@ -21,10 +21,10 @@ type HashKVResult struct {
 	CompactRevision int64  `json:"compactRevision"`
 }
 
-// HashKV computes the same hash a live member answers to HashKV at rev (0: latest), from a bbolt
+// hashKV computes the same hash a live member answers to HashKV at rev (0: latest), from a bbolt
 // file. The file is read under a shared lock and copied; the hash is computed on the copy, so the
 // input is never changed (opening a store may finish an interrupted compaction).
-func HashKV(dbFile string, rev int64) (*HashKVResult, error) {
+func hashKV(dbFile string, rev int64) (*HashKVResult, error) {
 	if _, err := os.Stat(dbFile); err != nil {
 		return nil, err
 	}
@@ -39,7 +39,7 @@ func HashKV(dbFile string, rev int64) (*HashKVResult, error) {
 	}
 	defer os.RemoveAll(tmpDir)
 	cp := filepath.Join(tmpDir, "db")
-	err = src.View(func(tx *bolt.Tx) error {
+	err = backend.SafeView(src, func(tx *bolt.Tx) error {
 		return writeFileSynced(cp, func(w io.Writer) error { _, err := tx.WriteTo(w); return err })
 	})
 	src.Close()

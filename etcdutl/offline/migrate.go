@@ -8,6 +8,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"etcdx/server/backend"
 	"etcdx/server/schema"
 	"etcdx/server/version"
 	"etcdx/server/wal"
@@ -23,12 +24,12 @@ type MigrateResult struct {
 	Forced []string
 }
 
-// Migrate moves a stopped member's storage to target, one level at a time, in one bbolt
+// migrate moves a stopped member's storage to target, one level at a time, in one bbolt
 // transaction. Going down also lowers the cluster version recorded in the data to target, so a
 // target-level binary can start on it (in a running multi-member cluster, use the online
 // downgrade instead: the other members would refuse this member). It refuses when the WAL holds
 // entries not yet applied to the database that the target level cannot apply, unless force.
-func Migrate(dataDir string, target version.Level, force bool) (*MigrateResult, error) {
+func migrate(dataDir string, target version.Level, force bool) (*MigrateResult, error) {
 	if err := checkDataDir(dataDir); err != nil {
 		return nil, err
 	}
@@ -42,7 +43,7 @@ func Migrate(dataDir string, target version.Level, force bool) (*MigrateResult, 
 	defer db.Close()
 	res := &MigrateResult{To: target}
 	var applied uint64
-	err = db.View(func(tx *bolt.Tx) error {
+	err = backend.SafeView(db, func(tx *bolt.Tx) error {
 		var err error
 		if res.From, err = schema.Read(tx); err != nil {
 			return err
@@ -67,7 +68,7 @@ func Migrate(dataDir string, target version.Level, force bool) (*MigrateResult, 
 		}
 		res.Forced = blocking
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	err = backend.SafeUpdate(db, func(tx *bolt.Tx) error {
 		_, done, err := schema.Migrate(tx, target)
 		if err != nil {
 			return err

@@ -58,8 +58,8 @@ type Status struct {
 	Version   string `json:"version"`
 }
 
-// GetStatus reads a snapshot (or db) file without changing it.
-func GetStatus(path string) (*Status, error) {
+// getStatus reads a snapshot (or db) file without changing it.
+func getStatus(path string) (*Status, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("snapshot file: %w", err)
 	}
@@ -70,7 +70,7 @@ func GetStatus(path string) (*Status, error) {
 	defer db.Close()
 	st := &Status{}
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	err = db.View(func(tx *bolt.Tx) error {
+	err = backend.SafeView(db, func(tx *bolt.Tx) error {
 		st.TotalSize = tx.Size()
 		sv, err := schema.Read(tx)
 		if err != nil {
@@ -123,6 +123,11 @@ func openReadOnly(path string) (*bolt.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("not a valid snapshot or database file: %w", err)
 	}
+	// bbolt checked the meta pages; the page tree it would follow is checked here.
+	if err := backend.VerifyFile(path); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("not a valid snapshot or database file: %w", err)
+	}
 	return db, nil
 }
 
@@ -143,9 +148,9 @@ type RestoreConfig struct {
 	MarkCompacted bool
 }
 
-// Restore writes a data directory from which the member starts as part of a new cluster whose
+// restore writes a data directory from which the member starts as part of a new cluster whose
 // keyspace is the snapshot's. The data directory must not exist yet (or be empty).
-func Restore(cfg RestoreConfig) error {
+func restore(cfg RestoreConfig) error {
 	if cfg.BumpRevision < 0 {
 		return fmt.Errorf("--bump-revision must not be negative")
 	}
@@ -173,6 +178,11 @@ func Restore(cfg RestoreConfig) error {
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
 	}
+	defer func() {
+		if _, err := os.Stat(cfg.DataDir); err != nil {
+			os.RemoveAll(tmp) // not moved into place: a failure, or a damaged file bbolt choked on
+		}
+	}()
 	if err := os.MkdirAll(schema.SnapDir(tmp), 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", schema.SnapDir(tmp), err)
 	}
@@ -241,7 +251,7 @@ func openReadOnlyCheck(path string) (bool, error) {
 		return false, err
 	}
 	defer db.Close()
-	err = db.View(func(tx *bolt.Tx) error {
+	err = backend.SafeView(db, func(tx *bolt.Tx) error {
 		if tx.Bucket(schema.Key) == nil || tx.Bucket(schema.Meta) == nil {
 			return fmt.Errorf("%s has no etcd key/meta buckets: not an etcd snapshot", path)
 		}
@@ -253,7 +263,11 @@ func openReadOnlyCheck(path string) (bool, error) {
 // rewriteMembership replaces the old cluster's members with the new ones and marks their
 // configuration entries (1..n) as applied.
 func rewriteMembership(b *backend.BatchTx, members []membership.Member) error {
-	if err := membership.Rewrite(b.Tx(), members); err != nil {
+	tx, err := b.WritableTx()
+	if err != nil {
+		return err
+	}
+	if err := membership.Rewrite(tx, members); err != nil {
 		return err
 	}
 	return schema.PutConsistentIndex(b, uint64(len(members)), 1)
@@ -263,7 +277,11 @@ func rewriteMembership(b *backend.BatchTx, members []membership.Member) error {
 // compaction there, as upstream's restore does (the file layout is the same).
 func bumpRevision(b *backend.BatchTx, amount int64) error {
 	latest := int64(1)
-	if k, _ := b.Tx().Bucket(schema.Key).Cursor().Last(); k != nil {
+	tx, err := b.Tx()
+	if err != nil {
+		return err
+	}
+	if k, _ := tx.Bucket(schema.Key).Cursor().Last(); k != nil {
 		r, _, err := schema.ParseRevisionKey(k)
 		if err != nil {
 			return fmt.Errorf("read latest revision: %w", err)

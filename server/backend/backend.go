@@ -41,6 +41,9 @@ type Config struct {
 	FreelistType string
 	// UnsafeNoSync skips fsync on commit (--unsafe-no-fsync).
 	UnsafeNoSync bool
+
+	// openFile replaces os.OpenFile for the database file (tests make its writes fail).
+	openFile func(string, int, os.FileMode) (*os.File, error)
 }
 
 // Backend is safe for concurrent use.
@@ -57,6 +60,11 @@ type Backend struct {
 	tx       *bolt.Tx
 	pending  int
 	onCommit []func()
+	// failed is the first commit or begin error. After it the batch is a read-only view of the
+	// last committed state and nothing is ever committed again: a later commit would record a
+	// consistent index past writes that were lost with the failed transaction.
+	failed  error
+	failedC chan struct{}
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -82,10 +90,8 @@ func Open(cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{cfg: cfg, log: cfg.Logger, db: db, stop: make(chan struct{}), done: make(chan struct{}), m: newMetrics()}
-	if err := db.Update(func(tx *bolt.Tx) error {
-		return createBuckets(tx, cfg.Buckets)
-	}); err != nil {
+	b := &Backend{cfg: cfg, log: cfg.Logger, db: db, stop: make(chan struct{}), done: make(chan struct{}), failedC: make(chan struct{}), m: newMetrics()}
+	if err := ensureBuckets(db, cfg.Buckets); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("backend: %s: %w", cfg.Path, err)
 	}
@@ -95,6 +101,22 @@ func Open(cfg Config) (*Backend, error) {
 	}
 	go b.run()
 	return b, nil
+}
+
+// ensureBuckets creates the missing buckets. A file that has them all is not written to, so
+// a member that refuses to start leaves its database as it found it.
+func ensureBuckets(db *bolt.DB, names [][]byte) error {
+	missing := false
+	err := SafeView(db, func(tx *bolt.Tx) error {
+		for _, name := range names {
+			missing = missing || tx.Bucket(name) == nil
+		}
+		return nil
+	})
+	if err != nil || !missing {
+		return err
+	}
+	return SafeUpdate(db, func(tx *bolt.Tx) error { return createBuckets(tx, names) })
 }
 
 func createBuckets(tx *bolt.Tx, names [][]byte) error {
@@ -111,7 +133,7 @@ func openDB(cfg Config) (*bolt.DB, error) {
 	if cfg.FreelistType == string(bolt.FreelistArrayType) {
 		fl = bolt.FreelistArrayType
 	}
-	db, err := OpenFile(cfg.Path, &bolt.Options{Timeout: cfg.OpenTimeout, InitialMmapSize: int(defaultInitialMmapSize), FreelistType: fl, NoSync: cfg.UnsafeNoSync})
+	db, err := OpenFile(cfg.Path, &bolt.Options{Timeout: cfg.OpenTimeout, InitialMmapSize: int(defaultInitialMmapSize), FreelistType: fl, NoSync: cfg.UnsafeNoSync, OpenFile: cfg.openFile})
 	if err == nil && cfg.UnsafeNoSync {
 		db.NoSync = true
 	}
@@ -122,16 +144,13 @@ func openDB(cfg Config) (*bolt.DB, error) {
 // (on which bbolt may panic) is an error naming the file, and a file another process holds
 // (opts.Timeout passed waiting for its lock) is ErrLocked.
 func OpenFile(path string, opts *bolt.Options) (db *bolt.DB, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			db, err = nil, fmt.Errorf("%s is not a valid database file: %v", path, r)
-		}
-	}()
 	mode := os.FileMode(0o600)
 	if opts != nil && opts.ReadOnly {
 		mode = 0o400
 	}
-	db, err = bolt.Open(path, mode, opts)
+	if gerr := Guard(path, func() error { db, err = bolt.Open(path, mode, opts); return nil }); gerr != nil {
+		return nil, fmt.Errorf("%s is not a valid database file: %w", path, gerr)
+	}
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, fmt.Errorf("%w: %s", ErrLocked, path)
 	}
@@ -150,13 +169,51 @@ func (b *Backend) OnCommit(fn func()) {
 
 func (b *Backend) begin() error {
 	b.dbMu.RLock()
+	defer b.dbMu.RUnlock()
+	return b.beginHoldingDB()
+}
+
+// beginHoldingDB is begin for callers that already hold dbMu (Defrag and ReplaceWith swap the
+// file under its write lock).
+func (b *Backend) beginHoldingDB() error {
 	tx, err := b.db.Begin(true)
-	b.dbMu.RUnlock()
 	if err != nil {
-		return fmt.Errorf("backend: begin write transaction: %w", err)
+		return b.failLocked(fmt.Errorf("backend: begin write transaction: %w", err))
 	}
 	b.tx = tx
 	return nil
+}
+
+// failLocked records the first failure, swaps the dead write transaction for a read-only one
+// (so code reading through the batch keeps working and bbolt itself refuses writes), and
+// returns err. The caller holds batchMu.
+func (b *Backend) failLocked(err error) error {
+	if b.failed != nil {
+		return err
+	}
+	b.failed = err
+	b.pending = 0
+	if b.tx != nil && b.tx.Writable() {
+		// Release bbolt's writer lock if the transaction still holds it (a panic inside a put);
+		// a transaction that failed to commit is already closed and this is a no-op.
+		_ = Guard(b.cfg.Path, b.tx.Rollback)
+	}
+	b.tx = nil
+	if tx, rerr := b.db.Begin(false); rerr == nil {
+		b.tx = tx
+	}
+	close(b.failedC)
+	return err
+}
+
+// Failed is closed when a commit fails; Err then says why. The backend takes no more writes.
+func (b *Backend) Failed() <-chan struct{} { return b.failedC }
+
+// Err is the failure that closed Failed, or nil.
+func (b *Backend) Err() error {
+	b.batchMu.Lock()
+	defer b.batchMu.Unlock()
+	return b.failed
 }
 
 func (b *Backend) run() {
@@ -168,6 +225,9 @@ func (b *Backend) run() {
 		case <-t.C:
 			if err := b.Commit(); err != nil {
 				b.log.Error("periodic backend commit failed", "error", err)
+				if b.Err() != nil {
+					return // the owner stops on Failed; retrying every tick would only repeat this
+				}
 			}
 		case <-b.stop:
 			return
@@ -186,8 +246,14 @@ func (b *Backend) Batch() *BatchTx {
 
 // Put writes key=value into bucket.
 func (t *BatchTx) Put(bucket, key, value []byte) error {
+	if t.b.failed != nil {
+		return fmt.Errorf("backend: put %s/%x refused after a failed write: %w", bucket, key, t.b.failed)
+	}
 	t.b.pending++
-	if err := t.b.tx.Bucket(bucket).Put(key, value); err != nil {
+	if err := Guard(t.b.cfg.Path, func() error { return t.b.tx.Bucket(bucket).Put(key, value) }); err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			t.b.failLocked(err) // the transaction is in an unknown state: never commit it
+		}
 		return fmt.Errorf("backend: put %s/%x: %w", bucket, key, err)
 	}
 	return nil
@@ -195,15 +261,40 @@ func (t *BatchTx) Put(bucket, key, value []byte) error {
 
 // Delete removes key from bucket.
 func (t *BatchTx) Delete(bucket, key []byte) error {
+	if t.b.failed != nil {
+		return fmt.Errorf("backend: delete %s/%x refused after a failed write: %w", bucket, key, t.b.failed)
+	}
 	t.b.pending++
-	if err := t.b.tx.Bucket(bucket).Delete(key); err != nil {
+	if err := Guard(t.b.cfg.Path, func() error { return t.b.tx.Bucket(bucket).Delete(key) }); err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			t.b.failLocked(err) // the transaction is in an unknown state: never commit it
+		}
 		return fmt.Errorf("backend: delete %s/%x: %w", bucket, key, err)
 	}
 	return nil
 }
 
-// Tx exposes the write transaction for range scans inside the batch.
-func (t *BatchTx) Tx() *bolt.Tx { return t.b.tx }
+// Tx exposes the write transaction for range scans inside the batch. After a failed commit it
+// is a read-only view of the last committed state, or an error when even that is gone.
+func (t *BatchTx) Tx() (*bolt.Tx, error) {
+	if t.b.tx == nil || t.b.tx.DB() == nil {
+		return nil, fmt.Errorf("backend: no transaction: %w", t.b.failed)
+	}
+	return t.b.tx, nil
+}
+
+// WritableTx is Tx for callers that write through bbolt directly (schema migrations, membership
+// rewrites): it counts as a pending write, so the next commit (or Close) makes it durable.
+func (t *BatchTx) WritableTx() (*bolt.Tx, error) {
+	if t.b.failed != nil {
+		return nil, fmt.Errorf("backend: write refused after a failed write: %w", t.b.failed)
+	}
+	tx, err := t.Tx()
+	if err == nil {
+		t.b.pending++
+	}
+	return tx, err
+}
 
 // Unlock releases the batch, committing first if enough writes are pending.
 func (t *BatchTx) Unlock() error {
@@ -223,13 +314,16 @@ func (b *Backend) Commit() error {
 }
 
 func (b *Backend) commitLocked() error {
+	if b.failed != nil {
+		return b.failed
+	}
 	if b.pending == 0 {
 		return nil
 	}
 	start := time.Now()
 	tx := b.tx
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("backend: commit: %w", err)
+	if err := Guard(b.cfg.Path, tx.Commit); err != nil {
+		return b.failLocked(fmt.Errorf("backend: commit: %w", err))
 	}
 	b.m.committed(time.Since(start), tx.Stats())
 	b.pending = 0
@@ -243,7 +337,7 @@ func (b *Backend) commitLocked() error {
 func (b *Backend) View(fn func(tx *bolt.Tx) error) error {
 	b.dbMu.RLock()
 	defer b.dbMu.RUnlock()
-	return b.db.View(fn)
+	return SafeView(b.db, fn)
 }
 
 // Size is the file's size in bytes; SizeInUse excludes free pages.
@@ -320,8 +414,11 @@ func (b *Backend) Defrag() error {
 	}()
 	b.batchMu.Lock()
 	defer b.batchMu.Unlock()
+	if b.failed != nil {
+		return b.failed
+	}
 	if err := b.tx.Commit(); err != nil {
-		return fmt.Errorf("backend: commit before defrag: %w", err)
+		return b.failLocked(fmt.Errorf("backend: commit before defrag: %w", err))
 	}
 	b.pending = 0
 	for _, fn := range b.onCommit {
@@ -347,30 +444,28 @@ func (b *Backend) Defrag() error {
 	}
 	tmp.Close()
 	if err := b.db.Close(); err != nil {
-		return fmt.Errorf("backend: defrag: close: %w", err)
+		return b.failLocked(fmt.Errorf("backend: defrag: close: %w", err))
 	}
-	if err := os.Rename(tmpPath, path); err != nil {
-		return fmt.Errorf("backend: defrag: rename: %w", err)
-	}
-	db, err := openDB(b.cfg) // path is b.cfg.Path again
+	renameErr := os.Rename(tmpPath, path) // on failure the old file is still in place: reopen it
+	db, err := openDB(b.cfg)              // path is b.cfg.Path again
 	if err != nil {
-		return err
+		return b.failLocked(fmt.Errorf("backend: reopen after defrag: %w", errors.Join(renameErr, err)))
 	}
 	b.db = db
-	tx, err := db.Begin(true)
-	if err != nil {
-		return fmt.Errorf("backend: begin after defrag: %w", err)
+	if err := b.beginHoldingDB(); err != nil {
+		return err
 	}
-	b.tx = tx
+	if renameErr != nil {
+		os.Remove(tmpPath)
+		return fmt.Errorf("backend: defrag: rename: %w", renameErr)
+	}
 	return nil
 }
 
 func (b *Backend) reopenAfter(err error) error {
-	tx, berr := b.db.Begin(true)
-	if berr != nil {
+	if berr := b.beginHoldingDB(); berr != nil {
 		return errors.Join(err, berr)
 	}
-	b.tx = tx
 	return err
 }
 
@@ -381,8 +476,15 @@ func (b *Backend) Close() error {
 		<-b.done
 		b.batchMu.Lock()
 		defer b.batchMu.Unlock()
-		err := b.tx.Commit()
-		if err == nil {
+		var err error
+		if b.failed != nil {
+			if b.tx != nil {
+				b.tx.Rollback() // the read-only view; what failed stays uncommitted
+			}
+			err = b.failed
+		} else if b.pending == 0 {
+			err = b.tx.Rollback() // nothing to write: the file stays byte for byte as it was
+		} else if err = b.tx.Commit(); err == nil {
 			for _, fn := range b.onCommit {
 				fn()
 			}
@@ -423,6 +525,9 @@ func (b *Backend) ReadSnapshot() (io.ReadCloser, int64, error) {
 func (b *Backend) ReplaceWith(path string) error {
 	b.batchMu.Lock()
 	defer b.batchMu.Unlock()
+	if b.failed != nil {
+		return b.failed
+	}
 	if err := b.tx.Rollback(); err != nil {
 		return fmt.Errorf("backend: discard pending writes: %w", err)
 	}
@@ -434,23 +539,23 @@ func (b *Backend) ReplaceWith(path string) error {
 	defer b.dbMu.Unlock()
 	dbPath := b.db.Path()
 	if err := b.db.Close(); err != nil {
-		return fmt.Errorf("backend: close before replace: %w", err)
+		return b.failLocked(fmt.Errorf("backend: close before replace: %w", err))
 	}
-	if err := os.Rename(path, dbPath); err != nil {
-		return fmt.Errorf("backend: move %s into place: %w", path, err)
-	}
+	renameErr := os.Rename(path, dbPath)
 	db, err := openDB(b.cfg) // dbPath is b.cfg.Path
 	if err != nil {
-		return err
+		return b.failLocked(fmt.Errorf("backend: reopen after replace: %w", errors.Join(renameErr, err)))
 	}
 	b.db = db
-	if err := db.Update(func(tx *bolt.Tx) error { return createBuckets(tx, b.cfg.Buckets) }); err != nil {
-		return fmt.Errorf("backend: prepare replaced file: %w", err)
+	prepErr := ensureBuckets(db, b.cfg.Buckets)
+	if err := b.beginHoldingDB(); err != nil {
+		return err
 	}
-	tx, err := db.Begin(true)
-	if err != nil {
-		return fmt.Errorf("backend: begin after replace: %w", err)
+	if renameErr != nil {
+		return fmt.Errorf("backend: move %s into place: %w", path, renameErr)
 	}
-	b.tx = tx
+	if prepErr != nil {
+		return fmt.Errorf("backend: prepare replaced file: %w", prepErr)
+	}
 	return nil
 }

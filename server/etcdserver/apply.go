@@ -72,7 +72,11 @@ func (s *Server) applyEntry(e raftpb.Entry) {
 		err = uerr
 	}
 	if err != nil {
-		s.fatal("persist applied entry", err)
+		if berr := s.be.Err(); berr != nil {
+			s.fatal("failed to commit tx", berr)
+		} else {
+			s.fatal("failed to write to a bucket", err)
+		}
 	}
 	if d := time.Since(start); d > s.cfg.WarningApplyDuration {
 		s.m.slowApply.Inc()

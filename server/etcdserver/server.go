@@ -22,6 +22,7 @@ import (
 	"etcdx/server/auth"
 	"etcdx/server/backend"
 	"etcdx/server/lease"
+	"etcdx/server/logutil"
 	"etcdx/server/membership"
 	"etcdx/server/mvcc"
 	"etcdx/server/schema"
@@ -116,6 +117,7 @@ type Server struct {
 	// draining closes when the member stops taking client work; long-lived streams end on it.
 	draining  chan struct{}
 	drainOnce sync.Once
+	fatalOnce sync.Once
 	stopping  chan struct{}
 	done      chan struct{}
 	// ready closes once this member has published itself through raft (upstream's ReadyNotify).
@@ -367,13 +369,17 @@ func (s *Server) restart(rcfg *raft.Config) error {
 			}
 		}
 		if cindex < sn.Metadata.Index {
-			return fmt.Errorf("database file (index %d) does not match the latest snapshot (index %d)", cindex, sn.Metadata.Index)
+			return fmt.Errorf("database file (index %d) does not match the latest snapshot (index %d): the database was replaced or rolled back; %s",
+				cindex, sn.Metadata.Index, repairHint(s.id))
 		}
 		if err := s.storage.ApplySnapshot(sn); err != nil {
 			return fmt.Errorf("apply snapshot: %w", err)
 		}
 		s.snapIndex = sn.Metadata.Index
 		s.confState = sn.Metadata.ConfState
+	}
+	if err := checkLogCoversDB(s.id, cfg.walDir(), st, ents, s.consistentIndex); err != nil {
+		return err
 	}
 	if cfg.ForceNewCluster {
 		if st, ents, err = s.forceNewCluster(sn, st, ents, cindex); err != nil {
@@ -438,7 +444,8 @@ func (s *Server) Start() {
 	go s.readLoop()
 	go s.leaseLoop()
 	go s.publish()
-	s.wg.Add(3)
+	s.wg.Add(4)
+	go func() { defer s.wg.Done(); s.watchBackend() }()
 	go func() { defer s.wg.Done(); s.adjustTicks() }()
 	go func() { defer s.wg.Done(); s.monitorCorruption() }()
 	go func() { defer s.wg.Done(); s.monitorCompactHash() }()
@@ -501,26 +508,26 @@ func (s *Server) raftLoop() {
 			}
 			if !raft.IsEmptySnap(rd.Snapshot) {
 				if err := s.saveSnap(rd.Snapshot); err != nil {
-					s.fatal("save incoming snapshot", err)
+					s.fatal("failed to save Raft snapshot", err)
 					return
 				}
 				if err := s.wal.SaveSnapshot(rd.Snapshot.Metadata); err != nil {
-					s.fatal("record incoming snapshot in WAL", err)
+					s.fatal("failed to save Raft snapshot", err)
 					return
 				}
 			}
 			if err := s.wal.Save(rd.HardState, rd.Entries); err != nil {
-				s.fatal("write WAL", err)
+				s.fatal("failed to save Raft hard state and entries", err)
 				return
 			}
 			if !raft.IsEmptySnap(rd.Snapshot) {
 				if err := s.storage.ApplySnapshot(rd.Snapshot); err != nil {
-					s.fatal("apply incoming snapshot to raft storage", err)
+					s.fatal("failed to apply the incoming snapshot to raft storage", err)
 					return
 				}
 			}
 			if err := s.storage.Append(rd.Entries); err != nil {
-				s.fatal("append to raft storage", err)
+				s.fatal("failed to append entries to raft storage", err)
 				return
 			}
 			// Followers must persist before answering; sending after the WAL write covers both roles.
@@ -582,11 +589,25 @@ func (s *Server) onSoftState(ss *raft.SoftState) {
 	}
 }
 
-// fatal stops the member after an unrecoverable local error (disk failure): continuing could
-// acknowledge writes that are not durable.
-func (s *Server) fatal(what string, err error) {
-	s.log.Error("stopping member after fatal error", "operation", what, "error", err)
-	go s.Stop()
+// fatal stops the member after an unrecoverable local error (a full or failing disk): going on
+// could acknowledge writes that are not durable. msg is upstream's fatal message where it has
+// one; the first call wins, so the log holds one fatal line naming the cause.
+func (s *Server) fatal(msg string, err error) {
+	s.fatalOnce.Do(func() {
+		s.log.Log(context.Background(), logutil.LevelFatal, msg, "error", err.Error())
+		go s.Stop()
+	})
+}
+
+// watchBackend stops the member when the database stops taking writes (a failed commit, such as
+// on a full disk). The WAL still holds every entry the failed batch had, so a restart after the
+// cause is fixed replays them.
+func (s *Server) watchBackend() {
+	select {
+	case <-s.be.Failed():
+		s.fatal("failed to commit tx", s.be.Err())
+	case <-s.stopping:
+	}
 }
 
 func (s *Server) applyLoop() {
@@ -625,7 +646,7 @@ func (s *Server) divertSnapshots(msgs []raftpb.Message) []raftpb.Message {
 func (s *Server) applyBatch(b applyBatch) {
 	if !raft.IsEmptySnap(b.snap) && b.snap.Metadata.Index > s.appliedIndex.Load() {
 		if err := s.installSnapshot(b.snap); err != nil {
-			s.fatal("install snapshot from leader", err)
+			s.fatal("failed to install the snapshot from the leader", err)
 			return
 		}
 		s.applyW.advance(s.appliedIndex.Load())

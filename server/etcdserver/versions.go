@@ -157,7 +157,11 @@ func (s *Server) followStorage(b *backend.BatchTx) error {
 		return nil
 	}
 	if want != storage {
-		from, done, err := schema.Migrate(b.Tx(), want)
+		tx, err := b.WritableTx()
+		if err != nil {
+			return err
+		}
+		from, done, err := schema.Migrate(tx, want)
 		if err != nil {
 			return err
 		}

@@ -197,12 +197,7 @@ func Handler(s *etcdserver.Server, conn *grpc.ClientConn, gateway bool) (http.Ha
 		// The gateway's connection carries this member's own certificate: the mark keeps its
 		// common name from being taken for the caller's (v3rpc.GatewayMark).
 		return metadata.Pairs(v3rpc.GatewayMark, "1")
-	}), runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{
-		Marshaler: &runtime.JSONPb{
-			MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: false},
-			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: true},
-		},
-	}))
+	}), runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{Marshaler: gatewayJSON()}))
 	ctx := context.Background()
 	for _, reg := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
 		gw.RegisterKVHandler, gw.RegisterWatchHandler, gw.RegisterLeaseHandler,
@@ -214,6 +209,15 @@ func Handler(s *etcdserver.Server, conn *grpc.ClientConn, gateway bool) (http.Ha
 	}
 	mux.Handle("/v3/", gwmux)
 	return mux, nil
+}
+
+// gatewayJSON is how the gateway reads request bodies and writes answers: upstream's field
+// names, unknown fields ignored.
+func gatewayJSON() *runtime.JSONPb {
+	return &runtime.JSONPb{
+		MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: false},
+		UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: true},
+	}
 }
 
 // AddMetrics adds /metrics, /health, /livez and /readyz (what the metrics listener serves too).

@@ -226,6 +226,9 @@ func (c Config) Build() (*Logger, error) {
 	core := zapcore.NewCore(enc, zapcore.NewMultiWriteSyncer(sinks...), zap.NewAtomicLevelAt(lvl))
 	// As upstream: after 100 lines with the same message in a second, one in 100 is kept.
 	core = zapcore.NewSamplerWithOptions(core, time.Second, 100, 100)
-	l.Logger = slog.New(zapslog.NewHandler(core, zapslog.WithCaller(true)))
+	l.Logger = slog.New(levelHandler{
+		plain: zapslog.NewHandler(core, zapslog.WithCaller(true)),
+		fatal: zapslog.NewHandler(fatalCore{core}, zapslog.WithCaller(true)),
+	})
 	return l, nil
 }

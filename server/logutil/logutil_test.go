@@ -2,6 +2,7 @@ package logutil
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -42,8 +43,9 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// TestLinesAsUpstream: a line carries upstream's keys in upstream's order and forms.
-func TestLinesAsUpstream(t *testing.T) {
+// fileLogger builds the default logger writing to a file; lines closes it and returns them.
+func fileLogger(t *testing.T) (l *Logger, lines func() [][]byte) {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), "etcd.log")
 	cfg := Default()
 	cfg.Outputs = []string{file}
@@ -51,13 +53,21 @@ func TestLinesAsUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return l, func() [][]byte {
+		l.Close()
+		b, _ := os.ReadFile(file)
+		return bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	}
+}
+
+// TestLinesAsUpstream: a line carries upstream's keys in upstream's order and forms.
+func TestLinesAsUpstream(t *testing.T) {
+	l, logged := fileLogger(t)
 	l.Info("ready to serve client requests", "took", 1500000000)
 	l.Debug("not at info level")
-	l.Close()
-	b, _ := os.ReadFile(file)
-	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	lines := logged()
 	if len(lines) != 1 {
-		t.Fatalf("%d lines: %s", len(lines), b)
+		t.Fatalf("%d lines: %s", len(lines), bytes.Join(lines, []byte("\n")))
 	}
 	if !bytes.HasPrefix(lines[0], []byte(`{"level":"info","ts":"`)) || !bytes.Contains(lines[0], []byte(`"caller":"logutil/logutil_test.go:`)) ||
 		!bytes.Contains(lines[0], []byte(`"msg":"ready to serve client requests"`)) {
@@ -66,5 +76,30 @@ func TestLinesAsUpstream(t *testing.T) {
 	var m map[string]any
 	if err := json.Unmarshal(lines[0], &m); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFatalLevel: a record at LevelFatal is written at upstream's "fatal" level, with its
+// fields and the logger's attributes, and logging it does not end the process.
+func TestFatalLevel(t *testing.T) {
+	l, logged := fileLogger(t)
+	l.With("member-id", "8e9e05c52164694d").Log(context.Background(), LevelFatal, "failed to commit tx", "error", "no space left on device")
+	l.Error("an error stays an error")
+	lines := logged()
+	if len(lines) != 2 {
+		t.Fatalf("%d lines: %s", len(lines), bytes.Join(lines, []byte("\n")))
+	}
+	var fatal, plain map[string]any
+	if err := json.Unmarshal(lines[0], &fatal); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(lines[1], &plain); err != nil {
+		t.Fatal(err)
+	}
+	if fatal["level"] != "fatal" || fatal["msg"] != "failed to commit tx" || fatal["error"] != "no space left on device" || fatal["member-id"] != "8e9e05c52164694d" {
+		t.Fatalf("fatal line %s", lines[0])
+	}
+	if plain["level"] != "error" {
+		t.Fatalf("error line %s", lines[1])
 	}
 }

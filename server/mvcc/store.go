@@ -287,7 +287,11 @@ func (t *TxnWrite) Rev() int64 {
 // Range reads, seeing this transaction's own earlier changes.
 func (t *TxnWrite) Range(key, end []byte, ro RangeOptions) (*RangeResult, error) {
 	t.ranges++
-	r, err := t.s.rangeLocked(key, end, ro, t.Rev(), t.batch.Tx())
+	tx, err := t.batch.Tx()
+	if err != nil {
+		return nil, err
+	}
+	r, err := t.s.rangeLocked(key, end, ro, t.Rev(), tx)
 	if r != nil {
 		r.Rev = t.Rev()
 	}
@@ -352,7 +356,11 @@ func (t *TxnWrite) DeleteRange(key, end []byte) (int64, error) {
 }
 
 func (t *TxnWrite) valueAt(rev schema.Revision) (*mvccpb.KeyValue, error) {
-	v := t.batch.Tx().Bucket(schema.Key).Get(schema.RevisionKey(rev, false))
+	tx, err := t.batch.Tx()
+	if err != nil {
+		return nil, err
+	}
+	v := tx.Bucket(schema.Key).Get(schema.RevisionKey(rev, false))
 	if v == nil {
 		return nil, errKeyNotFound
 	}
@@ -451,7 +459,13 @@ func (s *Store) compactBackend(rev int64, keep map[schema.Revision]struct{}, don
 		}
 		batchStart := time.Now()
 		b := s.be.Batch()
-		c := b.Tx().Bucket(schema.Key).Cursor()
+		tx, err := b.Tx()
+		if err != nil {
+			b.Unlock()
+			s.log.Error("compaction failed", "revision", rev, "error", err)
+			return
+		}
+		c := tx.Bucket(schema.Key).Cursor()
 		var del [][]byte
 		var last []byte
 		for k, _ := c.Seek(from); k != nil && bytes.Compare(k, end) < 0 && len(del) < batchSize; k, _ = c.Next() {
@@ -464,7 +478,6 @@ func (s *Store) compactBackend(rev int64, keep map[schema.Revision]struct{}, don
 				del = append(del, last)
 			}
 		}
-		var err error
 		for _, k := range del {
 			if err = b.Delete(schema.Key, k); err != nil {
 				break

@@ -9,6 +9,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
 	"etcdx/server/etcdserver"
 	"etcdx/server/mvcc"
@@ -127,6 +128,12 @@ func (sw *watchStream) recvLoop() error {
 }
 
 func (sw *watchStream) create(c *pb.WatchCreateRequest) {
+	if c.StartRevision < 0 {
+		// As upstream, before any other check: history before revision 0 is taken as compacted.
+		sw.sendCtrl(&pb.WatchResponse{Header: sw.hdr(0), WatchId: invalidWatchID, Created: true, Canceled: true,
+			CancelReason: rpctypes.ErrCompacted.Error()})
+		return
+	}
 	key, end := c.Key, c.RangeEnd
 	switch {
 	case len(end) == 0:

@@ -261,6 +261,15 @@ func (w *WAL) cutTornTail(end int64) error {
 // ReadEntries returns every entry the WAL in dir still holds, without locking or changing any file
 // (a torn final write is ignored, not cut). For offline tools.
 func ReadEntries(dir string) ([]raftpb.Entry, error) {
+	r, err := scanAll(dir)
+	if err != nil {
+		return nil, err
+	}
+	return r.ents, nil
+}
+
+// scanAll reads every segment in dir, read-only, keeping every entry still held.
+func scanAll(dir string) (*scanResult, error) {
 	segs, err := listSegments(dir)
 	if err != nil {
 		return nil, err
@@ -268,11 +277,35 @@ func ReadEntries(dir string) ([]raftpb.Entry, error) {
 	if len(segs) == 0 {
 		return nil, fmt.Errorf("wal: no segment files in %s", dir)
 	}
-	r, err := scan(dir, segs, raftpb.SnapshotMetadata{}, true, nil)
+	return scan(dir, segs, raftpb.SnapshotMetadata{}, true, nil)
+}
+
+// Inspection is what a read-only pass over every segment of a WAL found (etcdutl check).
+type Inspection struct {
+	Segments   int
+	Metadata   []byte
+	State      raftpb.HardState // the last hard state recorded
+	Entries    int
+	FirstIndex uint64 // of the entries still held (0: none)
+	LastIndex  uint64
+	// Snapshots are the snapshot markers, in log order.
+	Snapshots []raftpb.SnapshotMetadata
+	// TornTail is an interrupted final write, which a member cuts off when it starts.
+	TornTail error
+}
+
+// Inspect reads every segment in dir without locking or changing any file and reports what it
+// holds, or the first inconsistency (a CRC mismatch, a damaged record, a gap, a bad sequence).
+func Inspect(dir string) (*Inspection, error) {
+	r, err := scanAll(dir)
 	if err != nil {
 		return nil, err
 	}
-	return r.ents, nil
+	in := &Inspection{Segments: r.segments, Metadata: r.metadata, State: r.state, Entries: len(r.ents), Snapshots: r.snaps, TornTail: r.torn}
+	if len(r.ents) > 0 {
+		in.FirstIndex, in.LastIndex = r.ents[0].Index, r.ents[len(r.ents)-1].Index
+	}
+	return in, nil
 }
 
 // scanResult is what reading the segments found.
@@ -280,6 +313,8 @@ type scanResult struct {
 	metadata []byte
 	state    raftpb.HardState
 	ents     []raftpb.Entry
+	snaps    []raftpb.SnapshotMetadata
+	segments int // read
 	lastIdx  uint64
 	crc      uint32
 	goodEnd  int64 // end of the last complete record in the last segment
@@ -308,7 +343,7 @@ func scan(dir string, segs []segment, snap raftpb.SnapshotMetadata, partial bool
 	if err := checkSequence(segs); err != nil {
 		return nil, err
 	}
-	r := &scanResult{}
+	r := &scanResult{segments: len(segs)}
 	foundSnap := partial
 	for i, s := range segs {
 		path := filepath.Join(dir, s.name)
@@ -338,9 +373,6 @@ func scan(dir string, segs []segment, snap raftpb.SnapshotMetadata, partial bool
 				break
 			}
 			if errors.Is(err, errTorn) {
-				if partial {
-					break
-				}
 				r.torn = err
 				break
 			}
@@ -406,9 +438,11 @@ func (r *scanResult) apply(rec record, snap raftpb.SnapshotMetadata, partial boo
 			return fmt.Errorf("%w: %s: hard state: %v", ErrCorrupt, path, err)
 		}
 	case recSnapshot:
-		if _, err := unmarshalSnapshot(rec.data); err != nil {
+		m, err := unmarshalSnapshot(rec.data)
+		if err != nil {
 			return fmt.Errorf("%w: %s: snapshot marker: %v", ErrCorrupt, path, err)
 		}
+		r.snaps = append(r.snaps, m)
 	case recCRC:
 	default:
 		return fmt.Errorf("%w: %s: unexpected block type %d", ErrCorrupt, path, rec.typ)

@@ -1,0 +1,54 @@
+package offline
+
+import (
+	"etcdx/server/backend"
+	"etcdx/server/version"
+)
+
+// Every exported operation runs under backend.Guard: a damaged file on which bbolt panics or
+// faults (a page pointing past the end, a broken header) ends the operation with a "corrupt
+// database" error naming the file, never a crash of the tool.
+
+func guarded[T any](path string, op func() (T, error)) (res T, err error) {
+	if gerr := backend.Guard(path, func() error { res, err = op(); return nil }); gerr != nil {
+		var zero T
+		return zero, gerr
+	}
+	return res, err
+}
+
+// Backup makes a consistent copy of a stopped member's data directory (see backupDir).
+func Backup(dataDir, backupTo string) (*BackupResult, error) {
+	return guarded(dataDir, func() (*BackupResult, error) { return backupDir(dataDir, backupTo) })
+}
+
+// Check inspects a stopped member's data directory without changing it (see check).
+func Check(dataDir string) (*CheckReport, error) {
+	return guarded(dataDir, func() (*CheckReport, error) { return check(dataDir) })
+}
+
+// Defrag rewrites a stopped member's database without its free pages (see defrag).
+func Defrag(dataDir string) (*DefragResult, error) {
+	return guarded(dataDir, func() (*DefragResult, error) { return defrag(dataDir) })
+}
+
+// HashKV hashes the key-value store of a database file as a live member would (see hashKV).
+func HashKV(dbFile string, rev int64) (*HashKVResult, error) {
+	return guarded(dbFile, func() (*HashKVResult, error) { return hashKV(dbFile, rev) })
+}
+
+// Migrate moves a stopped member's storage to target (see migrate).
+func Migrate(dataDir string, target version.Level, force bool) (*MigrateResult, error) {
+	return guarded(dataDir, func() (*MigrateResult, error) { return migrate(dataDir, target, force) })
+}
+
+// GetStatus describes a snapshot or database file without changing it (see getStatus).
+func GetStatus(path string) (*Status, error) {
+	return guarded(path, func() (*Status, error) { return getStatus(path) })
+}
+
+// Restore writes a new data directory from a snapshot file (see restore).
+func Restore(cfg RestoreConfig) error {
+	_, err := guarded(cfg.SnapshotPath, func() (struct{}, error) { return struct{}{}, restore(cfg) })
+	return err
+}

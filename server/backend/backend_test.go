@@ -1,0 +1,219 @@
+package backend
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
+)
+
+var testBucket = []byte("test")
+
+// TestFailedCommitStopsWrites: when a commit fails (here every write to the file gets ENOSPC,
+// as on a full disk), the backend says so on Failed, refuses later writes with the cause instead
+// of panicking in a dead transaction, never commits again, and the file keeps exactly what was
+// committed before.
+func TestFailedCommitStopsWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	var file *os.File
+	b, err := Open(Config{Path: path, Buckets: [][]byte{testBucket}, BatchInterval: 100 * 3600e9,
+		openFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag, mode)
+			file = f
+			return f, err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(k string) error {
+		tx := b.Batch()
+		err := tx.Put(testBucket, []byte(k), []byte("v"))
+		if uerr := tx.Unlock(); err == nil {
+			err = uerr
+		}
+		return err
+	}
+	if err := put("committed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	if err := unix.Dup2(int(full.Fd()), int(file.Fd())); err != nil {
+		t.Fatal(err)
+	}
+	if err := put("lost"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err == nil {
+		t.Fatal("commit to a full disk succeeded")
+	}
+	select {
+	case <-b.Failed():
+	default:
+		t.Fatal("Failed not closed after a failed commit")
+	}
+	if b.Err() == nil {
+		t.Fatal("Err is nil after a failed commit")
+	}
+	if err := put("after"); err == nil {
+		t.Fatal("a put after a failed commit was taken")
+	}
+	tx := b.Batch()
+	btx, err := tx.Tx()
+	if err != nil {
+		t.Fatalf("read view after failure: %v", err)
+	}
+	if v := btx.Bucket(testBucket).Get([]byte("committed")); string(v) != "v" {
+		t.Fatalf("committed key reads %q through the batch after failure", v)
+	}
+	if err := tx.Delete(testBucket, []byte("committed")); err == nil {
+		t.Fatal("a delete after a failed commit was taken")
+	}
+	tx.Unlock()
+	if err := b.Defrag(); err == nil {
+		t.Fatal("defrag after a failed commit succeeded")
+	}
+	if err := b.Close(); err == nil {
+		t.Fatal("close hid the failed commit")
+	}
+
+	db, err := OpenFile(path, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("file after failure: %v", err)
+	}
+	defer db.Close()
+	_ = db.View(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(testBucket)
+		if string(bk.Get([]byte("committed"))) != "v" {
+			t.Error("a committed key is gone")
+		}
+		for _, k := range []string{"lost", "after"} {
+			if bk.Get([]byte(k)) != nil {
+				t.Errorf("%q reached the file after a failed commit", k)
+			}
+		}
+		return nil
+	})
+}
+
+// TestDefragAndReplaceWith: both swap the file under the backend; writes go on after each.
+func TestDefragAndReplaceWith(t *testing.T) {
+	dir := t.TempDir()
+	b, err := Open(Config{Path: filepath.Join(dir, "db"), Buckets: [][]byte{testBucket}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	put := func(k string) {
+		t.Helper()
+		tx := b.Batch()
+		err := tx.Put(testBucket, []byte(k), []byte("v"))
+		if uerr := tx.Unlock(); err == nil {
+			err = uerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(k string) string {
+		var v []byte
+		b.View(func(tx *bolt.Tx) error { v = tx.Bucket(testBucket).Get([]byte(k)); return nil })
+		return string(v)
+	}
+	put("a")
+	if err := b.Defrag(); err != nil {
+		t.Fatal(err)
+	}
+	put("b")
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if get("a") != "v" || get("b") != "v" {
+		t.Fatal("data lost across defrag")
+	}
+
+	other := filepath.Join(dir, "incoming")
+	ob, err := Open(Config{Path: other, Buckets: [][]byte{[]byte("elsewhere")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := ob.Batch()
+	tx.Put([]byte("elsewhere"), []byte("x"), []byte("y"))
+	tx.Unlock()
+	if err := ob.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ReplaceWith(other); err != nil {
+		t.Fatal(err)
+	}
+	if get("a") != "" {
+		t.Fatal("the replaced file's data is still there")
+	}
+	put("c") // the configured buckets exist in the new file
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if get("c") != "v" {
+		t.Fatal("write after replace lost")
+	}
+}
+
+// TestVerifyFile: a real file passes; a branch page pointing back at itself (on which bbolt's
+// cursors loop for ever) and a page pointing past the file are refused.
+func TestVerifyFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	b, err := Open(Config{Path: path, Buckets: [][]byte{testBucket, []byte("small")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := b.Batch()
+	for i := 0; i < 3000; i++ {
+		tx.Put(testBucket, []byte(fmt.Sprintf("key-%05d", i)), make([]byte, 100))
+	}
+	tx.Put([]byte("small"), []byte("inline"), []byte("bucket"))
+	tx.Unlock()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := VerifyFile(path); err != nil {
+		t.Fatalf("a healthy file: %v", err)
+	}
+	db, err := OpenFile(path, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root uint64
+	db.View(func(tx *bolt.Tx) error { root = uint64(tx.Bucket(testBucket).Root()); return nil })
+	ps := int64(db.Info().PageSize)
+	db.Close()
+	data, _ := os.ReadFile(path)
+	page := data[int64(root)*ps:]
+	if page[8] != branchPageFlag {
+		t.Fatalf("the bucket's root page %d is not a branch page (flags %#x)", root, page[8])
+	}
+	damage := func(name string, change func(elem []byte), want string) {
+		b := append([]byte(nil), data...)
+		change(b[int64(root)*ps+pageHeaderSize:])
+		p := filepath.Join(t.TempDir(), name)
+		os.WriteFile(p, b, 0o600)
+		err := VerifyFile(p)
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: %v, want %q", name, err, want)
+		}
+	}
+	damage("cycle", func(e []byte) { binary.LittleEndian.PutUint64(e[8:], root) }, "referenced more than once")
+	damage("past the end", func(e []byte) { binary.LittleEndian.PutUint64(e[8:], 1<<40) }, "outside the pages in use")
+	damage("key past the page", func(e []byte) { binary.LittleEndian.PutUint32(e[0:], 1<<30) }, "runs past the page")
+}
