@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"etcdx/upgradelab/netns"
 )
 
 // labResources lists the containers, networks and volumes lab runs created that still exist,
@@ -122,12 +124,23 @@ func TestUpgradeLabContainerFaults(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("upgradelab run: exit %d", code)
 	}
-	runs := readLabRuns(t, filepath.Join(work, "report.json"))
-	if len(runs) != 2 {
+	checkFaultRuns(t, filepath.Join(work, "report.json"), 2, "container")
+	if left := labResources(t); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// checkFaultRuns reads the lab's report of faults-plan runs: n runs in runtime, each passed
+// with no lost write and a linearizable history, with each step's choice and the stall the
+// partition of the leader caused.
+func checkFaultRuns(t *testing.T, report string, n int, runtime string) {
+	t.Helper()
+	runs := readLabRuns(t, report)
+	if len(runs) != n {
 		t.Fatalf("%d runs reported", len(runs))
 	}
 	for _, r := range runs {
-		if !r.Passed || r.Runtime != "container" || len(r.LostWrites) != 0 || r.Linearizable != "Ok" || r.StartedAt.IsZero() {
+		if !r.Passed || r.Runtime != runtime || len(r.LostWrites) != 0 || r.Linearizable != "Ok" || r.StartedAt.IsZero() {
 			t.Errorf("run %s: %+v", r.Plan, r)
 		}
 		for subject, b := range r.Binaries {
@@ -149,9 +162,47 @@ func TestUpgradeLabContainerFaults(t *testing.T) {
 			t.Errorf("run %s: the wait under a partition saw %+v", r.Plan, st)
 		}
 	}
-	if left := labResources(t); len(left) > 0 {
-		t.Errorf("left behind: %v", left)
+}
+
+// TestUpgradeLabNetnsFaults runs the faults plan, partition included, with members as local
+// processes each in a network namespace of its own: the path for machines with no Docker
+// engine. Nothing is left behind: no process, no namespace.
+func TestUpgradeLabNetnsFaults(t *testing.T) {
+	if err := netns.Available(); err != nil {
+		t.Skipf("the netns runtime: %v", err)
 	}
+	before := namespaces(t)
+	work := t.TempDir()
+	ours := filepath.Join(work, "ours.yaml")
+	os.WriteFile(ours, []byte(strings.NewReplacer("%START%", "3.5", "%TO%", "3.6", "container-faults", "netns-faults").Replace(faultsPlan)), 0o644)
+	code, out := runTool(t, "upgradelab", "run", "--runtime", "netns", "--workdir", work, "--plan", ours,
+		"--binary", "3.6="+Binary(t, "etcd"), "--binary", "3.5="+Binary(t, "etcd-last-release"))
+	t.Logf("upgradelab:\n%s", out)
+	if code != 0 {
+		t.Fatalf("upgradelab run: exit %d", code)
+	}
+	checkFaultRuns(t, filepath.Join(work, "report.json"), 1, "netns")
+	for ns := range namespaces(t) {
+		if !before[ns] {
+			t.Errorf("namespace %s left behind", ns)
+		}
+	}
+}
+
+// namespaces are the names of the network namespaces that exist now.
+func namespaces(t *testing.T) map[string]bool {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		t.Fatalf("ip netns list: %v", err)
+	}
+	set := map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			set[f[0]] = true
+		}
+	}
+	return set
 }
 
 // TestUpgradeLabStallThreshold: freezing the leader stalls writes for an election; a plan

@@ -216,6 +216,11 @@ type heartbeatDetector struct {
 	last map[uint64]time.Time
 }
 
+// reset forgets every peer's last heartbeat: after a change of role or leader the gap since a
+// heartbeat sent in an earlier term says nothing about this loop (a leader cut off for 10 s and
+// leading again would otherwise report a 10 s delay).
+func (d *heartbeatDetector) reset() { d.last = nil }
+
 func (d *heartbeatDetector) observe(msgs []raftpb.Message, s *Server) {
 	now := time.Now()
 	for _, m := range msgs {

@@ -21,6 +21,7 @@ import (
 	"etcdx/pkg/buildinfo"
 	"etcdx/server/auth"
 	"etcdx/server/backend"
+	"etcdx/server/features"
 	"etcdx/server/lease"
 	"etcdx/server/logutil"
 	"etcdx/server/membership"
@@ -145,6 +146,16 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: lg, waits: newWaitRegistry(), applyc: make(chan applyBatch, 128),
 		readc: make(chan raft.ReadState, 16), msgSnapC: make(chan raftpb.Message, 16), readWake: make(chan struct{}, 1), readNotifier: newNotifier(), leaders: newLeaderWatch(), versionWake: make(chan struct{}, 1),
 		draining: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{})}
+	// Asked for a start-up corruption check, the database's page tree is walked before bbolt
+	// reads it: a damaged tree (a page that points at its ancestor) would otherwise loop in the
+	// first read for ever, with nothing in the log.
+	if cfg.Features.Enabled(features.InitialCorruptCheck) {
+		if _, err := os.Stat(cfg.BackendPath()); err == nil {
+			if err := backend.VerifyFile(cfg.BackendPath()); err != nil {
+				return nil, fmt.Errorf("initial corruption check: %w", err)
+			}
+		}
+	}
 	var err error
 	s.be, err = backend.Open(backend.Config{Path: cfg.BackendPath(), Buckets: schema.Buckets, Logger: lg,
 		BatchInterval: cfg.BackendBatchInterval, BatchLimit: cfg.BackendBatchLimit,
@@ -493,6 +504,7 @@ func (s *Server) raftLoop() {
 		case rd := <-s.node.Ready():
 			if rd.SoftState != nil {
 				s.onSoftState(rd.SoftState)
+				s.heartbeats.reset()
 			}
 			for _, rs := range rd.ReadStates {
 				select {

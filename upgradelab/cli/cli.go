@@ -37,7 +37,7 @@ const usage = `upgradelab: drives real etcd clusters through upgrade and downgra
 
 Usage:
   upgradelab run   [--plan NAME|FILE ...] [--members N ...] [--bin-dir DIR | --binary SUBJECT=PATH ...]
-                   [--runtime auto|container|process] [--max-stall DUR] [--max-failed N]
+                   [--runtime auto|container|process|netns] [--max-stall DUR] [--max-failed N]
   upgradelab plan  [--from S] [--via S,...] [--to S] [--faults K,...] [--seed N] [--dry-run] [run flags]
                            generate a random plan from a seed and run it (or print it)
   upgradelab plans         list the built-in plans
@@ -140,7 +140,7 @@ func commonFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.SortFlags = false
 	fs.StringVar(&f.binDir, "bin-dir", "", "Directory whose etcd* binaries are used, each for the version and the level its --version reports.")
 	fs.StringSliceVar(&f.binaryArgs, "binary", nil, "SUBJECT=PATH: the etcd binary for a level (3.5=/opt/etcd-3.5/etcd), a version (3.5.17=...) or a name plans use as a subject (upstream-3.5.17=...); overrides --bin-dir.")
-	fs.StringVar(&f.runtime, "runtime", "auto", "Where members run: container (a Docker engine), process (local processes; no partitions), or auto (containers when an engine answers).")
+	fs.StringVar(&f.runtime, "runtime", "auto", "Where members run: container (a Docker engine), process (local processes on loopback; no partitions), netns (local processes, each in a network namespace; root), or auto (containers when an engine answers, else processes, in namespaces when the plan partitions).")
 	fs.DurationVar(&f.maxStall, "max-stall", 0, "Fail a run when any step stalls writes longer than this (0: no bound; a plan's thresholds win).")
 	fs.IntVar(&f.maxFailed, "max-failed", 0, "Fail a run when more requests than this fail (0: no bound; a plan's thresholds win).")
 	fs.StringVar(&f.matrix, "matrix", "", "A matrix file (YAML): subject sets x plans x sizes x seeds; each cell is a run (see docs/upgradelab.md).")
@@ -446,9 +446,9 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) ([]oneRun, cluster.Binaries, error
 // check validates the flags every way of naming runs shares, and keeps --shard's runs.
 func (f *runFlags) check(runs []oneRun) ([]oneRun, error) {
 	switch f.runtime {
-	case "auto", "container", "process":
+	case "auto", "container", "process", "netns":
 	default:
-		return nil, fmt.Errorf("--runtime %q: want auto, container or process", f.runtime)
+		return nil, fmt.Errorf("--runtime %q: want auto, container, process or netns", f.runtime)
 	}
 	if f.runtime == "process" {
 		for _, r := range runs {

@@ -56,6 +56,9 @@ type Member struct {
 	// LogPath receives the process's output, appended across runs (default: <name>.log beside
 	// the data directory).
 	LogPath string
+	// Netns, when set, is the network namespace the process runs in (through `ip netns exec`,
+	// which execs the binary, so the pid is the member's).
+	Netns string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -130,6 +133,9 @@ func (m *Member) Start() error {
 		return err
 	}
 	cmd := exec.Command(m.Bin, m.Args()...)
+	if m.Netns != "" {
+		cmd = exec.Command("ip", append([]string{"netns", "exec", m.Netns, m.Bin}, m.Args()...)...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), m.Env...)
 	cmd.Dir = m.WorkDir

@@ -34,7 +34,7 @@ import (
 // Runner holds what every run shares.
 type Runner struct {
 	Binaries cluster.Binaries
-	// Runtime is "container", "process" or "auto" (see runtimes.New).
+	// Runtime is "container", "process", "netns" or "auto" (see runtimes.New).
 	Runtime string
 	// WorkDir gets one directory per run (members' data, logs and the run's report).
 	WorkDir  string
@@ -203,7 +203,11 @@ func (r *Runner) runOnce(ctx context.Context, p *plan.Plan, size int) (rep Repor
 		rep.Binaries[s] = r.Binaries[s]
 	}
 	rep.Dir = filepath.Join(r.WorkDir, fmt.Sprintf("%s-%d-%s", p.Name, size, began.Format("150405.000")))
-	rt, notice, err := runtimes.New(ctx, r.Runtime, rep.Dir)
+	partitions := false
+	for _, s := range p.Steps {
+		partitions = partitions || s.Kind() == plan.KindPartition
+	}
+	rt, notice, err := runtimes.New(ctx, r.Runtime, rep.Dir, partitions)
 	if err != nil {
 		return fail(err)
 	}

@@ -10,52 +10,86 @@ import (
 	"time"
 
 	"etcdx/upgradelab/cluster"
+	"etcdx/upgradelab/netns"
 	"etcdx/upgradelab/plan"
 )
 
-// Process runs members as local processes on loopback ports. Members die with the lab
-// (the kernel kills them when it ends), so a killed run leaves none behind.
+// Process runs members as local processes. Members die with the lab (the kernel kills them
+// when it ends), so a killed run leaves none behind. Plain, they share the host's loopback; on a
+// network of namespaces (NewNetns), each has an address of its own and can be partitioned.
 type Process struct {
 	dir string
+	lan *netns.Net // nil: loopback
 
 	mu      sync.Mutex
 	members []*processMember
 }
 
-// NewProcess keeps members' data under dir.
+// NewProcess keeps members' data under dir; members listen on loopback ports.
 func NewProcess(dir string) *Process { return &Process{dir: dir} }
 
-// Name implements Runtime.
-func (p *Process) Name() string { return "process" }
+// NewNetns keeps members' data under dir and runs each member in a network namespace of its own
+// on a private network, so that partition steps work without a Docker engine (root only).
+func NewNetns(ctx context.Context, dir string) (*Process, error) {
+	lan, err := netns.New(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Process{dir: dir, lan: lan}, nil
+}
 
-// Supports implements Runtime: everything but network partitions, which need a network of
-// the members' own.
+// Name implements Runtime.
+func (p *Process) Name() string {
+	if p.lan != nil {
+		return "netns"
+	}
+	return "process"
+}
+
+// Supports implements Runtime: on loopback, everything but network partitions, which need a
+// network of the members' own.
 func (p *Process) Supports(k plan.StepKind) error {
-	if k == plan.KindPartition || k == plan.KindHeal {
-		return fmt.Errorf("the process runtime cannot %s a member (members share the host's loopback); run with --runtime container", k)
+	if p.lan == nil && (k == plan.KindPartition || k == plan.KindHeal) {
+		return fmt.Errorf("the process runtime cannot %s a member (members share the host's loopback); run with --runtime container, or --runtime netns as root", k)
 	}
 	return nil
 }
 
 // NewMember implements Runtime.
-func (p *Process) NewMember(_ context.Context, spec Spec) (Member, error) {
+func (p *Process) NewMember(ctx context.Context, spec Spec) (Member, error) {
 	m := &cluster.Member{Name: spec.Name, DataDir: filepath.Join(p.dir, spec.Name, "data"), LogPath: spec.LogPath, Token: spec.Token}
 	var err error
-	if m.ClientURL, err = cluster.FreeURL(); err != nil {
-		return nil, err
+	if p.lan != nil {
+		addr, err := p.lan.Add(ctx, spec.Name)
+		if err != nil {
+			return nil, err
+		}
+		if m.Netns, err = p.lan.Namespace(spec.Name); err != nil {
+			return nil, err
+		}
+		m.ClientURL, m.PeerURL = fmt.Sprintf("http://%s:2379", addr), fmt.Sprintf("http://%s:2380", addr)
+	} else {
+		if m.ClientURL, err = cluster.FreeURL(); err != nil {
+			return nil, err
+		}
+		if m.PeerURL, err = cluster.FreeURL(); err != nil {
+			return nil, err
+		}
 	}
-	if m.PeerURL, err = cluster.FreeURL(); err != nil {
-		return nil, err
-	}
-	pm := &processMember{m: m, spec: spec}
+	pm := &processMember{m: m, spec: spec, lan: p.lan}
 	p.mu.Lock()
 	p.members = append(p.members, pm)
 	p.mu.Unlock()
 	return pm, nil
 }
 
-// HostIP implements Runtime: members share the host's loopback.
-func (p *Process) HostIP() netip.Addr { return netip.MustParseAddr("127.0.0.1") }
+// HostIP implements Runtime: the host's loopback, or its leg on the members' network.
+func (p *Process) HostIP() netip.Addr {
+	if p.lan != nil {
+		return p.lan.HostIP()
+	}
+	return netip.MustParseAddr("127.0.0.1")
+}
 
 // Close implements Runtime.
 func (p *Process) Close(ctx context.Context) error {
@@ -66,6 +100,9 @@ func (p *Process) Close(ctx context.Context) error {
 			m.m.Kill()
 		}
 	}
+	if p.lan != nil {
+		return p.lan.Close(ctx)
+	}
 	return nil
 }
 
@@ -73,6 +110,7 @@ type processMember struct {
 	life
 	m    *cluster.Member
 	spec Spec
+	lan  *netns.Net
 }
 
 func (m *processMember) Name() string      { return m.m.Name }
@@ -113,10 +151,30 @@ func (m *processMember) Thaw(context.Context) error {
 	return nil
 }
 
-func (m *processMember) Partition(context.Context) error {
-	return (&Process{}).Supports(plan.KindPartition)
+// Partition implements Member: on a network of namespaces, the member's port goes down (peers
+// and clients lose it alike).
+func (m *processMember) Partition(ctx context.Context) error {
+	if m.lan == nil {
+		return (&Process{}).Supports(plan.KindPartition)
+	}
+	if err := m.lan.Cut(ctx, m.m.Name); err != nil {
+		return err
+	}
+	m.partitioned = true
+	return nil
 }
-func (m *processMember) Heal(context.Context) error { return (&Process{}).Supports(plan.KindHeal) }
+
+// Heal implements Member: the member's port comes back up, at the same address.
+func (m *processMember) Heal(ctx context.Context) error {
+	if m.lan == nil {
+		return (&Process{}).Supports(plan.KindHeal)
+	}
+	if err := m.lan.Mend(ctx, m.m.Name); err != nil {
+		return err
+	}
+	m.partitioned = false
+	return nil
+}
 
 func (m *processMember) Running(context.Context) bool { return m.m.Running() }
 

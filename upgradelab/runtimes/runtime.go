@@ -1,7 +1,8 @@
-// Package runtimes runs the lab's members: as local processes, or as containers on a private
-// Docker network (through testcontainers-go). Both give a member the same life: start with a
-// binary, stop, kill -9, freeze and thaw, and (containers only) partition and heal, keeping its
-// data across binary swaps.
+// Package runtimes runs the lab's members: as local processes (on loopback, or each in a network
+// namespace of its own), or as containers on a private Docker network (through
+// testcontainers-go). All give a member the same life: start with a binary, stop, kill -9,
+// freeze and thaw, and (containers and namespaces) partition and heal, keeping its data across
+// binary swaps.
 package runtimes
 
 import (
@@ -11,12 +12,13 @@ import (
 	"net/netip"
 
 	"etcdx/upgradelab/cluster"
+	"etcdx/upgradelab/netns"
 	"etcdx/upgradelab/plan"
 )
 
 // Runtime makes members and removes everything it made.
 type Runtime interface {
-	// Name is "process" or "container".
+	// Name is "process", "netns" or "container".
 	Name() string
 	// Supports says whether the runtime can run steps of kind k (nil) or why not.
 	Supports(k plan.StepKind) error
@@ -83,12 +85,20 @@ type Member interface {
 // ErrNoEngine says a container runtime was asked for where no Docker engine answers.
 var ErrNoEngine = errors.New("no Docker engine")
 
-// New makes the runtime called name ("container", "process" or "auto": containers when an
-// engine answers, else processes). notice says what auto chose and why, for the user.
-func New(ctx context.Context, name, runDir string) (rt Runtime, notice string, err error) {
+// New makes the runtime called name: "container", "process", "netns" (processes in network
+// namespaces) or "auto": containers when an engine answers, else processes, in namespaces when
+// partitions says the plan cuts members off and namespaces can be made here. notice says what
+// auto chose and why, for the user.
+func New(ctx context.Context, name, runDir string, partitions bool) (rt Runtime, notice string, err error) {
 	switch name {
 	case "process":
 		return NewProcess(runDir), "", nil
+	case "netns":
+		ns, err := NewNetns(ctx, runDir)
+		if err != nil {
+			return nil, "", err
+		}
+		return ns, "", nil
 	case "container":
 		rt, err := NewDocker(ctx, runDir)
 		return rt, "", err
@@ -97,12 +107,22 @@ func New(ctx context.Context, name, runDir string) (rt Runtime, notice string, e
 		if err == nil {
 			return rt, "", nil
 		}
-		if errors.Is(err, ErrNoEngine) {
-			return NewProcess(runDir), fmt.Sprintf("%v: members run as local processes (partition steps are refused)", err), nil
+		if !errors.Is(err, ErrNoEngine) {
+			return nil, "", err
 		}
-		return nil, "", err
+		if !partitions {
+			return NewProcess(runDir), fmt.Sprintf("%v: members run as local processes", err), nil
+		}
+		if nsErr := netns.Available(); nsErr != nil {
+			return NewProcess(runDir), fmt.Sprintf("%v, and %v: members run as local processes (partition steps are refused)", err, nsErr), nil
+		}
+		ns, nsErr := NewNetns(ctx, runDir)
+		if nsErr != nil {
+			return nil, "", nsErr
+		}
+		return ns, fmt.Sprintf("%v: members run as local processes, each in a network namespace of its own", err), nil
 	}
-	return nil, "", fmt.Errorf("unknown runtime %q (container, process or auto)", name)
+	return nil, "", fmt.Errorf("unknown runtime %q (container, process, netns or auto)", name)
 }
 
 // life is the state both runtimes keep about a member between calls.
