@@ -478,3 +478,55 @@ func TestPageCycleRefusedByInitialCorruptCheck(t *testing.T) {
 	}
 	t.Logf("refused: %s", m.LogTail(1))
 }
+
+// TestBrokenSnapFileSetAside: a member whose newest .snap file is damaged starts from the next
+// older one and renames the damaged file to .broken, with upstream's log lines; upstream 3.6.16
+// on the same script does the same. No write is lost.
+func TestBrokenSnapFileSetAside(t *testing.T) {
+	for _, impl := range []struct{ name, bin string }{{"ours", Binary(t, "etcd")}, {"upstream", UpstreamBinary(t, "etcd")}} {
+		t.Run(impl.name, func(t *testing.T) {
+			m := NewMember(t, "--snapshot-count", "100")
+			m.Bin = impl.bin
+			m.Start()
+			acked := map[string]string{}
+			for i := 0; i < 350; i++ {
+				k, v := fmt.Sprintf("snapfile/%04d", i), fmt.Sprintf("v%d", i)
+				if _, err := m.Client().Put(Ctx(t), k, v); err != nil {
+					t.Fatal(err)
+				}
+				acked[k] = v
+			}
+			if err := m.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			snaps, _ := filepath.Glob(filepath.Join(m.DataDir, "member", "snap", "*.snap"))
+			if len(snaps) < 2 {
+				t.Fatalf("%d snap files; want at least 2", len(snaps))
+			}
+			newest := snaps[len(snaps)-1] // names sort by term and index
+			data, err := os.ReadFile(newest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := len(data) / 2; i < len(data)/2+8; i++ {
+				data[i] ^= 0xff
+			}
+			if err := os.WriteFile(newest, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			m.Start()
+			checkAcked(t, m.Client(), "snapfile", acked)
+			if _, err := os.Stat(newest + ".broken"); err != nil {
+				t.Fatalf("the damaged snap file was not set aside: %v", err)
+			}
+			if _, err := os.Stat(newest); !os.IsNotExist(err) {
+				t.Fatalf("the damaged snap file is still in place: %v", err)
+			}
+			for _, msg := range []string{`"msg":"failed to read a snap file"`, `"msg":"renamed to a broken snap file"`} {
+				if !m.LogHas(msg) {
+					t.Fatalf("no %s line in the log:\n%s", msg, m.LogTail(30))
+				}
+			}
+		})
+	}
+}

@@ -292,6 +292,18 @@ func (s *Server) bootstrap(rcfg *raft.Config) error {
 	return nil
 }
 
+// setAsideBrokenSnap renames a snap file that does not load to <name>.broken, with upstream's
+// log lines: the bytes stay for a post-mortem, and the next start and etcdutl pass it over.
+func (s *Server) setAsideBrokenSnap(path string, err error) {
+	broken := path + ".broken"
+	s.log.Warn("failed to read a snap file", "path", path, "error", err)
+	if rerr := os.Rename(path, broken); rerr != nil {
+		s.log.Warn("failed to rename a broken snap file", "path", path, "broken-path", broken, "error", rerr)
+		return
+	}
+	s.log.Warn("renamed to a broken snap file", "path", path, "broken-path", broken)
+}
+
 func (s *Server) restart(rcfg *raft.Config) error {
 	cfg := s.cfg
 	snaps, err := snap.List(cfg.snapDir())
@@ -308,7 +320,7 @@ func (s *Server) restart(rcfg *raft.Config) error {
 		sn = raftpb.Snapshot{}
 		if path != "" {
 			if sn, err = snap.Load(path); err != nil {
-				s.log.Warn("skipping unreadable snapshot file", "path", path, "error", err)
+				s.setAsideBrokenSnap(path, err)
 				continue
 			}
 		}
