@@ -157,6 +157,49 @@ type workload struct {
 	op    func(ctx context.Context, c *clientv3.Client, i int) error
 }
 
+// handMarker starts the part of the report that people write (measurements made by other
+// commands, such as the upgrade lab's); the bench keeps it when it rewrites the file.
+const handMarker = "<!-- make bench keeps everything below this line -->"
+
+// handWritten is the kept part of the report at path, marker included ("" when there is none).
+func handWritten(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if i := strings.Index(string(b), handMarker); i >= 0 {
+		return "\n" + string(b[i:])
+	}
+	return ""
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func sum(xs []float64) float64 {
+	t := 0.0
+	for _, x := range xs {
+		t += x
+	}
+	return t
+}
+
+func dur(ns float64) time.Duration { return time.Duration(ns).Round(time.Microsecond) }
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
+
 func main() {
 	ours := flag.String("ours", "bin/etcd", "our etcd binary")
 	upstream := flag.String("upstream", "", "upstream etcd binary (default: built from the Go module proxy)")
@@ -167,6 +210,7 @@ func main() {
 	limit := flag.Duration("limit", 60*time.Second, "time limit per workload")
 	catchupBytes := flag.Int64("catchup-bytes", 1<<30, "data a new member must catch up with")
 	skipCluster := flag.Bool("skip-cluster", false, "only the single-member workloads")
+	rounds := flag.Int("rounds", 3, "rounds of the single-member workloads, alternating which implementation goes first")
 	flag.Parse()
 	upstreamVersion := e2e.UpstreamVersion
 	if *upstream == "" {
@@ -203,53 +247,86 @@ func main() {
 	}
 	type subject struct{ label, bin string }
 	subjects := []subject{{"ours", *ours}, {"upstream " + upstreamVersion, *upstream}}
-	results := map[string][]result{}
-	rss := map[string]int64{}
-	for _, sub := range subjects {
-		s, err := newServer(sub.label, sub.bin, "b1")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
+	// results[label][round][workload]; the order alternates by round so that neither side always
+	// runs on a machine warmed (or tired) by the other.
+	results := map[string][][]result{}
+	rss := map[string][]int64{}
+	for round := 0; round < *rounds; round++ {
+		order := subjects
+		if round%2 == 1 {
+			order = []subject{subjects[1], subjects[0]}
 		}
-		err = s.Start()
-		if err == nil {
-			err = s.waitHealthy(20 * time.Second)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			s.stop()
-			os.Exit(1)
-		}
-		for _, w := range workloads {
-			r, err := run([]string{s.ClientURL}, *conns, *clients, w.total, *limit, w.op)
+		for _, sub := range order {
+			s, err := newServer(sub.label, sub.bin, "b1")
 			if err != nil {
-				fmt.Fprintln(os.Stderr, "bench:", err)
-				s.stop()
-				os.Exit(1)
+				fail(err)
 			}
-			fmt.Printf("%-12s %-34s %8d ops %6d errors %10.0f ops/s  p50 %-10v p99 %v\n", s.label, w.name, r.ops, r.errors, r.rate(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond))
-			results[s.label] = append(results[s.label], r)
+			err = s.Start()
+			if err == nil {
+				err = s.waitHealthy(20 * time.Second)
+			}
+			if err != nil {
+				s.stop()
+				fail(err)
+			}
+			var rs []result
+			for _, w := range workloads {
+				r, err := run([]string{s.ClientURL}, *conns, *clients, w.total, *limit, w.op)
+				if err != nil {
+					s.stop()
+					fail(err)
+				}
+				fmt.Printf("round %d %-12s %-34s %8d ops %6d errors %10.0f ops/s  p50 %-10v p99 %v\n", round+1, s.label, w.name, r.ops, r.errors, r.rate(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond))
+				rs = append(rs, r)
+			}
+			results[s.label] = append(results[s.label], rs)
+			rss[s.label] = append(rss[s.label], s.peakRSS())
+			s.stop()
 		}
-		rss[s.label] = s.peakRSS()
-		s.stop()
 	}
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Performance\n\n")
 	fmt.Fprintf(&b, "Measured by `make bench` on %s: one member each, %d clients over %d gRPC connections, loopback,\n", time.Now().UTC().Format("2006-01-02"), *clients, *conns)
-	fmt.Fprintf(&b, "%d CPUs, %s/%s, %s. Both servers run with the same flags, one after the other, in the same run.\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
-	fmt.Fprintf(&b, "Command: `go run ./cmd/bench --ours %s --upstream <etcd %s built from the Go module proxy> --clients %d --conns %d --scale %d`\n\n", *ours, upstreamVersion, *clients, *conns, *scale)
-	fmt.Fprintf(&b, "| workload | ops | ours ops/s | upstream ops/s | ours p50 | upstream p50 | ours p99 | upstream p99 | errors (ours/upstream) |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "%d CPUs, %s/%s, %s. Both servers run with the same flags, a fresh member per round, %d rounds alternating which goes first.\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), *rounds)
+	fmt.Fprintf(&b, "Command: `go run ./cmd/bench --ours %s --upstream <etcd %s built from the Go module proxy> --clients %d --conns %d --scale %d --rounds %d`\n\n", *ours, upstreamVersion, *clients, *conns, *scale, *rounds)
+	fmt.Fprintf(&b, "Figures are medians over the rounds; the ratio is ours/upstream of the medians (above 1 is ours faster for ops/s, below 1 is ours quicker for p99), followed by each round's ratio.\n\n")
+	fmt.Fprintf(&b, "| workload | ops | ours ops/s | upstream ops/s | ratio (rounds) | ours p50 | upstream p50 | ours p99 | upstream p99 | p99 ratio | errors (ours/upstream) |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|\n")
 	up := subjects[1].label
 	for i, w := range workloads {
-		o, u := results["ours"][i], results[up][i]
-		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %v | %v | %v | %v | %d/%d |\n", w.name, o.ops, o.rate(), u.rate(),
-			o.p50.Round(time.Microsecond), u.p50.Round(time.Microsecond), o.p99.Round(time.Microsecond), u.p99.Round(time.Microsecond), o.errors, u.errors)
+		pick := func(label string, f func(result) float64) []float64 {
+			var xs []float64
+			for _, rs := range results[label] {
+				xs = append(xs, f(rs[i]))
+			}
+			return xs
+		}
+		rate := func(r result) float64 { return r.rate() }
+		p50 := func(r result) float64 { return float64(r.p50) }
+		p99 := func(r result) float64 { return float64(r.p99) }
+		errs := func(r result) float64 { return float64(r.errors) }
+		or, ur := pick("ours", rate), pick(up, rate)
+		var perRound []string
+		for j := range or {
+			perRound = append(perRound, fmt.Sprintf("%.2f", or[j]/ur[j]))
+		}
+		o99, u99 := median(pick("ours", p99)), median(pick(up, p99))
+		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.2fx (%s) | %v | %v | %v | %v | %.2f | %.0f/%.0f |\n", w.name, w.total, median(or), median(ur),
+			median(or)/median(ur), strings.Join(perRound, ", "), dur(median(pick("ours", p50))), dur(median(pick(up, p50))), dur(o99), dur(u99), o99/u99,
+			sum(pick("ours", errs)), sum(pick(up, errs)))
 	}
-	fmt.Fprintf(&b, "\nPeak resident memory (VmHWM) after all workloads: ours %.1f MiB, upstream %.1f MiB.\n",
-		float64(rss["ours"])/(1<<20), float64(rss[up])/(1<<20))
-	fmt.Fprintf(&b, "\nThe figures are from a shared 2-core machine and move by tens of percent between runs; compare the two columns of one run, not runs with each other.\n")
+	toF := func(xs []int64) []float64 {
+		var fs []float64
+		for _, x := range xs {
+			fs = append(fs, float64(x))
+		}
+		return fs
+	}
+	orss, urss := median(toF(rss["ours"])), median(toF(rss[up]))
+	fmt.Fprintf(&b, "\nPeak resident memory (VmHWM) after all workloads, median over rounds: ours %.1f MiB, upstream %.1f MiB (ratio %.2f).\n",
+		orss/(1<<20), urss/(1<<20), orss/urss)
+	fmt.Fprintf(&b, "\nThe figures are from a shared 2-core machine; the per-round ratios show how much they move within this run. Compare ratios of one run, not runs with each other.\n")
 	if !*skipCluster {
 		var rows []clusterResult
 		for _, s := range subjects {
@@ -262,9 +339,8 @@ func main() {
 		}
 		writeClusterReport(&b, rows, *catchupBytes)
 	}
-	if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+	if err := os.WriteFile(*out, []byte(b.String()+handWritten(*out)), 0o644); err != nil {
+		fail(err)
 	}
 	fmt.Println("wrote", *out)
 }
