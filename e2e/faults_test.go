@@ -434,11 +434,8 @@ func TestKill9LoopAndFrozenLeader(t *testing.T) {
 func TestPageCycleRefusedByInitialCorruptCheck(t *testing.T) {
 	m := NewMember(t)
 	m.Start()
-	c := m.Client()
-	for i := 0; i < 300; i++ {
-		if _, err := c.Put(Ctx(t), fmt.Sprintf("cycle/%04d", i), strings.Repeat("v", 200)); err != nil {
-			t.Fatal(err)
-		}
+	if acked := writeAckedSized(t, m.Client(), "cycle", 4, 300, 200, nil); len(acked) != 300 {
+		t.Fatalf("%d of 300 writes acknowledged", len(acked))
 	}
 	if err := m.Stop(); err != nil {
 		t.Fatal(err)
@@ -488,13 +485,9 @@ func TestBrokenSnapFileSetAside(t *testing.T) {
 			m := NewMember(t, "--snapshot-count", "100")
 			m.Bin = impl.bin
 			m.Start()
-			acked := map[string]string{}
-			for i := 0; i < 350; i++ {
-				k, v := fmt.Sprintf("snapfile/%04d", i), fmt.Sprintf("v%d", i)
-				if _, err := m.Client().Put(Ctx(t), k, v); err != nil {
-					t.Fatal(err)
-				}
-				acked[k] = v
+			acked := writeAcked(t, m.Client(), "snapfile", 1, 350, nil)
+			if len(acked) != 350 {
+				t.Fatalf("%d of 350 writes acknowledged", len(acked))
 			}
 			if err := m.Stop(); err != nil {
 				t.Fatal(err)

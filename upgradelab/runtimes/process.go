@@ -153,26 +153,23 @@ func (m *processMember) Thaw(context.Context) error {
 
 // Partition implements Member: on a network of namespaces, the member's port goes down (peers
 // and clients lose it alike).
-func (m *processMember) Partition(ctx context.Context) error {
-	if m.lan == nil {
-		return (&Process{}).Supports(plan.KindPartition)
-	}
-	if err := m.lan.Cut(ctx, m.m.Name); err != nil {
-		return err
-	}
-	m.partitioned = true
-	return nil
-}
+func (m *processMember) Partition(ctx context.Context) error { return m.cut(ctx, true) }
 
 // Heal implements Member: the member's port comes back up, at the same address.
-func (m *processMember) Heal(ctx context.Context) error {
-	if m.lan == nil {
-		return (&Process{}).Supports(plan.KindHeal)
+func (m *processMember) Heal(ctx context.Context) error { return m.cut(ctx, false) }
+
+func (m *processMember) cut(ctx context.Context, off bool) error {
+	kind, change := plan.KindHeal, (*netns.Net).Mend
+	if off {
+		kind, change = plan.KindPartition, (*netns.Net).Cut
 	}
-	if err := m.lan.Mend(ctx, m.m.Name); err != nil {
+	if m.lan == nil {
+		return (&Process{}).Supports(kind)
+	}
+	if err := change(m.lan, ctx, m.m.Name); err != nil {
 		return err
 	}
-	m.partitioned = false
+	m.partitioned = off
 	return nil
 }
 
