@@ -203,9 +203,10 @@ func TestVerifyFile(t *testing.T) {
 	if page[8] != branchPageFlag {
 		t.Fatalf("the bucket's root page %d is not a branch page (flags %#x)", root, page[8])
 	}
-	damage := func(name string, change func(elem []byte), want string) {
+	// change gets the root page; its first element follows the header.
+	damage := func(name string, change func(page []byte), want string) {
 		b := append([]byte(nil), data...)
-		change(b[int64(root)*ps+pageHeaderSize:])
+		change(b[int64(root)*ps:])
 		p := filepath.Join(t.TempDir(), name)
 		os.WriteFile(p, b, 0o600)
 		err := VerifyFile(p)
@@ -213,7 +214,12 @@ func TestVerifyFile(t *testing.T) {
 			t.Fatalf("%s: %v, want %q", name, err, want)
 		}
 	}
-	damage("cycle", func(e []byte) { binary.LittleEndian.PutUint64(e[8:], root) }, "referenced more than once")
-	damage("past the end", func(e []byte) { binary.LittleEndian.PutUint64(e[8:], 1<<40) }, "outside the pages in use")
-	damage("key past the page", func(e []byte) { binary.LittleEndian.PutUint32(e[0:], 1<<30) }, "runs past the page")
+	first := pageHeaderSize
+	damage("cycle", func(p []byte) { binary.LittleEndian.PutUint64(p[first+8:], root) }, "referenced more than once")
+	damage("past the end", func(p []byte) { binary.LittleEndian.PutUint64(p[first+8:], 1<<40) }, "outside the pages in use")
+	damage("key past the page", func(p []byte) { binary.LittleEndian.PutUint32(p[first:], 1<<30) }, "runs past the page")
+	// bbolt's cursor follows an empty branch page's first element all the same (found by
+	// FuzzGetStatus: the cursor's stack grew until memory ran out).
+	damage("empty branch page", func(p []byte) { binary.LittleEndian.PutUint16(p[10:], 0) }, "neither a leaf page nor a branch page with elements")
+	damage("unknown page type", func(p []byte) { binary.LittleEndian.PutUint16(p[8:], 0x20) }, "neither a leaf page nor a branch page with elements")
 }

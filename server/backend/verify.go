@@ -168,6 +168,12 @@ func (w *pageWalker) page(id uint64) ([]uint64, error) {
 func (w *pageWalker) elements(id uint64, b []byte, inline bool) ([]uint64, error) {
 	le := binary.LittleEndian
 	flags, count := le.Uint16(b[8:]), int(le.Uint16(b[10:]))
+	// bbolt never writes an empty branch page, and its cursor reads a branch page's first child
+	// without looking at the count: an empty one sends it down a page id from stale bytes (a
+	// loop that grows its stack until memory runs out). An inline bucket is always one leaf.
+	if flags != leafPageFlag && (flags != branchPageFlag || inline || count == 0) {
+		return nil, w.corrupt("page %d: neither a leaf page nor a branch page with elements (flags %#x, %d elements)", id, flags, count)
+	}
 	if pageHeaderSize+count*elementSize > len(b) {
 		return nil, w.corrupt("page %d: %d elements do not fit in it", id, count)
 	}
@@ -176,7 +182,7 @@ func (w *pageWalker) elements(id uint64, b []byte, inline bool) ([]uint64, error
 		at := pageHeaderSize + i*elementSize
 		e := b[at : at+elementSize]
 		switch {
-		case flags == branchPageFlag && !inline:
+		case flags == branchPageFlag:
 			pos, ksize := int(le.Uint32(e[0:])), int(le.Uint32(e[4:]))
 			if at+pos+ksize > len(b) || at+pos < 0 {
 				return nil, w.corrupt("page %d: branch element %d runs past the page", id, i)
@@ -207,12 +213,7 @@ func (w *pageWalker) elements(id uint64, b []byte, inline bool) ([]uint64, error
 				return nil, err
 			}
 			children = append(children, more...)
-		default:
-			return nil, w.corrupt("page %d: not a branch or leaf page (flags %#x)", id, flags)
 		}
-	}
-	if count == 0 && flags != leafPageFlag && flags != branchPageFlag {
-		return nil, w.corrupt("page %d: not a branch or leaf page (flags %#x)", id, flags)
 	}
 	return children, nil
 }
