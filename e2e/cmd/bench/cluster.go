@@ -14,26 +14,15 @@ import (
 // catchupLimit bounds how long a new member may take to catch up.
 const catchupLimit = 10 * time.Minute
 
-type clusterResult struct {
-	label                string
-	put                  result
-	rollWrites, rollFail int
-	longestStall, maxLat time.Duration
-	// slowestStop is the longest a member took to exit after SIGTERM during the restart.
-	slowestStop time.Duration
-	catchup     time.Duration
-	catchupKeys int
-}
-
 func startCluster(label, bin string, n int) ([]*server, error) {
-	ss := make([]*server, n)
+	ss := make([]*server, 0, n)
 	var ic []string
-	for i := range ss {
-		s, err := newServer(label, bin, fmt.Sprintf("c%d", i+1))
+	for i := 0; i < n; i++ {
+		s, err := newServer(label, bin, fmt.Sprintf("c%d", i+1), false)
 		if err != nil {
-			return ss[:i], err
+			return ss, err
 		}
-		ss[i] = s
+		ss = append(ss, s)
 		ic = append(ic, s.Name+"="+s.PeerURL)
 	}
 	for _, s := range ss {
@@ -58,41 +47,72 @@ func endpoints(ss []*server) []string {
 	return eps
 }
 
-func benchCluster(label, bin string, clients, conns, scale int, limit time.Duration, catchupBytes int64) (clusterResult, error) {
-	res := clusterResult{label: label}
+// clusterWorkloads run on a fresh three-member cluster, the clients spread over its members.
+func clusterWorkloads(scale int) []workload {
+	val := strings.Repeat("v", 256)
+	keys := 20000 * scale
+	return []workload{
+		{name: "3 members: put (256 B values)", total: keys, op: func(ctx context.Context, c *clientv3.Client, i int) error {
+			_, err := c.Put(ctx, fmt.Sprintf("bench/%08d", i), val)
+			return err
+		}},
+		{name: "3 members: range, linearizable (1 key)", total: 2 * keys, op: func(ctx context.Context, c *clientv3.Client, i int) error {
+			_, err := c.Get(ctx, fmt.Sprintf("bench/%08d", i%keys))
+			return err
+		}},
+	}
+}
+
+// benchCluster runs the three-member workloads, then a rolling restart under writes and the
+// catch-up of a new member.
+func benchCluster(label, bin string, o options) (sample, error) {
+	smp := newSample()
 	ss, err := startCluster(label, bin, 3)
 	defer func() {
 		for _, s := range ss {
-			if s != nil {
-				s.stop()
-			}
+			s.stop()
 		}
 	}()
 	if err != nil {
-		return res, err
+		return smp, err
 	}
 	eps := endpoints(ss)
-	val := strings.Repeat("v", 256)
-	ctx := context.Background()
-	res.put, err = run(eps, conns, clients, 20000*scale, limit, func(ctx context.Context, c *clientv3.Client, i int) error {
-		_, err := c.Put(ctx, fmt.Sprintf("bench/%08d", i), val)
-		return err
-	})
-	if err != nil {
-		return res, err
+	for _, w := range clusterWorkloads(o.scale) {
+		r, err := run(eps, o.conns, o.clients, w.total, o.limit, w.op)
+		if err != nil {
+			return smp, err
+		}
+		smp.printResult(label, w.name, r)
+		smp.results[w.name] = r
 	}
-	fmt.Printf("%-12s 3-member put: %.0f ops/s p99 %v\n", label, res.put.rate(), res.put.p99)
+	if err := rollingRestart(label, ss, smp); err != nil {
+		return smp, err
+	}
+	nm, err := catchUp(label, bin, ss, o.catchupBytes, smp)
+	if nm != nil {
+		ss = append(ss, nm)
+	}
+	return smp, err
+}
 
-	// Rolling restart under 8 writers: failed requests and the longest gap between successes.
+// rollingRestart sends SIGTERM to each member in turn under 8 writers and starts it again,
+// recording failed writes, the longest gap between two successful writes and the slowest stop.
+func rollingRestart(label string, ss []*server, smp sample) error {
 	cl, err := clientv3.New(clientv3.Config{Endpoints: endpoints(ss), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer cl.Close()
+	val := strings.Repeat("v", 256)
 	stop := make(chan struct{})
-	var mu sync.Mutex
-	lastOK := time.Now()
-	var wg sync.WaitGroup
+	var (
+		mu                   sync.Mutex
+		lastOK               = time.Now()
+		writes, failed       int
+		longestStall, maxLat time.Duration
+		slowestStop          time.Duration
+		wg                   sync.WaitGroup
+	)
 	for w := 0; w < 8; w++ {
 		wg.Add(1)
 		go func(w int) {
@@ -104,77 +124,98 @@ func benchCluster(label, bin string, clients, conns, scale int, limit time.Durat
 				default:
 				}
 				t0 := time.Now()
-				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				_, err := cl.Put(cctx, fmt.Sprintf("roll/%d/%d", w, i), val)
 				cancel()
 				now := time.Now()
 				mu.Lock()
-				res.rollWrites++
+				writes++
 				if err != nil {
-					res.rollFail++
+					failed++
 				} else {
-					if gap := now.Sub(lastOK); gap > res.longestStall {
-						res.longestStall = gap
-					}
+					longestStall = max(longestStall, now.Sub(lastOK))
 					lastOK = now
-					if d := now.Sub(t0); d > res.maxLat {
-						res.maxLat = d
-					}
+					maxLat = max(maxLat, now.Sub(t0))
 				}
 				mu.Unlock()
 			}
 		}(w)
 	}
+	var serr error
 	for _, s := range ss {
 		time.Sleep(time.Second)
 		t0 := time.Now()
 		s.terminate()
-		if d := time.Since(t0); d > res.slowestStop {
-			res.slowestStop = d
+		slowestStop = max(slowestStop, time.Since(t0))
+		if serr = s.Start(); serr == nil {
+			serr = s.waitHealthy(30 * time.Second)
 		}
-		if err := s.Start(); err != nil {
-			close(stop)
-			wg.Wait()
-			return res, err
-		}
-		if err := s.waitHealthy(30 * time.Second); err != nil {
-			close(stop)
-			wg.Wait()
-			return res, err
+		if serr != nil {
+			break
 		}
 	}
 	time.Sleep(time.Second)
 	close(stop)
 	wg.Wait()
-	fmt.Printf("%-12s rolling restart: %d writes, %d failed, longest stall %v, slowest stop %v\n", label, res.rollWrites, res.rollFail, res.longestStall, res.slowestStop)
+	if serr != nil {
+		return serr
+	}
+	smp.values[figRollStall] = float64(longestStall)
+	smp.values[figRollFailed] = float64(failed)
+	smp.values[figRollMaxLat] = float64(maxLat)
+	smp.values[figSlowestStop] = float64(slowestStop)
+	fmt.Printf("%-12s rolling restart: %d writes, %d failed, longest stall %v, max latency %v, slowest stop %v\n", label, writes, failed,
+		longestStall.Round(time.Millisecond), maxLat.Round(time.Millisecond), slowestStop.Round(time.Millisecond))
+	return nil
+}
 
-	// Catch-up: load catchupBytes, add a member, time until it serves all of it.
+// catchUp loads bytes in 64 KiB values, adds a member and times until it serves every key
+// (a serializable count on the new member). It returns the new member for the caller to stop.
+func catchUp(label, bin string, ss []*server, bytes int64, smp sample) (*server, error) {
 	const valSize = 64 << 10
-	n := int(catchupBytes / valSize)
+	n := int(bytes / valSize)
 	big := strings.Repeat("x", valSize)
-	if _, err := run(eps, conns, 16, n, 30*time.Minute, func(ctx context.Context, c *clientv3.Client, i int) error {
+	eps := endpoints(ss)
+	r, err := run(eps, 8, 16, n, 30*time.Minute, func(ctx context.Context, c *clientv3.Client, i int) error {
 		_, err := c.Put(ctx, fmt.Sprintf("catchup/%08d", i), big)
 		return err
-	}); err != nil {
-		return res, err
+	})
+	if err == nil && r.errors > 0 {
+		err = fmt.Errorf("loading the catch-up data: %d puts failed", r.errors)
 	}
-	res.catchupKeys = n
-	nm, err := newServer(label, bin, "c4")
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	ss = append(ss, nm)
-	if _, err := cl.MemberAdd(ctx, []string{nm.PeerURL}); err != nil {
-		return res, fmt.Errorf("member add: %w", err)
+	nm, err := newServer(label, bin, "c4", false)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nm, err
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	// The strict reconfiguration check refuses while a restarted member has been connected for
+	// less than 5 s ("unhealthy cluster"), as upstream's does; wait it out.
+	for tries := 0; ; tries++ {
+		_, err := cl.MemberAdd(ctx, []string{nm.PeerURL})
+		if err == nil {
+			break
+		}
+		if tries == 30 || !strings.Contains(err.Error(), "unhealthy cluster") {
+			return nm, fmt.Errorf("member add: %w", err)
+		}
+		time.Sleep(time.Second)
 	}
 	nm.InitialCluster, nm.State = ss[0].InitialCluster+",c4="+nm.PeerURL, "existing"
 	start := time.Now()
 	if err := nm.Start(); err != nil {
-		return res, err
+		return nm, err
 	}
 	nc, err := nm.NewClient()
 	if err != nil {
-		return res, err
+		return nm, err
 	}
 	defer nc.Close()
 	deadline := time.Now().Add(catchupLimit)
@@ -186,27 +227,12 @@ func benchCluster(label, bin string, clients, conns, scale int, limit time.Durat
 			break
 		}
 		if time.Now().After(deadline) {
-			res.catchup = -1 // reported as not caught up within the limit
-			fmt.Printf("%-12s new member did not catch up within %v (log in %s)\n", label, catchupLimit, nm.dir)
-			return res, nil
+			return nm, fmt.Errorf("%s: the new member did not catch up within %v (log in %s)", label, catchupLimit, nm.dir)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
-	res.catchup = time.Since(start)
-	fmt.Printf("%-12s new member caught up with %d MiB in %v\n", label, catchupBytes>>20, res.catchup)
-	return res, nil
-}
-
-func writeClusterReport(b *strings.Builder, rows []clusterResult, catchupBytes int64) {
-	fmt.Fprintf(b, "\n## Three-member cluster\n\n")
-	fmt.Fprintf(b, "Same machine, three processes per implementation on loopback. The rolling restart sends SIGTERM to each member in turn under 8 writers (10s request timeout); the stall is the longest gap between two successful writes; the slowest stop is the longest a member took to exit after SIGTERM. Catch-up starts a member added with `member add` after loading %d MiB in 64 KiB values and ends when it serves every key (serializable count).\n\n", catchupBytes>>20)
-	fmt.Fprintf(b, "| | put ops/s | put p99 | rolling restart writes | failed | longest write stall | max write latency | slowest stop | catch-up of %d MiB |\n|---|---|---|---|---|---|---|---|---|\n", catchupBytes>>20)
-	for _, r := range rows {
-		catchup := r.catchup.Round(100 * time.Millisecond).String()
-		if r.catchup < 0 {
-			catchup = "not within " + catchupLimit.String()
-		}
-		fmt.Fprintf(b, "| %s | %.0f | %v | %d | %d | %v | %v | %v | %s |\n", r.label, r.put.rate(), r.put.p99.Round(time.Microsecond),
-			r.rollWrites, r.rollFail, r.longestStall.Round(time.Millisecond), r.maxLat.Round(time.Millisecond), r.slowestStop.Round(time.Millisecond), catchup)
-	}
+	took := time.Since(start)
+	smp.values[figCatchup] = float64(took)
+	fmt.Printf("%-12s new member caught up with %d MiB in %v\n", label, bytes>>20, took.Round(100*time.Millisecond))
+	return nm, nil
 }

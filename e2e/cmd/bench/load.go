@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"etcdx/upgradelab/cluster"
+)
+
+// server is one member the bench runs: the shared harness's member, with the bench's label and
+// the temporary directory that holds its data and log.
+type server struct {
+	*cluster.Member
+	label string
+	dir   string
+}
+
+// newServer prepares (does not start) member name of binary bin, alone in a new cluster until
+// its InitialCluster says otherwise. pprof serves /debug/pprof/ on the client URL.
+func newServer(label, bin, name string, pprof bool) (*server, error) {
+	dir, err := os.MkdirTemp("", "bench-"+strings.ReplaceAll(label, " ", "-")+"-")
+	if err != nil {
+		return nil, err
+	}
+	m := &cluster.Member{Name: name, Bin: bin, DataDir: filepath.Join(dir, "data"), LogPath: filepath.Join(dir, "server.log"),
+		State: "new", LogLevel: "error"}
+	if pprof {
+		m.Extra = []string{"--enable-pprof"}
+	}
+	if m.ClientURL, err = cluster.FreeURL(); err == nil {
+		m.PeerURL, err = cluster.FreeURL()
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return &server{Member: m, label: label, dir: dir}, nil
+}
+
+// startServer starts a lone member and waits until it is healthy.
+func startServer(label, bin string, pprof bool) (*server, error) {
+	s, err := newServer(label, bin, "b1", pprof)
+	if err != nil {
+		return nil, err
+	}
+	if err = s.Start(); err == nil {
+		err = s.waitHealthy(20 * time.Second)
+	}
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *server) waitHealthy(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := s.WaitHealthy(ctx); err != nil {
+		return fmt.Errorf("%s %s did not become healthy (log in %s): %w", s.label, s.Name, s.dir, err)
+	}
+	return nil
+}
+
+// memory is the process's resident set size in bytes: the high-water mark (VmHWM) and now (VmRSS).
+func (s *server) memory() (peak, now int64) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.Pid()))
+	if err != nil {
+		return 0, 0
+	}
+	field := func(name string) int64 {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, name+":") {
+				f := strings.Fields(line)
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				return kb * 1024
+			}
+		}
+		return 0
+	}
+	return field("VmHWM"), field("VmRSS")
+}
+
+// profile saves the member's CPU profile over the next d to path (the member runs with
+// --enable-pprof); it returns at once and the returned function waits for the file.
+func (s *server) profile(path string, d time.Duration) func() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", s.ClientURL, int(d.Seconds())))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: profile:", err)
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: profile:", err)
+			return
+		}
+		defer f.Close()
+		io.Copy(f, resp.Body)
+	}()
+	return func() { <-done }
+}
+
+// terminate sends SIGTERM and waits for the process to exit (SIGKILL after 10s).
+func (s *server) terminate() { s.Stop(10 * time.Second) }
+
+func (s *server) stop() {
+	s.terminate()
+	os.RemoveAll(s.dir)
+}
+
+type result struct {
+	ops      int
+	errors   int
+	elapsed  time.Duration
+	p50, p99 time.Duration
+	max      time.Duration
+}
+
+func (r result) rate() float64 { return float64(r.ops) / r.elapsed.Seconds() }
+
+type op func(ctx context.Context, c *clientv3.Client, i int) error
+
+func newClients(endpoints []string, n int) ([]*clientv3.Client, func(), error) {
+	cs := make([]*clientv3.Client, 0, n)
+	closeAll := func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	}
+	for i := 0; i < n; i++ {
+		c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+			MaxCallSendMsgSize: 16 << 20})
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		cs = append(cs, c)
+	}
+	return cs, closeAll, nil
+}
+
+// run executes total operations spread over clients goroutines sharing conns connections, and
+// stops early at the time limit.
+func run(endpoints []string, conns, clients, total int, limit time.Duration, o op) (result, error) {
+	cs, closeAll, err := newClients(endpoints, conns)
+	if err != nil {
+		return result{}, err
+	}
+	defer closeAll()
+	var mu sync.Mutex
+	lat := make([]time.Duration, 0, total)
+	errs := 0
+	next := make(chan int, total)
+	for i := 0; i < total; i++ {
+		next <- i
+	}
+	close(next)
+	deadline := time.Now().Add(limit)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < clients; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			c := cs[w%conns]
+			local := make([]time.Duration, 0, total/clients+1)
+			lerr := 0
+			for i := range next {
+				if time.Now().After(deadline) {
+					break
+				}
+				t0 := time.Now()
+				octx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err := o(octx, c, i)
+				cancel()
+				if err != nil {
+					lerr++
+					continue
+				}
+				local = append(local, time.Since(t0))
+			}
+			mu.Lock()
+			lat = append(lat, local...)
+			errs += lerr
+			mu.Unlock()
+		}(w)
+	}
+	wg.Wait()
+	r := summarize(lat)
+	r.errors, r.elapsed = errs, time.Since(start)
+	return r, nil
+}
+
+// summarize sorts latencies and reads their count, median, 99th percentile and maximum.
+func summarize(lat []time.Duration) result {
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	r := result{ops: len(lat)}
+	if len(lat) > 0 {
+		r.p50, r.p99, r.max = lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1]
+	}
+	return r
+}
+
+// load writes n keys fmt.Sprintf(format, i) with value val in transactions of up to 100 puts
+// (upstream's --max-txn-ops is 128), over 8 connections.
+func load(endpoints []string, format string, n int, val string) error {
+	const per = 100
+	batches := (n + per - 1) / per
+	r, err := run(endpoints, 8, 16, batches, 30*time.Minute, func(ctx context.Context, c *clientv3.Client, b int) error {
+		ops := make([]clientv3.Op, 0, per)
+		for i := b * per; i < (b+1)*per && i < n; i++ {
+			ops = append(ops, clientv3.OpPut(fmt.Sprintf(format, i), val))
+		}
+		_, err := c.Txn(ctx).Then(ops...).Commit()
+		return err
+	})
+	if err == nil && r.errors > 0 {
+		err = fmt.Errorf("loading %d keys: %d of %d transactions failed", n, r.errors, batches)
+	}
+	return err
+}

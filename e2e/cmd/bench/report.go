@@ -1,0 +1,185 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+)
+
+// handMarker starts the part of the report that people write (measurements made by other
+// commands, such as the upgrade lab's); the bench keeps it when it rewrites the file.
+const handMarker = "<!-- make bench keeps everything below this line -->"
+
+// handWritten is the kept part of the report at path, marker included ("" when there is none).
+func handWritten(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if i := strings.Index(string(b), handMarker); i >= 0 {
+		return "\n" + string(b[i:])
+	}
+	return ""
+}
+
+// figure is how the report shows one single figure.
+type figure struct {
+	key, title string
+	format     func(float64) string
+}
+
+func mib(x float64) string   { return fmt.Sprintf("%.1f MiB", x/(1<<20)) }
+func bytes(x float64) string { return fmt.Sprintf("%.0f B", x) }
+func count(x float64) string { return fmt.Sprintf("%.0f", x) }
+func dur(ns float64) string {
+	d := time.Duration(ns)
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	}
+	return d.Round(time.Microsecond).String()
+}
+
+// figures are the single figures in report order; all are better lower.
+var figures = []figure{
+	{figPeakRSS, "peak resident memory (VmHWM) after the single-member workloads", mib},
+	{figBytesPerKey, "resident memory per key, 1 million keys of 256 B", bytes},
+	{figCompactPause, "longest request during a compaction of 1 million superseded revisions", dur},
+	{figCompactTook, "compaction of 1 million superseded revisions (physical)", dur},
+	{figWatchP99, "watch delivery p99", dur},
+	{figWatchMax, "watch delivery, slowest", dur},
+	{figRollStall, "rolling restart of 3 members: longest write stall", dur},
+	{figRollMaxLat, "rolling restart: slowest successful write", dur},
+	{figRollFailed, "rolling restart: failed writes", count},
+	{figSlowestStop, "rolling restart: slowest stop after SIGTERM", dur},
+	{figCatchup, "new member catching up", dur},
+}
+
+type report struct {
+	subjects []subject
+	samples  map[string][]sample
+	o        options
+	rounds   int
+	parts    string
+	command  string
+	took     time.Duration
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// ratios are each round's ours/upstream, formatted.
+func ratios(o, u []float64) string {
+	var rs []string
+	for i := range o {
+		if i < len(u) && u[i] != 0 {
+			rs = append(rs, fmt.Sprintf("%.2f", o[i]/u[i]))
+		}
+	}
+	return strings.Join(rs, ", ")
+}
+
+func ratio(o, u float64) string {
+	if u == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", o/u)
+}
+
+func (r report) markdown() string {
+	ours, up := r.subjects[0].label, r.subjects[1].label
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Performance\n\n")
+	fmt.Fprintf(&b, "Measured by `make bench` on %s (%v in all): %d CPUs, %s/%s, %s, loopback; ours and %s with the same flags,\n", time.Now().UTC().Format("2006-01-02"), r.took.Round(time.Minute), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), up)
+	fmt.Fprintf(&b, "fresh members for every part of every round, %d rounds alternating which implementation goes first.\n", r.rounds)
+	fmt.Fprintf(&b, "Command (in `e2e/`): `%s`\n\n", r.command)
+	fmt.Fprintf(&b, "Figures are medians over the rounds; the ratio is ours/upstream of the medians, followed by each round's ratio. For ops/s above 1 is ours faster; for latencies, memory and times below 1 is ours better.\n")
+	// results of one workload name across rounds
+	pick := func(label, name string, f func(result) float64) []float64 {
+		var xs []float64
+		for _, s := range r.samples[label] {
+			if res, ok := s.results[name]; ok {
+				xs = append(xs, f(res))
+			}
+		}
+		return xs
+	}
+	var names []string
+	for _, w := range append(singleWorkloads(r.o.scale), clusterWorkloads(r.o.scale)...) {
+		if len(pick(ours, w.name, func(result) float64 { return 0 })) > 0 {
+			names = append(names, w.name)
+		}
+	}
+	if len(names) > 0 {
+		fmt.Fprintf(&b, "\n## Throughput and latency\n\n")
+		fmt.Fprintf(&b, "%d clients over %d gRPC connections (upstream's Go client) unless the workload says otherwise; three-member workloads spread the connections over the members.\n\n", r.o.clients, r.o.conns)
+		fmt.Fprintf(&b, "| workload | ops | ours ops/s | upstream ops/s | ratio (rounds) | ours p50 | upstream p50 | p50 ratio | ours p99 | upstream p99 | p99 ratio (rounds) | errors (ours/upstream) |\n")
+		fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		rate := func(x result) float64 { return x.rate() }
+		p50 := func(x result) float64 { return float64(x.p50) }
+		p99 := func(x result) float64 { return float64(x.p99) }
+		errs := func(x result) float64 { return float64(x.errors) }
+		ops := func(x result) float64 { return float64(x.ops) }
+		for _, n := range names {
+			or, ur := pick(ours, n, rate), pick(up, n, rate)
+			o50, u50 := median(pick(ours, n, p50)), median(pick(up, n, p50))
+			o99, u99 := pick(ours, n, p99), pick(up, n, p99)
+			fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f | %s (%s) | %s | %s | %s | %s | %s | %s (%s) | %.0f/%.0f |\n", n, median(pick(ours, n, ops)),
+				median(or), median(ur), ratio(median(or), median(ur)), ratios(or, ur),
+				dur(o50), dur(u50), ratio(o50, u50),
+				dur(median(o99)), dur(median(u99)), ratio(median(o99), median(u99)), ratios(o99, u99),
+				sumOf(pick(ours, n, errs)), sumOf(pick(up, n, errs)))
+		}
+	}
+	values := func(label, key string) []float64 {
+		var xs []float64
+		for _, s := range r.samples[label] {
+			if v, ok := s.values[key]; ok {
+				xs = append(xs, v)
+			}
+		}
+		return xs
+	}
+	var rows []string
+	for _, f := range figures {
+		ov, uv := values(ours, f.key), values(up, f.key)
+		if len(ov) == 0 {
+			continue
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s (%s) |", f.title, f.format(median(ov)), f.format(median(uv)), ratio(median(ov), median(uv)), ratios(ov, uv)))
+	}
+	if len(rows) > 0 {
+		fmt.Fprintf(&b, "\n## Memory, scale and availability\n\n")
+		fmt.Fprintf(&b, "Lower is better in every row. Memory per key is the growth of resident memory (VmRSS) while %d keys are written in transactions of 100 puts, divided by the keys. ", r.o.keys)
+		fmt.Fprintf(&b, "The compaction rewrites every key once more and compacts the first writes away (physical compaction) while 8 clients put and get; its row is their slowest request. ")
+		fmt.Fprintf(&b, "Watch delivery: %d watchers of one prefix over 10 connections, %d puts 10 ms apart, latency from before each put to its arrival at each watcher. ", r.o.watchers, r.o.events)
+		fmt.Fprintf(&b, "The rolling restart sends SIGTERM to each of three members in turn under 8 writers (10 s timeout) and starts it again; the stall is the longest gap between two successful writes. ")
+		fmt.Fprintf(&b, "Catch-up: after %d MiB in 64 KiB values, a member added with `member add` starts, timed until it serves every key (serializable count).\n\n", r.o.catchupBytes>>20)
+		fmt.Fprintf(&b, "| figure | ours | upstream | ratio (rounds) |\n|---|---|---|---|\n")
+		b.WriteString(strings.Join(rows, "\n") + "\n")
+	}
+	fmt.Fprintf(&b, "\nThe machine is a shared 2-core virtual machine, and the bench's clients run on it too; the per-round ratios show how much the figures move within one run. Compare ratios of one run, not runs with each other.\n")
+	return b.String()
+}
+
+func sumOf(xs []float64) float64 {
+	t := 0.0
+	for _, x := range xs {
+		t += x
+	}
+	return t
+}

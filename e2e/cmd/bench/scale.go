@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// benchKeys loads o.keys keys of 256 B on a fresh member and reads the resident memory each key
+// costs; then it writes every key again and compacts the first o.keys revisions away under a
+// steady load of puts and gets, whose longest request is the compaction's pause.
+func benchKeys(label, bin string, o options) (sample, error) {
+	smp := newSample()
+	s, err := startServer(label, bin, false)
+	if err != nil {
+		return smp, err
+	}
+	defer s.stop()
+	eps := []string{s.ClientURL}
+	val := strings.Repeat("m", 256)
+	_, before := s.memory()
+	if err := load(eps, "mem/%09d", o.keys, val); err != nil {
+		return smp, err
+	}
+	time.Sleep(2 * time.Second) // let the last batch commit and allocations settle
+	_, after := s.memory()
+	perKey := float64(after-before) / float64(o.keys)
+	smp.values[figBytesPerKey] = perKey
+	fmt.Printf("%-12s %d keys: resident %.0f MiB -> %.0f MiB, %.0f B per key\n", label, o.keys, float64(before)/(1<<20), float64(after)/(1<<20), perKey)
+
+	if err := load(eps, "mem/%09d", o.keys, val); err != nil {
+		return smp, err
+	}
+	cs, closeAll, err := newClients(eps, 2)
+	if err != nil {
+		return smp, err
+	}
+	defer closeAll()
+	ctx := context.Background()
+	resp, err := cs[0].Get(ctx, "mem/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return smp, err
+	}
+	// A transaction's puts share one revision, so the revision counts transactions; compacting
+	// at the current one removes every key's first version, o.keys entries of the database.
+	rev := resp.Header.Revision
+	var (
+		mu   sync.Mutex
+		lat  []time.Duration
+		fail int
+		stop = make(chan struct{})
+		wg   sync.WaitGroup
+	)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			c := cs[w%len(cs)]
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				t0 := time.Now()
+				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				var err error
+				if i%2 == 0 {
+					_, err = c.Put(cctx, fmt.Sprintf("during/%d/%d", w, i), val)
+				} else {
+					_, err = c.Get(cctx, fmt.Sprintf("mem/%09d", (w*7919+i)%o.keys))
+				}
+				cancel()
+				d := time.Since(t0)
+				mu.Lock()
+				if err != nil {
+					fail++
+				} else {
+					lat = append(lat, d)
+				}
+				mu.Unlock()
+			}
+		}(w)
+	}
+	time.Sleep(time.Second)
+	t0 := time.Now()
+	_, cerr := cs[1].Compact(ctx, rev, clientv3.WithCompactPhysical())
+	took := time.Since(t0)
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	if cerr != nil {
+		return smp, fmt.Errorf("compact: %w", cerr)
+	}
+	r := summarize(lat)
+	r.errors = fail
+	smp.values[figCompactPause] = float64(r.max)
+	smp.values[figCompactTook] = float64(took)
+	fmt.Printf("%-12s compaction of %d superseded versions took %v; longest request meanwhile %v (p99 %v, %d failed)\n", label, o.keys, took.Round(time.Millisecond), r.max.Round(time.Millisecond), r.p99.Round(time.Microsecond), fail)
+	if fail > 0 {
+		return smp, fmt.Errorf("%d requests failed during the compaction", fail)
+	}
+	return smp, nil
+}
+
+// benchWatchers opens o.watchers watchers of one prefix on a fresh member, spread over 10
+// connections, then puts o.events keys 10 ms apart; each event's delivery latency is from just
+// before its put to its arrival at each watcher.
+func benchWatchers(label, bin string, o options) (sample, error) {
+	smp := newSample()
+	s, err := startServer(label, bin, false)
+	if err != nil {
+		return smp, err
+	}
+	defer s.stop()
+	const conns = 10
+	cs, closeAll, err := newClients([]string{s.ClientURL}, conns+1)
+	if err != nil {
+		return smp, err
+	}
+	defer closeAll()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var (
+		created sync.WaitGroup
+		done    sync.WaitGroup
+		mu      sync.Mutex
+		lat     = make([]time.Duration, 0, o.watchers*o.events)
+		missed  int
+	)
+	for i := 0; i < o.watchers; i++ {
+		wch := cs[i%conns].Watch(ctx, "watch/", clientv3.WithPrefix(), clientv3.WithCreatedNotify())
+		created.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			got := make([]time.Duration, 0, o.events)
+			first := true
+			deadline := time.After(2*time.Minute + time.Duration(o.events)*10*time.Millisecond)
+		recv:
+			for len(got) < o.events {
+				select {
+				case wr, ok := <-wch:
+					if !ok {
+						break recv
+					}
+					if first && wr.Created {
+						first = false
+						created.Done()
+						continue
+					}
+					now := time.Now()
+					for _, ev := range wr.Events {
+						ns, _ := strconv.ParseInt(string(ev.Kv.Value), 10, 64)
+						got = append(got, now.Sub(time.Unix(0, ns)))
+					}
+				case <-deadline:
+					break recv
+				}
+			}
+			if first {
+				created.Done()
+			}
+			mu.Lock()
+			lat = append(lat, got...)
+			missed += o.events - len(got)
+			mu.Unlock()
+		}()
+	}
+	created.Wait()
+	putter := cs[conns]
+	for i := 0; i < o.events; i++ {
+		pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := putter.Put(pctx, fmt.Sprintf("watch/%06d", i), strconv.FormatInt(time.Now().UnixNano(), 10))
+		pcancel()
+		if err != nil {
+			return smp, fmt.Errorf("put %d: %w", i, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	done.Wait()
+	r := summarize(lat)
+	smp.values[figWatchP99] = float64(r.p99)
+	smp.values[figWatchMax] = float64(r.max)
+	fmt.Printf("%-12s %d watchers x %d events: delivery p50 %v p99 %v max %v, %d missed\n", label, o.watchers, o.events, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.max.Round(time.Microsecond), missed)
+	if missed > 0 {
+		return smp, fmt.Errorf("%d of %d deliveries missed", missed, o.watchers*o.events)
+	}
+	return smp, nil
+}
