@@ -81,7 +81,8 @@ build_all() {
 		"$(pkg etcd-image)" "$(pkg discovery-image)"
 }
 # A builder killed by a signal is retried after a pause, with what might explain it; a real
-# failure (a stale vendor hash, a broken build) fails every try.
+# failure (a stale vendor hash, a broken build) fails every try. (The stand-in's holdOutput
+# answers the known cause, NixOS/nix#2176; the retry stays for anything else that kills.)
 for try in 1 2 3; do
 	if out=$(build_all 2>&1); then
 		printf '%s\n' "$out" >&2

@@ -4,11 +4,16 @@
 let
   hostPath = "/usr/bin:/bin";
   strip = attrs: removeAttrs attrs [ "meta" "passthru" "env" ];
+  # Nix 2.8 takes the end of the builder's output for its end and kills the build user's
+  # processes; a builder caught between closing its output and exiting is reported "killed by
+  # signal 9" (NixOS/nix#2176, one quick build in ten here). A sleeper started at exit keeps the
+  # output open until the builder has exited; its exit status is kept.
+  holdOutput = "trap '/bin/sleep 0.3 &' EXIT\n";
   run = name: attrs: script:
     (derivation (strip attrs // {
       inherit name system;
       builder = "/bin/bash";
-      args = [ "-c" script ];
+      args = [ "-c" (holdOutput + script) ];
       PATH = attrs.PATH or hostPath;
     } // lib.mapAttrs (_: toString) (attrs.env or { })))
     // { meta = attrs.meta or { }; };
@@ -19,8 +24,8 @@ let
     ln -s "$(command -v ${command})" $out/bin/${command}
   '';
 
-  # The version is read from Go's VERSION file, not by running go: a go command run with the
-  # builder's HOME (/homeless-shelter) was, on fresh machines, killed at once (signal 9).
+  # The version is read from Go's VERSION file (a quick builder, which holdOutput keeps from
+  # being reported killed).
   go_1_26 = run "go-1.26-host" { } ''
     v=$(head -n 1 /usr/local/go/VERSION)
     case "$v" in go1.2[6-9]*|go1.[3-9]*) ;; *) echo "host Go is $v; go.work needs 1.26" >&2; exit 1 ;; esac
