@@ -509,82 +509,167 @@ func (s *Server) raftLoop() {
 	defer s.wg.Done()
 	ticker := time.NewTicker(s.cfg.heartbeat())
 	defer ticker.Stop()
+	st := readyState{}
+	st.persisted, _ = s.storage.LastIndex()
+	st.saved, _, _ = s.storage.InitialState()
 	for {
 		select {
 		case <-ticker.C:
 			s.node.Tick()
 		case rd := <-s.node.Ready():
-			if rd.SoftState != nil {
-				s.onSoftState(rd.SoftState)
-				s.heartbeats.reset()
-			}
-			for _, rs := range rd.ReadStates {
-				select {
-				case s.readc <- rs:
-				default:
-					s.log.Warn("dropped a read state: read loop is behind")
-				}
-			}
-			if !raft.IsEmptyHardState(rd.HardState) {
-				s.term.Store(rd.HardState.Term)
-				s.committedIndex.Store(rd.HardState.Commit)
-				s.m.proposalsCommitted.Set(float64(rd.HardState.Commit))
-			}
-			if !raft.IsEmptySnap(rd.Snapshot) {
-				if err := s.saveSnap(rd.Snapshot); err != nil {
-					s.fatal("failed to save Raft snapshot", err)
-					return
-				}
-				if err := s.wal.SaveSnapshot(rd.Snapshot.Metadata); err != nil {
-					s.fatal("failed to save Raft snapshot", err)
-					return
-				}
-			}
-			if err := s.wal.Save(rd.HardState, rd.Entries); err != nil {
-				s.fatal("failed to save Raft hard state and entries", err)
+			if !s.handleReady(rd, &st) {
 				return
-			}
-			if !raft.IsEmptySnap(rd.Snapshot) {
-				if err := s.storage.ApplySnapshot(rd.Snapshot); err != nil {
-					s.fatal("failed to apply the incoming snapshot to raft storage", err)
-					return
-				}
-			}
-			if err := s.storage.Append(rd.Entries); err != nil {
-				s.fatal("failed to append entries to raft storage", err)
-				return
-			}
-			// Followers must persist before answering; sending after the WAL write covers both roles.
-			msgs := s.divertSnapshots(rd.Messages)
-			s.heartbeats.observe(msgs, s)
-			s.tr.Send(msgs)
-			b := applyBatch{ents: rd.CommittedEntries, snap: rd.Snapshot, applied: make(chan struct{})}
-			hasConf := false
-			for _, e := range rd.CommittedEntries {
-				if e.Type == raftpb.EntryConfChange || e.Type == raftpb.EntryConfChangeV2 {
-					hasConf = true
-				}
-			}
-			if len(b.ents) > 0 || !raft.IsEmptySnap(b.snap) {
-				select {
-				case s.applyc <- b:
-				case <-s.stopping:
-					return
-				}
-				if hasConf {
-					// Raft must see the new configuration before the next Ready.
-					select {
-					case <-b.applied:
-					case <-s.stopping:
-						return
-					}
-				}
 			}
 			s.node.Advance()
 		case <-s.stopping:
 			return
 		}
 	}
+}
+
+// readyState is what the raft loop carries from one Ready to the next.
+type readyState struct {
+	leader bool
+	// persisted is the last log index in the WAL (and raft's storage).
+	persisted uint64
+	// saved is the hard state last written to the WAL.
+	saved raftpb.HardState
+}
+
+// handleReady persists, sends and hands to the applier what one Ready holds; false when the
+// member is stopping or must stop.
+//
+// Two things overlap with the WAL's fsync, as in upstream: a leader's messages go out before its
+// own write (raft counts the leader's own copy only after Advance, so nothing commits on an
+// unwritten leader entry), and committed entries that are already in the WAL are applied while
+// the new ones are written. Committed entries not yet in the WAL (a follower learns of a commit
+// with the entries) are applied only after the write, so the database never gets ahead of the
+// WAL (the start-up check refuses such a data dir).
+func (s *Server) handleReady(rd raft.Ready, st *readyState) bool {
+	if rd.SoftState != nil {
+		s.onSoftState(rd.SoftState)
+		s.heartbeats.reset()
+		st.leader = rd.SoftState.RaftState == raft.StateLeader
+	}
+	for _, rs := range rd.ReadStates {
+		select {
+		case s.readc <- rs:
+		default:
+			s.log.Warn("dropped a read state: read loop is behind")
+		}
+	}
+	if !raft.IsEmptyHardState(rd.HardState) {
+		s.term.Store(rd.HardState.Term)
+		s.committedIndex.Store(rd.HardState.Commit)
+		s.m.proposalsCommitted.Set(float64(rd.HardState.Commit))
+	}
+	hasSnap := !raft.IsEmptySnap(rd.Snapshot)
+	// A new term or vote must be durable before any message carries it.
+	sendEarly := st.leader && (raft.IsEmptyHardState(rd.HardState) ||
+		rd.HardState.Term == st.saved.Term && rd.HardState.Vote == st.saved.Vote)
+	var msgs []raftpb.Message
+	if len(rd.Messages) > 0 {
+		msgs = s.divertSnapshots(rd.Messages)
+		s.heartbeats.observe(msgs, s)
+	}
+	if sendEarly {
+		s.tr.Send(msgs)
+	}
+	stable, rest := splitCommitted(rd.CommittedEntries, st.persisted, hasSnap)
+	var early *applyBatch
+	if len(stable) > 0 {
+		early = &applyBatch{ents: stable, applied: make(chan struct{})}
+		if !s.queueApply(*early) {
+			return false
+		}
+	}
+	if hasSnap {
+		if err := s.saveSnap(rd.Snapshot); err != nil {
+			s.fatal("failed to save Raft snapshot", err)
+			return false
+		}
+		if err := s.wal.SaveSnapshot(rd.Snapshot.Metadata); err != nil {
+			s.fatal("failed to save Raft snapshot", err)
+			return false
+		}
+	}
+	if err := s.wal.Save(rd.HardState, rd.Entries); err != nil {
+		s.fatal("failed to save Raft hard state and entries", err)
+		return false
+	}
+	if !raft.IsEmptyHardState(rd.HardState) {
+		st.saved = rd.HardState
+	}
+	if hasSnap {
+		if err := s.storage.ApplySnapshot(rd.Snapshot); err != nil {
+			s.fatal("failed to apply the incoming snapshot to raft storage", err)
+			return false
+		}
+		st.persisted = rd.Snapshot.Metadata.Index
+	}
+	if err := s.storage.Append(rd.Entries); err != nil {
+		s.fatal("failed to append entries to raft storage", err)
+		return false
+	}
+	if len(rd.Entries) > 0 {
+		st.persisted = rd.Entries[len(rd.Entries)-1].Index
+	}
+	// Followers must persist before answering.
+	if !sendEarly {
+		s.tr.Send(msgs)
+	}
+	var late *applyBatch
+	if len(rest) > 0 || hasSnap {
+		late = &applyBatch{ents: rest, snap: rd.Snapshot, applied: make(chan struct{})}
+		if !s.queueApply(*late) {
+			return false
+		}
+	}
+	// Raft must see a new configuration before the next Ready.
+	for _, b := range []*applyBatch{early, late} {
+		if b != nil && hasConfChange(b.ents) {
+			select {
+			case <-b.applied:
+			case <-s.stopping:
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// splitCommitted divides committed entries into those already in the WAL (up to persisted),
+// which may be applied while this Ready is written, and the rest, applied after. With a snapshot
+// in the Ready everything waits: the snapshot goes first.
+func splitCommitted(ents []raftpb.Entry, persisted uint64, hasSnap bool) (stable, rest []raftpb.Entry) {
+	if hasSnap {
+		return nil, ents
+	}
+	for i, e := range ents {
+		if e.Index > persisted {
+			return ents[:i], ents[i:]
+		}
+	}
+	return ents, nil
+}
+
+// queueApply hands a batch to the apply loop; false when the member is stopping.
+func (s *Server) queueApply(b applyBatch) bool {
+	select {
+	case s.applyc <- b:
+		return true
+	case <-s.stopping:
+		return false
+	}
+}
+
+func hasConfChange(ents []raftpb.Entry) bool {
+	for _, e := range ents {
+		if e.Type == raftpb.EntryConfChange || e.Type == raftpb.EntryConfChangeV2 {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) onSoftState(ss *raft.SoftState) {
@@ -781,9 +866,15 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (*apply
 	defer cancel()
 	s.m.proposalsPending.Inc()
 	defer s.m.proposalsPending.Dec()
+	// Spans only when the request is traced (tracing on and sampled): building them costs a few
+	// allocations per write otherwise.
+	traced := trace.SpanFromContext(ctx).IsRecording()
 	tracer := trace.SpanFromContext(ctx).TracerProvider().Tracer(tracerName)
-	pctx, span := tracer.Start(ctx, "raft proposal")
-	defer span.End()
+	pctx, span := ctx, trace.SpanFromContext(ctx)
+	if traced {
+		pctx, span = tracer.Start(ctx, "raft proposal")
+		defer span.End()
+	}
 	if err := s.proposeRetrying(cctx, data); err != nil {
 		s.waits.trigger(id, nil)
 		s.m.proposalsFailed.Inc()
@@ -797,11 +888,13 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (*apply
 			return nil, ErrStopped
 		}
 		res := x.(*applyResult)
-		// The commit and apply happened elsewhere; their spans take the times recorded there.
-		_, commit := tracer.Start(pctx, "raft commit", trace.WithTimestamp(proposed))
-		commit.End(trace.WithTimestamp(res.applied))
-		_, apply := tracer.Start(pctx, "apply", trace.WithTimestamp(res.applied))
-		apply.End(trace.WithTimestamp(res.appliedAt))
+		if traced {
+			// The commit and apply happened elsewhere; their spans take the times recorded there.
+			_, commit := tracer.Start(pctx, "raft commit", trace.WithTimestamp(proposed))
+			commit.End(trace.WithTimestamp(res.applied))
+			_, apply := tracer.Start(pctx, "apply", trace.WithTimestamp(res.applied))
+			apply.End(trace.WithTimestamp(res.appliedAt))
+		}
 		return res, nil
 	case <-cctx.Done():
 		s.waits.trigger(id, nil)

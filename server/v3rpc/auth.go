@@ -63,13 +63,12 @@ var methodRules = map[string]callerRule{
 // the JSON gateway carries the member's own certificate, so its name is never the caller's.
 func requestCredentials(ctx context.Context) auth.Credentials {
 	var c auth.Credentials
-	md, _ := metadata.FromIncomingContext(ctx)
-	if v := md.Get(rpctypes.TokenFieldNameGRPC); len(v) > 0 {
+	if v := metadata.ValueFromIncomingContext(ctx, rpctypes.TokenFieldNameGRPC); len(v) > 0 {
 		c.Token = v[0]
-	} else if v := md.Get(rpctypes.TokenFieldNameSwagger); len(v) > 0 {
+	} else if v := metadata.ValueFromIncomingContext(ctx, rpctypes.TokenFieldNameSwagger); len(v) > 0 {
 		c.Token = strings.TrimPrefix(v[0], "Bearer ")
 	}
-	if len(md.Get("grpcgateway-accept")) > 0 || len(md.Get(GatewayMark)) > 0 {
+	if metadata.ValueFromIncomingContext(ctx, "grpcgateway-accept") != nil || metadata.ValueFromIncomingContext(ctx, GatewayMark) != nil {
 		return c
 	}
 	if p, ok := peer.FromContext(ctx); ok && p.AuthInfo != nil {

@@ -91,10 +91,8 @@ func loggable(req any) string {
 // error for one that is not valid UTF-8, as upstream refuses it.
 func clientVersion(ctx context.Context) (string, error) {
 	ver := "unknown"
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		if vs := md.Get(rpctypes.MetadataClientAPIVersionKey); len(vs) > 0 {
-			ver = vs[0]
-		}
+	if vs := metadata.ValueFromIncomingContext(ctx, rpctypes.MetadataClientAPIVersionKey); len(vs) > 0 {
+		ver = vs[0]
 	}
 	if !utf8.ValidString(ver) {
 		return "", rpctypes.ErrGRPCInvalidClientAPIVersion

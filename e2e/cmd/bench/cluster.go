@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -14,11 +15,11 @@ import (
 // catchupLimit bounds how long a new member may take to catch up.
 const catchupLimit = 10 * time.Minute
 
-func startCluster(label, bin string, n int) ([]*server, error) {
+func startCluster(label, bin string, n int, pprof bool) ([]*server, error) {
 	ss := make([]*server, 0, n)
 	var ic []string
 	for i := 0; i < n; i++ {
-		s, err := newServer(label, bin, fmt.Sprintf("c%d", i+1), false)
+		s, err := newServer(label, bin, fmt.Sprintf("c%d", i+1), pprof)
 		if err != nil {
 			return ss, err
 		}
@@ -64,10 +65,10 @@ func clusterWorkloads(scale int) []workload {
 }
 
 // benchCluster runs the three-member workloads, then a rolling restart under writes and the
-// catch-up of a new member.
-func benchCluster(label, bin string, o options) (sample, error) {
+// catch-up of a new member. With profDir set it saves each member's CPU profile of each workload.
+func benchCluster(label, bin string, o options, profDir string) (sample, error) {
 	smp := newSample()
-	ss, err := startCluster(label, bin, 3)
+	ss, err := startCluster(label, bin, 3, profDir != "")
 	defer func() {
 		for _, s := range ss {
 			s.stop()
@@ -78,7 +79,18 @@ func benchCluster(label, bin string, o options) (sample, error) {
 	}
 	eps := endpoints(ss)
 	for _, w := range clusterWorkloads(o.scale) {
+		var waits []func()
+		if profDir != "" {
+			for _, s := range ss {
+				waits = append(waits, s.profile(filepath.Join(profDir, fileName(label+"-"+s.Name+"-"+w.name)+".cpu.pprof"), o.profileFor))
+			}
+		}
+		cpu0 := cpuTimes(ss)
 		r, err := run(eps, o.conns, o.clients, w.total, o.limit, w.op)
+		r.cpu = cpuTimes(ss) - cpu0
+		for _, wait := range waits {
+			wait()
+		}
 		if err != nil {
 			return smp, err
 		}

@@ -93,6 +93,32 @@ func (s *server) memory() (peak, now int64) {
 	return field("VmHWM"), field("VmRSS")
 }
 
+// cpuTime is the CPU time (user and system) the process has used so far.
+func (s *server) cpuTime() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.Pid()))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command (which may hold spaces) start after its closing parenthesis;
+	// utime and stime are the 14th and 15th fields, in clock ticks (100 per second on Linux).
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
+}
+
+// cpuTimes is the CPU time of all of ss so far.
+func cpuTimes(ss []*server) time.Duration {
+	var t time.Duration
+	for _, s := range ss {
+		t += s.cpuTime()
+	}
+	return t
+}
+
 // profile saves the member's CPU profile over the next d to path (the member runs with
 // --enable-pprof); it returns at once and the returned function waits for the file.
 func (s *server) profile(path string, d time.Duration) func() {
@@ -130,6 +156,16 @@ type result struct {
 	elapsed  time.Duration
 	p50, p99 time.Duration
 	max      time.Duration
+	// cpu is the CPU time the server processes used during the workload.
+	cpu time.Duration
+}
+
+// cpuPerOp is the servers' CPU time per successful operation.
+func (r result) cpuPerOp() time.Duration {
+	if r.ops == 0 {
+		return 0
+	}
+	return r.cpu / time.Duration(r.ops)
 }
 
 func (r result) rate() float64 { return float64(r.ops) / r.elapsed.Seconds() }

@@ -35,7 +35,7 @@ func (s sample) merge(o sample) {
 }
 
 func (sample) printResult(label, name string, r result) {
-	fmt.Printf("%-12s %-40s %8d ops %6d errors %10.0f ops/s  p50 %-10v p99 %v\n", label, name, r.ops, r.errors, r.rate(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond))
+	fmt.Printf("%-12s %-40s %8d ops %6d errors %10.0f ops/s  p50 %-10v p99 %-10v server CPU/op %v\n", label, name, r.ops, r.errors, r.rate(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.cpuPerOp())
 }
 
 // The single figures' keys.
@@ -79,7 +79,7 @@ func main() {
 	flag.IntVar(&o.events, "events", 100, "puts each watcher receives")
 	parts := flag.String("parts", "single,cluster,keys,watch", "which parts to run: single (one member's throughput), cluster (three members, rolling restart, catch-up), keys (memory per key, compaction pause), watch (watch delivery)")
 	rounds := flag.Int("rounds", 3, "rounds, alternating which implementation goes first")
-	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member workloads (first round) in this directory")
+	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member and three-member workloads (first round) in this directory")
 	flag.DurationVar(&o.profileFor, "pprof-seconds", 3*time.Second, "length of each CPU profile")
 	flag.Parse()
 	upstreamVersion := e2e.UpstreamVersion
@@ -104,9 +104,15 @@ func main() {
 			}
 			return benchSingle(label, bin, o, dir)
 		}},
-		"cluster": {"cluster", func(label, bin string, o options, _ int) (sample, error) { return benchCluster(label, bin, o) }},
-		"keys":    {"keys", func(label, bin string, o options, _ int) (sample, error) { return benchKeys(label, bin, o) }},
-		"watch":   {"watch", func(label, bin string, o options, _ int) (sample, error) { return benchWatchers(label, bin, o) }},
+		"cluster": {"cluster", func(label, bin string, o options, round int) (sample, error) {
+			dir := ""
+			if round == 0 {
+				dir = *profDir
+			}
+			return benchCluster(label, bin, o, dir)
+		}},
+		"keys":  {"keys", func(label, bin string, o options, _ int) (sample, error) { return benchKeys(label, bin, o) }},
+		"watch": {"watch", func(label, bin string, o options, _ int) (sample, error) { return benchWatchers(label, bin, o) }},
 	}
 	var chosen []part
 	for _, name := range strings.Split(*parts, ",") {

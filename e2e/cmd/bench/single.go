@@ -81,12 +81,16 @@ func benchSingle(label, bin string, o options, profDir string) (sample, error) {
 		if profDir != "" {
 			wait = s.profile(filepath.Join(profDir, fileName(label+"-"+w.name)+".cpu.pprof"), o.profileFor)
 		}
+		cpu0 := s.cpuTime()
 		r, err := run([]string{s.ClientURL}, conns, clients, w.total, o.limit, w.op)
+		r.cpu = s.cpuTime() - cpu0
 		wait()
 		if err != nil {
 			return smp, err
 		}
 		smp.printResult(label, w.name, r)
+		peak, now := s.memory()
+		fmt.Printf("%-12s %-40s resident %.0f MiB, peak %.0f MiB\n", label, "", float64(now)/(1<<20), float64(peak)/(1<<20))
 		smp.results[w.name] = r
 	}
 	peak, _ := s.memory()
