@@ -45,6 +45,7 @@ func NewServer(s *etcdserver.Server, o Options) *grpc.Server {
 		// request spent an eighth of a small request's CPU time growing its stack. When every
 		// worker is busy gRPC starts a goroutine as before.
 		grpc.NumStreamWorkers(uint32(16 * runtime.GOMAXPROCS(0))),
+		grpc.ForceServerCodecV2(codec{}),
 	}, o.ExtraServerOptions...)
 	if o.Metrics != nil {
 		opts = append(opts, grpc.ChainUnaryInterceptor(o.Metrics.UnaryServerInterceptor()),
