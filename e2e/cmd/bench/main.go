@@ -51,6 +51,7 @@ const (
 	figRollMaxLat   = "roll-max-latency"
 	figSlowestStop  = "slowest-stop"
 	figCatchup      = "catchup"
+	figCatchupStuck = "catchup-stuck"
 )
 
 // part is one scenario each round runs for each implementation.

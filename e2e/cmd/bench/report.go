@@ -29,6 +29,8 @@ func handWritten(path string) string {
 type figure struct {
 	key, title string
 	format     func(float64) string
+	// total: the row shows the sum over rounds instead of the median.
+	total bool
 }
 
 func mib(x float64) string   { return fmt.Sprintf("%.1f MiB", x/(1<<20)) }
@@ -47,17 +49,18 @@ func dur(ns float64) string {
 
 // figures are the single figures in report order; all are better lower.
 var figures = []figure{
-	{figPeakRSS, "peak resident memory (VmHWM) after the single-member workloads", mib},
-	{figBytesPerKey, "resident memory per key, 1 million keys of 256 B", bytes},
-	{figCompactPause, "longest request during a compaction of 1 million superseded revisions", dur},
-	{figCompactTook, "compaction of 1 million superseded revisions (physical)", dur},
-	{figWatchP99, "watch delivery p99", dur},
-	{figWatchMax, "watch delivery, slowest", dur},
-	{figRollStall, "rolling restart of 3 members: longest write stall", dur},
-	{figRollMaxLat, "rolling restart: slowest successful write", dur},
-	{figRollFailed, "rolling restart: failed writes", count},
-	{figSlowestStop, "rolling restart: slowest stop after SIGTERM", dur},
-	{figCatchup, "new member catching up", dur},
+	{key: figPeakRSS, title: "peak resident memory (VmHWM) after the single-member workloads", format: mib},
+	{key: figBytesPerKey, title: "resident memory per key, 1 million keys of 256 B", format: bytes},
+	{key: figCompactPause, title: "longest request during a compaction of 1 million superseded revisions", format: dur},
+	{key: figCompactTook, title: "compaction of 1 million superseded revisions (physical)", format: dur},
+	{key: figWatchP99, title: "watch delivery p99", format: dur},
+	{key: figWatchMax, title: "watch delivery, slowest", format: dur},
+	{key: figRollStall, title: "rolling restart of 3 members: longest write stall", format: dur},
+	{key: figRollMaxLat, title: "rolling restart: slowest successful write", format: dur},
+	{key: figRollFailed, title: "rolling restart: failed writes", format: count},
+	{key: figSlowestStop, title: "rolling restart: slowest stop after SIGTERM", format: dur},
+	{key: figCatchup, title: "new member catching up (the limit when it did not)", format: dur},
+	{key: figCatchupStuck, title: "rounds in which the new member did not catch up within " + catchupLimit.String(), format: count, total: true},
 }
 
 type report struct {
@@ -162,6 +165,10 @@ func (r report) markdown() string {
 	for _, f := range figures {
 		ov, uv := values(ours, f.key), values(up, f.key)
 		if len(ov) == 0 {
+			continue
+		}
+		if f.total {
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s | - |", f.title, f.format(sumOf(ov)), f.format(sumOf(uv))))
 			continue
 		}
 		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s (%s) |", f.title, f.format(median(ov)), f.format(median(uv)), ratio(median(ov), median(uv)), ratios(ov, uv)))
