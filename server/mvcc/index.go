@@ -97,8 +97,25 @@ func (ti *treeIndex) revisions(key, end []byte, atRev int64, limit int) ([]keyRe
 
 func (ti *treeIndex) compact(atRev int64) map[schema.Revision]struct{} {
 	keep := make(map[schema.Revision]struct{})
+	for from, done := []byte{}, false; !done; {
+		from, done = ti.compactSome(atRev, from, 0, keep)
+	}
+	return keep
+}
+
+// compactSome compacts up to limit (0: all) keys from key from on, adding the revisions to keep
+// to keep, and returns the key to go on from, or done. Keys compacted in separate calls give
+// the same result as one call: what a key keeps depends on atRev alone.
+func (ti *treeIndex) compactSome(atRev int64, from []byte, limit int, keep map[schema.Revision]struct{}) (next []byte, done bool) {
 	var empty []*keyIndex
-	ti.tree.Ascend(func(ki *keyIndex) bool {
+	n := 0
+	done = true
+	ti.tree.AscendGreaterOrEqual(&keyIndex{key: from}, func(ki *keyIndex) bool {
+		if limit > 0 && n == limit {
+			next, done = ki.key, false
+			return false
+		}
+		n++
 		if ki.compact(atRev, keep) {
 			empty = append(empty, ki)
 		}
@@ -107,7 +124,7 @@ func (ti *treeIndex) compact(atRev int64) map[schema.Revision]struct{} {
 	for _, ki := range empty {
 		ti.tree.Delete(ki)
 	}
-	return keep
+	return next, done
 }
 
 func (ti *treeIndex) keep(atRev int64) map[schema.Revision]struct{} {

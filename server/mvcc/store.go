@@ -155,7 +155,9 @@ func (s *Store) restore() error {
 		s.log.Info("resuming interrupted compaction", "revision", scheduled)
 		s.compactRev = scheduled
 		keep := s.idx.compact(scheduled)
+		s.compactMu.Lock()
 		s.compactBackend(scheduled, keep, make(chan struct{}))
+		s.compactMu.Unlock()
 	}
 	return nil
 }
@@ -427,25 +429,54 @@ func (s *Store) CompactIn(b *backend.BatchTx, rev int64) (<-chan struct{}, error
 		return nil, err
 	}
 	s.compactRev = rev
-	idxStart := time.Now()
-	keep := s.idx.compact(rev)
-	s.metrics.indexCompactionPauseMs.Observe(float64(time.Since(idxStart)) / float64(time.Millisecond))
+	idx := s.idx
 	s.mu.Unlock()
 	s.watch.compacted(rev)
 	done := make(chan struct{})
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
+		s.compactMu.Lock()
+		defer s.compactMu.Unlock()
+		keep, ok := s.compactIndex(idx, rev)
+		if !ok {
+			close(done) // the store was reloaded from a snapshot meanwhile: nothing to clean
+			return
+		}
 		s.compactBackend(rev, keep, done)
 	}()
 	return done, nil
 }
 
+// indexCompactionChunk is how many keys the index compaction handles per hold of the store's
+// lock: compacting a million keys at once held every read and write for half a second.
+const indexCompactionChunk = 10000
+
+// compactIndex drops idx's revisions that rev made unreachable, a chunk of keys at a time, and
+// returns the revisions at or below rev the backend must keep. Reads and writes run between
+// chunks; none can see the difference, as reads below rev are refused from the moment the
+// compaction is scheduled and newer revisions are never dropped. false when the store's index
+// was replaced (Reload) before the end.
+func (s *Store) compactIndex(idx *treeIndex, rev int64) (map[schema.Revision]struct{}, bool) {
+	start := time.Now()
+	keep := make(map[schema.Revision]struct{})
+	for from, done := []byte{}, false; !done; {
+		s.mu.Lock()
+		if s.idx != idx {
+			s.mu.Unlock()
+			return nil, false
+		}
+		from, done = idx.compactSome(rev, from, indexCompactionChunk, keep)
+		s.mu.Unlock()
+	}
+	s.metrics.indexCompactionPauseMs.Observe(float64(time.Since(start)) / float64(time.Millisecond))
+	return keep, true
+}
+
 // compactBackend deletes unreachable revisions in small batches so writes keep flowing.
+// The caller holds compactMu.
 func (s *Store) compactBackend(rev int64, keep map[schema.Revision]struct{}, done chan struct{}) {
 	defer close(done)
-	s.compactMu.Lock()
-	defer s.compactMu.Unlock()
 	end := schema.RevisionKey(schema.Revision{Main: rev + 1}, false)
 	from := schema.RevisionKey(schema.Revision{}, false)
 	batchSize, pause := s.compactionPace()
@@ -468,7 +499,12 @@ func (s *Store) compactBackend(rev int64, keep map[schema.Revision]struct{}, don
 		c := tx.Bucket(schema.Key).Cursor()
 		var del [][]byte
 		var last []byte
-		for k, _ := c.Seek(from); k != nil && bytes.Compare(k, end) < 0 && len(del) < batchSize; k, _ = c.Next() {
+		// A batch scans at most batchSize revisions, kept or not (as upstream's): counting only
+		// deletions, the last batch walked every kept revision after the last deleted one (a
+		// million in one hold of the batch lock).
+		scanned := 0
+		for k, _ := c.Seek(from); k != nil && bytes.Compare(k, end) < 0 && scanned < batchSize; k, _ = c.Next() {
+			scanned++
 			last = append([]byte(nil), k...)
 			r, _, err := schema.ParseRevisionKey(k)
 			if err != nil {
@@ -483,7 +519,7 @@ func (s *Store) compactBackend(rev int64, keep map[schema.Revision]struct{}, don
 				break
 			}
 		}
-		finished := last == nil || len(del) < batchSize
+		finished := scanned < batchSize
 		if finished && err == nil {
 			err = b.Put(schema.Meta, schema.MetaFinishedCompact, schema.RevisionKey(schema.Revision{Main: rev}, false))
 		}
@@ -491,6 +527,15 @@ func (s *Store) compactBackend(rev int64, keep map[schema.Revision]struct{}, don
 		if err != nil || uerr != nil {
 			s.log.Error("compaction failed", "revision", rev, "error", errors.Join(err, uerr))
 			return
+		}
+		if !finished {
+			// Each batch's deletes are committed at once, as upstream does: left in the write
+			// batch they piled up into one commit of 10,000 deletes that held every write (and,
+			// through the backend's lock, reads) for half a second.
+			if err := s.be.Commit(); err != nil {
+				s.log.Error("compaction failed", "revision", rev, "error", err)
+				return
+			}
 		}
 		s.metrics.compactionPauseMs.Observe(float64(time.Since(batchStart)) / float64(time.Millisecond))
 		s.metrics.compactionKeys.Add(float64(len(del)))

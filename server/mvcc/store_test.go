@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"etcdx/server/backend"
@@ -155,5 +156,51 @@ func TestWatchLiveHistoricalAndCompacted(t *testing.T) {
 		}
 	case <-time.After(3 * time.Second):
 		t.Fatal("no compaction cancel")
+	}
+}
+
+// A compaction in small batches deletes every superseded revision, keeps the rest (many kept
+// revisions follow the last deleted one) and records that it finished.
+func TestCompactionInSmallBatches(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	be, s := openStore(t, path)
+	s.SetCompactionPace(3, 0)
+	const keys = 20
+	for round := 0; round < 2; round++ {
+		for i := 0; i < keys; i++ {
+			put(t, s, string(rune('a'+i)), string(rune('0'+round)))
+		}
+	}
+	done, err := s.Compact(s.Rev())
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("compaction did not finish")
+	}
+	if err := be.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	stored := 0
+	if err := be.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(schema.Key).ForEach(func(k, v []byte) error { stored++; return nil })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if stored != keys {
+		t.Fatalf("%d revisions stored after the compaction, want %d (one per key)", stored, keys)
+	}
+	r, err := s.Range([]byte("a"), []byte{}, RangeOptions{})
+	if err != nil || r.Count != keys || string(r.KVs[keys-1].Value) != "1" {
+		t.Fatalf("after compaction: %v, %+v", err, r)
+	}
+	s.Close()
+	be.Close()
+	// Finished: a restart has no compaction to resume and the same history.
+	_, s = openStore(t, path)
+	if s.CompactRev() != 2*keys+1 {
+		t.Fatalf("compact revision after restart %d, want %d", s.CompactRev(), 2*keys+1)
 	}
 }

@@ -52,6 +52,9 @@ func benchKeys(label, bin string, o options) (sample, error) {
 	var (
 		mu   sync.Mutex
 		lat  []time.Duration
+		// slowestAt is when the slowest request started
+		slowestAt time.Time
+		slowest   time.Duration
 		fail int
 		stop = make(chan struct{})
 		wg   sync.WaitGroup
@@ -82,15 +85,18 @@ func benchKeys(label, bin string, o options) (sample, error) {
 					fail++
 				} else {
 					lat = append(lat, d)
+					if d > slowest {
+						slowest, slowestAt = d, t0
+					}
 				}
 				mu.Unlock()
 			}
 		}(w)
 	}
 	time.Sleep(time.Second)
-	t0 := time.Now()
+	compactStart := time.Now()
 	_, cerr := cs[1].Compact(ctx, rev, clientv3.WithCompactPhysical())
-	took := time.Since(t0)
+	took := time.Since(compactStart)
 	time.Sleep(time.Second)
 	close(stop)
 	wg.Wait()
@@ -101,7 +107,7 @@ func benchKeys(label, bin string, o options) (sample, error) {
 	r.errors = fail
 	smp.values[figCompactPause] = float64(r.max)
 	smp.values[figCompactTook] = float64(took)
-	fmt.Printf("%-12s compaction of %d superseded versions took %v; longest request meanwhile %v (p99 %v, %d failed)\n", label, o.keys, took.Round(time.Millisecond), r.max.Round(time.Millisecond), r.p99.Round(time.Microsecond), fail)
+	fmt.Printf("%-12s compaction of %d superseded versions took %v; longest request meanwhile %v, started %v after the compaction was asked for (p99 %v, %d failed)\n", label, o.keys, took.Round(time.Millisecond), r.max.Round(time.Millisecond), slowestAt.Sub(compactStart).Round(time.Millisecond), r.p99.Round(time.Microsecond), fail)
 	if fail > 0 {
 		return smp, fmt.Errorf("%d requests failed during the compaction", fail)
 	}

@@ -1,0 +1,65 @@
+package mvcc
+
+import (
+	"fmt"
+	"maps"
+	"testing"
+
+	"etcdx/server/schema"
+)
+
+// buildIndex writes n keys, each twice, deletes every third and writes every fifth again.
+func buildIndex(t *testing.T, n int) *treeIndex {
+	ti := newTreeIndex()
+	rev := int64(1)
+	next := func() schema.Revision { rev++; return schema.Revision{Main: rev} }
+	key := func(i int) []byte { return []byte(fmt.Sprintf("k%03d", i)) }
+	for round := 0; round < 2; round++ {
+		for i := 0; i < n; i++ {
+			ti.put(key(i), next())
+		}
+	}
+	for i := 0; i < n; i += 3 {
+		if err := ti.tombstone(key(i), next()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < n; i += 5 {
+		ti.put(key(i), next())
+	}
+	return ti
+}
+
+func TestIndexCompactionInChunksEqualsAtOnce(t *testing.T) {
+	const n = 40
+	for _, atRev := range []int64{2, n + 5, 2*n + 1, 2*n + 10, 3 * n} {
+		whole := buildIndex(t, n)
+		want := whole.compact(atRev)
+		for _, limit := range []int{1, 3, 7, n, 2 * n} {
+			t.Run(fmt.Sprintf("rev %d by %d", atRev, limit), func(t *testing.T) {
+				ti := buildIndex(t, n)
+				keep := map[schema.Revision]struct{}{}
+				calls := 0
+				for from, done := []byte{}, false; !done; calls++ {
+					from, done = ti.compactSome(atRev, from, limit, keep)
+				}
+				if min := (n + limit - 1) / limit; calls < min {
+					t.Errorf("%d calls for %d keys by %d", calls, n, limit)
+				}
+				if !maps.Equal(keep, want) {
+					t.Errorf("keep differs: %d revisions, want %d", len(keep), len(want))
+				}
+				if ti.len() != whole.len() {
+					t.Errorf("%d keys left, want %d", ti.len(), whole.len())
+				}
+				for _, rev := range []int64{atRev, atRev + 1, 4 * n} {
+					got, gotTotal := ti.revisions([]byte("k"), []byte{}, rev, 0)
+					exp, expTotal := whole.revisions([]byte("k"), []byte{}, rev, 0)
+					if gotTotal != expTotal || fmt.Sprint(got) != fmt.Sprint(exp) {
+						t.Errorf("at %d: %d live keys, want %d", rev, gotTotal, expTotal)
+					}
+				}
+			})
+		}
+	}
+}
