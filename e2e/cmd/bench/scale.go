@@ -50,14 +50,14 @@ func benchKeys(label, bin string, o options) (sample, error) {
 	// at the current one removes every key's first version, o.keys entries of the database.
 	rev := resp.Header.Revision
 	var (
-		mu   sync.Mutex
-		lat  []time.Duration
+		mu  sync.Mutex
+		lat []time.Duration
 		// slowestAt is when the slowest request started
 		slowestAt time.Time
 		slowest   time.Duration
-		fail int
-		stop = make(chan struct{})
-		wg   sync.WaitGroup
+		fail      int
+		stop      = make(chan struct{})
+		wg        sync.WaitGroup
 	)
 	for w := 0; w < 8; w++ {
 		wg.Add(1)
