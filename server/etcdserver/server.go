@@ -868,10 +868,12 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (*apply
 	defer s.m.proposalsPending.Dec()
 	// Spans only when the request is traced (tracing on and sampled): building them costs a few
 	// allocations per write otherwise.
-	traced := trace.SpanFromContext(ctx).IsRecording()
-	tracer := trace.SpanFromContext(ctx).TracerProvider().Tracer(tracerName)
-	pctx, span := ctx, trace.SpanFromContext(ctx)
+	span := trace.SpanFromContext(ctx)
+	traced := span.IsRecording()
+	var tracer trace.Tracer
+	pctx := ctx
 	if traced {
+		tracer = span.TracerProvider().Tracer(tracerName)
 		pctx, span = tracer.Start(ctx, "raft proposal")
 		defer span.End()
 	}

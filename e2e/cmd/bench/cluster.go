@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -119,41 +118,24 @@ func rollingRestart(label string, ss []*server, smp sample) error {
 	val := strings.Repeat("v", 256)
 	stop := make(chan struct{})
 	var (
-		mu                   sync.Mutex
 		lastOK               = time.Now()
 		writes, failed       int
 		longestStall, maxLat time.Duration
 		slowestStop          time.Duration
-		wg                   sync.WaitGroup
 	)
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				t0 := time.Now()
-				cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				_, err := cl.Put(cctx, fmt.Sprintf("roll/%d/%d", w, i), val)
-				cancel()
-				now := time.Now()
-				mu.Lock()
-				writes++
-				if err != nil {
-					failed++
-				} else {
-					longestStall = max(longestStall, now.Sub(lastOK))
-					lastOK = now
-					maxLat = max(maxLat, now.Sub(t0))
-				}
-				mu.Unlock()
-			}
-		}(w)
-	}
+	wait := steady(8, 10*time.Second, stop, func(ctx context.Context, w, i int) error {
+		_, err := cl.Put(ctx, fmt.Sprintf("roll/%d/%d", w, i), val)
+		return err
+	}, func(start, end time.Time, err error) {
+		writes++
+		if err != nil {
+			failed++
+			return
+		}
+		longestStall = max(longestStall, end.Sub(lastOK))
+		lastOK = end
+		maxLat = max(maxLat, end.Sub(start))
+	})
 	var serr error
 	for _, s := range ss {
 		time.Sleep(time.Second)
@@ -169,7 +151,7 @@ func rollingRestart(label string, ss []*server, smp sample) error {
 	}
 	time.Sleep(time.Second)
 	close(stop)
-	wg.Wait()
+	wait()
 	if serr != nil {
 		return serr
 	}

@@ -243,6 +243,36 @@ func run(endpoints []string, conns, clients, total int, limit time.Duration, o o
 	return r, nil
 }
 
+// steady runs workers goroutines that each send requests one after another until stop closes;
+// record hears every request's start, end and error, one at a time. The returned function
+// waits for the workers after stop has closed.
+func steady(workers int, timeout time.Duration, stop <-chan struct{}, req func(ctx context.Context, w, i int) error, record func(start, end time.Time, err error)) (wait func()) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				t0 := time.Now()
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				err := req(ctx, w, i)
+				cancel()
+				end := time.Now()
+				mu.Lock()
+				record(t0, end, err)
+				mu.Unlock()
+			}
+		}(w)
+	}
+	return wg.Wait
+}
+
 // summarize sorts latencies and reads their count, median, 99th percentile and maximum.
 func summarize(lat []time.Duration) result {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })

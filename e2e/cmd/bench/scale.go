@@ -50,56 +50,39 @@ func benchKeys(label, bin string, o options) (sample, error) {
 	// at the current one removes every key's first version, o.keys entries of the database.
 	rev := resp.Header.Revision
 	var (
-		mu  sync.Mutex
-		lat []time.Duration
+		lat  []time.Duration
+		fail int
 		// slowestAt is when the slowest request started
 		slowestAt time.Time
 		slowest   time.Duration
-		fail      int
 		stop      = make(chan struct{})
-		wg        sync.WaitGroup
 	)
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			c := cs[w%len(cs)]
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				t0 := time.Now()
-				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				var err error
-				if i%2 == 0 {
-					_, err = c.Put(cctx, fmt.Sprintf("during/%d/%d", w, i), val)
-				} else {
-					_, err = c.Get(cctx, fmt.Sprintf("mem/%09d", (w*7919+i)%o.keys))
-				}
-				cancel()
-				d := time.Since(t0)
-				mu.Lock()
-				if err != nil {
-					fail++
-				} else {
-					lat = append(lat, d)
-					if d > slowest {
-						slowest, slowestAt = d, t0
-					}
-				}
-				mu.Unlock()
-			}
-		}(w)
-	}
+	wait := steady(8, 30*time.Second, stop, func(ctx context.Context, w, i int) error {
+		c := cs[w%len(cs)]
+		if i%2 == 0 {
+			_, err := c.Put(ctx, fmt.Sprintf("during/%d/%d", w, i), val)
+			return err
+		}
+		_, err := c.Get(ctx, fmt.Sprintf("mem/%09d", (w*7919+i)%o.keys))
+		return err
+	}, func(start, end time.Time, err error) {
+		if err != nil {
+			fail++
+			return
+		}
+		d := end.Sub(start)
+		lat = append(lat, d)
+		if d > slowest {
+			slowest, slowestAt = d, start
+		}
+	})
 	time.Sleep(time.Second)
 	compactStart := time.Now()
 	_, cerr := cs[1].Compact(ctx, rev, clientv3.WithCompactPhysical())
 	took := time.Since(compactStart)
 	time.Sleep(time.Second)
 	close(stop)
-	wg.Wait()
+	wait()
 	if cerr != nil {
 		return smp, fmt.Errorf("compact: %w", cerr)
 	}
