@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
@@ -222,4 +224,101 @@ func TestVerifyFile(t *testing.T) {
 	// FuzzGetStatus: the cursor's stack grew until memory ran out).
 	damage("empty branch page", func(p []byte) { binary.LittleEndian.PutUint16(p[10:], 0) }, "neither a leaf page nor a branch page with elements")
 	damage("unknown page type", func(p []byte) { binary.LittleEndian.PutUint16(p[8:], 0x20) }, "neither a leaf page nor a branch page with elements")
+}
+
+// Read shares one read transaction between readers and renews it at every commit: each read
+// sees everything committed before it began, readers running across commits, a defrag and a
+// replacement never block them or each other, and Close does not wait on a reader's transaction.
+func TestSharedReadFollowsCommits(t *testing.T) {
+	dir := t.TempDir()
+	b, err := Open(Config{Path: filepath.Join(dir, "db"), Buckets: [][]byte{testBucket}, BatchInterval: 100 * 3600e9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readCounter := func() (uint64, error) {
+		var n uint64
+		err := b.Read(func(tx *bolt.Tx) error {
+			if v := tx.Bucket(testBucket).Get([]byte("n")); v != nil {
+				n = binary.BigEndian.Uint64(v)
+			}
+			return nil
+		})
+		return n, err
+	}
+	var committed atomic.Uint64
+	stop := make(chan struct{})
+	errs := make(chan error, 8)
+	for r := 0; r < 8; r++ {
+		go func() {
+			for {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				floor := committed.Load()
+				n, err := readCounter()
+				if err == nil && n < floor {
+					err = fmt.Errorf("read %d after %d was committed", n, floor)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := uint64(1); i <= 300; i++ {
+		tx := b.Batch()
+		if err := tx.Put(testBucket, []byte("n"), binary.BigEndian.AppendUint64(nil, i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		committed.Store(i)
+		switch i {
+		case 100:
+			if err := b.Defrag(); err != nil {
+				t.Fatal(err)
+			}
+		case 200:
+			// Replace the file with a copy of itself, as a snapshot from the leader would.
+			snap := filepath.Join(dir, "snap")
+			f, err := os.Create(snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.Snapshot(f); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			if err := b.ReplaceWith(snap); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(stop)
+	for r := 0; r < 8; r++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := readCounter(); err != nil || n != 300 {
+		t.Fatalf("last read %d, %v", n, err)
+	}
+	closed := make(chan error)
+	go func() { closed <- b.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return: a read transaction was left open")
+	}
 }

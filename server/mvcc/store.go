@@ -218,29 +218,35 @@ func (s *Store) rangeLocked(key, end []byte, ro RangeOptions, curRev int64, tx *
 	}
 	res.KVs = make([]mvccpb.KeyValue, len(krs))
 	fill := func(tx *bolt.Tx) error {
-		bk := tx.Bucket(schema.Key)
+		// One cursor for every lookup: a Get per value builds a cursor of its own.
+		c := tx.Bucket(schema.Key).Cursor()
+		vals := make([][]byte, len(krs))
+		var kb [17]byte
 		for i, kr := range krs {
-			rb := schema.RevisionKey(kr.rev, false)
+			rb := schema.AppendRevisionKey(kb[:0], kr.rev, false)
 			var v []byte
 			if !tx.Writable() {
 				v = s.buf[string(rb)]
 			}
 			if v == nil {
-				v = bk.Get(rb)
+				if k, cv := c.Seek(rb); bytes.Equal(k, rb) {
+					v = cv
+				}
 			}
 			if v == nil {
 				return fmt.Errorf("mvcc: revision %d_%d of %q missing from backend", kr.rev.Main, kr.rev.Sub, kr.key)
 			}
-			if err := res.KVs[i].Unmarshal(v); err != nil {
-				return fmt.Errorf("mvcc: decode revision %d_%d: %w", kr.rev.Main, kr.rev.Sub, err)
-			}
+			vals[i] = v
+		}
+		if i, err := decodeKVs(vals, res.KVs); err != nil {
+			return fmt.Errorf("mvcc: decode revision %d_%d: %w", krs[i].rev.Main, krs[i].rev.Sub, err)
 		}
 		return nil
 	}
 	if tx != nil {
 		return res, fill(tx)
 	}
-	return res, s.be.View(fill)
+	return res, s.be.Read(fill)
 }
 
 // TxnWrite is one write transaction: all its changes share one main revision.
@@ -663,7 +669,7 @@ func (s *Store) eventsBetween(from, to int64) ([]Event, error) {
 			seen[k] = true
 		}
 	}
-	err := s.be.View(func(tx *bolt.Tx) error {
+	err := s.be.Read(func(tx *bolt.Tx) error {
 		c := tx.Bucket(schema.Key).Cursor()
 		for k, v := c.Seek(lo); k != nil && bytes.Compare(k, hi) < 0; k, v = c.Next() {
 			if !seen[string(k)] {

@@ -51,14 +51,19 @@ func RevisionKey(r Revision, tombstone bool) []byte {
 	if tombstone {
 		n = markedRevKeyLen
 	}
-	b := make([]byte, n)
-	binary.BigEndian.PutUint64(b[0:8], uint64(r.Main))
-	b[8] = '_'
-	binary.BigEndian.PutUint64(b[9:17], uint64(r.Sub))
+	return AppendRevisionKey(make([]byte, 0, n), r, tombstone)
+}
+
+// AppendRevisionKey appends RevisionKey(r, tombstone) to dst (a reader looking up many keys
+// reuses one buffer).
+func AppendRevisionKey(dst []byte, r Revision, tombstone bool) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(r.Main))
+	dst = append(dst, '_')
+	dst = binary.BigEndian.AppendUint64(dst, uint64(r.Sub))
 	if tombstone {
-		b[17] = markTombstone
+		dst = append(dst, markTombstone)
 	}
-	return b
+	return dst
 }
 
 // ParseRevisionKey decodes a key-bucket key; it reports whether the key marks a tombstone.

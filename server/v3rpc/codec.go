@@ -19,27 +19,34 @@ type gogoMessage interface {
 // decode through their generated methods directly. gRPC's codec goes through the protobuf v2
 // adapter and marshals a large response into a pooled buffer of the next size up (1 MiB for a
 // 300 KiB range response), which held resident memory at nearly twice upstream's under large
-// ranges; an exact-size buffer is garbage once sent. Other messages use gRPC's codec.
-type codec struct{}
+// ranges; an exact-size buffer is garbage once sent. Other messages use gRPC's codec. traffic,
+// when set, counts the bytes of every message.
+type codec struct{ traffic *TrafficCounter }
 
 var protoCodec = encoding.GetCodecV2(proto.Name)
 
 func (codec) Name() string { return proto.Name }
 
-func (codec) Marshal(v any) (mem.BufferSlice, error) {
+func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	m, ok := v.(gogoMessage)
 	if !ok {
-		return protoCodec.Marshal(v)
+		out, err := protoCodec.Marshal(v)
+		if err == nil {
+			c.traffic.countSent(out.Len())
+		}
+		return out, err
 	}
 	buf := make([]byte, m.Size())
 	n, err := m.MarshalToSizedBuffer(buf)
 	if err != nil {
 		return nil, fmt.Errorf("marshal %T: %w", v, err)
 	}
+	c.traffic.countSent(n)
 	return mem.BufferSlice{mem.SliceBuffer(buf[len(buf)-n:])}, nil
 }
 
-func (codec) Unmarshal(data mem.BufferSlice, v any) error {
+func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
+	c.traffic.countReceived(data.Len())
 	m, ok := v.(gogoMessage)
 	if !ok {
 		return protoCodec.Unmarshal(data, v)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"google.golang.org/grpc/health/grpc_health_v1"
@@ -53,5 +55,31 @@ func TestCodecRoundTrips(t *testing.T) {
 	// Damaged input is an error, not a panic.
 	if err := (codec{}).Unmarshal(mem.BufferSlice{mem.SliceBuffer(want[:len(want)/2])}, &back); err == nil || !strings.Contains(err.Error(), "unmarshal") {
 		t.Fatalf("truncated message: err = %v", err)
+	}
+}
+
+// The client traffic counters count encoded message sizes, as upstream's codec does.
+func TestCodecCountsTraffic(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := codec{traffic: NewTrafficCounter(reg)}
+	req := &pb.PutRequest{Key: []byte("k"), Value: bytes.Repeat([]byte("v"), 100)}
+	data, err := c.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Unmarshal(data, &pb.PutRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	h := &grpc_health_v1.HealthCheckResponse{Status: grpc_health_v1.HealthCheckResponse_SERVING}
+	hd, err := c.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSent := float64(req.Size() + hd.Len())
+	if got := testutil.ToFloat64(c.traffic.sent); got != wantSent {
+		t.Fatalf("sent bytes %v, want %v", got, wantSent)
+	}
+	if got := testutil.ToFloat64(c.traffic.received); got != float64(req.Size()) {
+		t.Fatalf("received bytes %v, want %v", got, req.Size())
 	}
 }

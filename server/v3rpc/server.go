@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/stats"
 
 	"etcdx/server/etcdserver"
 )
@@ -22,7 +21,7 @@ type Options struct {
 	// Metrics, shared by every client listener of a member, count RPCs by method and code.
 	Metrics *grpcprom.ServerMetrics
 	// Traffic counts client bytes (NewTrafficCounter).
-	Traffic stats.Handler
+	Traffic *TrafficCounter
 	// WatchProgressNotifyInterval is how often watchers that asked for progress hear of it.
 	WatchProgressNotifyInterval time.Duration
 	ExtraServerOptions          []grpc.ServerOption
@@ -45,7 +44,7 @@ func NewServer(s *etcdserver.Server, o Options) *grpc.Server {
 		// request spent an eighth of a small request's CPU time growing its stack. When every
 		// worker is busy gRPC starts a goroutine as before.
 		grpc.NumStreamWorkers(uint32(16 * runtime.GOMAXPROCS(0))),
-		grpc.ForceServerCodecV2(codec{}),
+		grpc.ForceServerCodecV2(codec{traffic: o.Traffic}),
 	}, o.ExtraServerOptions...)
 	if o.Metrics != nil {
 		opts = append(opts, grpc.ChainUnaryInterceptor(o.Metrics.UnaryServerInterceptor()),
@@ -59,9 +58,6 @@ func NewServer(s *etcdserver.Server, o Options) *grpc.Server {
 	}
 	opts = append(opts, grpc.ChainUnaryInterceptor(countUnary(s), requestStats(cfg.Logger, warn), learnerUnaryGate(s), leaderUnaryGate(s), authUnary(s)),
 		grpc.ChainStreamInterceptor(countStream(s), learnerStreamGate(s), leaderStreamGate(s, lw), authStream(s)))
-	if o.Traffic != nil {
-		opts = append(opts, grpc.StatsHandler(o.Traffic))
-	}
 	gs := grpc.NewServer(opts...)
 	h := header{s: s}
 	pb.RegisterKVServer(gs, &kvServer{s: s, hdr: h})
