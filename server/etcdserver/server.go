@@ -87,7 +87,20 @@ type Server struct {
 	committedIndex atomic.Uint64
 	term           atomic.Uint64
 	lead           atomic.Uint64
-	snapIndex      uint64 // owned by the apply goroutine
+	snapIndex      uint64 // the latest snapshot on disk; owned by the apply goroutine
+	// memSnapIndex is the latest snapshot in the raft log's memory (at least snapIndex), which
+	// lets the log be trimmed every memorySnapshotEvery entries; owned by the apply goroutine.
+	memSnapIndex uint64
+	// snapshotsInFlight counts databases being sent to followers; the raft log is not trimmed
+	// meanwhile, so a follower that receives one still finds the entries that followed it.
+	snapshotsInFlight atomic.Int64
+	// snapJobs carries the apply goroutine's snapshots to the goroutine that writes them to
+	// disk (snapshotSaver).
+	snapJobs chan snapJob
+	// snapFileMu orders the writing of snapshot files and WAL snapshot records; savedSnapIndex
+	// is the newest written, under it.
+	snapFileMu     sync.Mutex
+	savedSnapIndex uint64
 	appliedTerm    uint64 // term of the last applied entry; owned by the apply goroutine
 	msgSnapC       chan raftpb.Message
 	confState      raftpb.ConfState
@@ -144,7 +157,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	s := &Server{cfg: cfg, log: lg, waits: newWaitRegistry(), applyc: make(chan applyBatch, 128),
-		readc: make(chan raft.ReadState, 16), msgSnapC: make(chan raftpb.Message, 16), readWake: make(chan struct{}, 1), readNotifier: newNotifier(), leaders: newLeaderWatch(), versionWake: make(chan struct{}, 1),
+		readc: make(chan raft.ReadState, 16), msgSnapC: make(chan raftpb.Message, 16), snapJobs: make(chan snapJob, 1), readWake: make(chan struct{}, 1), readNotifier: newNotifier(), leaders: newLeaderWatch(), versionWake: make(chan struct{}, 1),
 		draining: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{})}
 	// Asked for a start-up corruption check, the database's page tree is walked before bbolt
 	// reads it: a damaged tree (a page that points at its ancestor) would otherwise loop in the
@@ -399,6 +412,8 @@ func (s *Server) restart(rcfg *raft.Config) error {
 			return fmt.Errorf("apply snapshot: %w", err)
 		}
 		s.snapIndex = sn.Metadata.Index
+		s.memSnapIndex = sn.Metadata.Index
+		s.savedSnapIndex = sn.Metadata.Index
 		s.confState = sn.Metadata.ConfState
 	}
 	if err := checkLogCoversDB(s.id, cfg.walDir(), st, ents, s.consistentIndex); err != nil {
@@ -467,7 +482,8 @@ func (s *Server) Start() {
 	go s.readLoop()
 	go s.leaseLoop()
 	go s.publish()
-	s.wg.Add(4)
+	s.wg.Add(5)
+	go func() { defer s.wg.Done(); s.snapshotSaver() }()
 	go func() { defer s.wg.Done(); s.watchBackend() }()
 	go func() { defer s.wg.Done(); s.adjustTicks() }()
 	go func() { defer s.wg.Done(); s.monitorCorruption() }()
@@ -584,11 +600,7 @@ func (s *Server) handleReady(rd raft.Ready, st *readyState) bool {
 		}
 	}
 	if hasSnap {
-		if err := s.saveSnap(rd.Snapshot); err != nil {
-			s.fatal("failed to save Raft snapshot", err)
-			return false
-		}
-		if err := s.wal.SaveSnapshot(rd.Snapshot.Metadata); err != nil {
+		if err := s.saveReceivedSnapshot(rd.Snapshot); err != nil {
 			s.fatal("failed to save Raft snapshot", err)
 			return false
 		}
@@ -771,52 +783,11 @@ func (s *Server) applyBatch(b applyBatch) {
 	applied := s.appliedIndex.Load()
 	s.m.proposalsApplied.Set(float64(applied))
 	s.applyW.advance(applied)
-	if applied-s.snapIndex >= s.cfg.SnapshotCount || s.forceSnapshot && applied > s.snapIndex {
-		s.forceSnapshot = false
-		if err := s.snapshot(applied); err != nil {
-			s.log.Error("failed to take raft snapshot", "index", applied, "error", err)
+	if toDisk, due := snapshotDue(applied, s.snapIndex, s.memSnapIndex, s.cfg.SnapshotCount, s.forceSnapshot); due {
+		if err := s.snapshot(applied, toDisk); err != nil {
+			s.log.Error("failed to take raft snapshot", "index", applied, "to-disk", toDisk, "error", err)
 		}
 	}
-}
-
-// snapshot records that the state up to index is in the bbolt file, so the log before it
-// (minus a tail kept for slow followers) can go.
-func (s *Server) snapshot(index uint64) error {
-	start := time.Now()
-	if err := s.be.Commit(); err != nil {
-		return err
-	}
-	data, err := s.v2StoreDoc()
-	if err != nil {
-		return err
-	}
-	sn, err := s.storage.CreateSnapshot(index, &s.confState, data)
-	if err != nil {
-		return fmt.Errorf("create snapshot: %w", err)
-	}
-	if err := s.saveSnap(sn); err != nil {
-		return err
-	}
-	if err := s.wal.SaveSnapshot(sn.Metadata); err != nil {
-		return err
-	}
-	s.log.Info("saved snapshot to disk", "snapshot-index", index)
-	s.snapIndex = index
-	if index > s.cfg.SnapshotCatchUpEntries {
-		compactTo := index - s.cfg.SnapshotCatchUpEntries
-		if err := s.storage.Compact(compactTo); err != nil && !errors.Is(err, raft.ErrCompacted) {
-			return fmt.Errorf("compact raft log: %w", err)
-		}
-		s.log.Debug("compacted Raft logs", "compact-index", compactTo) // debug, as upstream 3.6
-	}
-	if err := s.wal.ReleaseTo(index); err != nil {
-		return err
-	}
-	if err := snap.Purge(s.cfg.snapDir(), s.cfg.MaxSnapshots); err != nil {
-		return err
-	}
-	s.m.snapshotSave.Observe(time.Since(start).Seconds())
-	return nil
 }
 
 // v2StoreDoc is the data of a raft snapshot taken now: the membership and cluster version as

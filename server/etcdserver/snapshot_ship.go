@@ -65,7 +65,11 @@ func (s *Server) sendSnapshot(m raftpb.Message) {
 	m.Snapshot = &raftpb.Snapshot{Data: data, Metadata: raftpb.SnapshotMetadata{
 		Index: s.appliedIndex.Load(), Term: s.appliedTerm, ConfState: s.confState}}
 	s.log.Info("sending database snapshot", "to", fmt.Sprintf("%x", m.To), "index", m.Snapshot.Metadata.Index, "size", size)
-	go s.tr.SendSnapshot(m, rc)
+	s.snapshotsInFlight.Add(1)
+	go func() {
+		defer s.snapshotsInFlight.Add(-1)
+		s.tr.SendSnapshot(m, rc)
+	}()
 }
 
 // installSnapshot swaps in the database received with a snapshot and reloads everything that
@@ -86,6 +90,7 @@ func (s *Server) installSnapshot(sn raftpb.Snapshot) error {
 	s.appliedIndex.Store(sn.Metadata.Index)
 	s.appliedTerm = sn.Metadata.Term
 	s.snapIndex = sn.Metadata.Index
+	s.memSnapIndex = sn.Metadata.Index
 	s.confState = sn.Metadata.ConfState
 	s.log.Info("applied snapshot", "snapshot-index", sn.Metadata.Index, "revision", s.kv.Rev())
 	return nil

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package backend
+
+// mmapFlags: MAP_POPULATE is Linux's alone.
+const mmapFlags = 0

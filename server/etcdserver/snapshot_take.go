@@ -1,0 +1,169 @@
+package etcdserver
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"etcdx/server/snap"
+)
+
+// snapshotDue says whether the apply goroutine takes a snapshot at applied, and whether it goes to
+// disk: every count entries after the last on disk (or when one is forced), and in memory every
+// memorySnapshotEvery entries.
+func snapshotDue(applied, diskIndex, memIndex, count uint64, forced bool) (toDisk, due bool) {
+	toDisk = applied-diskIndex >= count || forced && applied > diskIndex
+	return toDisk, toDisk || applied > memIndex+memorySnapshotEvery
+}
+
+// memorySnapshotEvery is how many applied entries apart the raft log's in-memory snapshots are,
+// as upstream 3.6's: each lets the log be trimmed to the last SnapshotCatchUpEntries entries.
+// Trimming only at the snapshots on disk (every SnapshotCount entries) kept up to three times
+// as many entries in memory as upstream does.
+const memorySnapshotEvery = 100
+
+// snapshot records in the raft log's memory that the state up to index is applied, and trims
+// the log before it to the tail kept for slow followers. toDisk also has the snapshot written
+// to disk (saveSnapshotToDisk).
+func (s *Server) snapshot(index uint64, toDisk bool) error {
+	forced := s.forceSnapshot
+	if toDisk {
+		s.log.Info("triggering snapshot", "local-member-id", fmt.Sprintf("%x", s.id), "local-member-applied-index", index,
+			"local-member-snapshot-index", s.snapIndex, "local-member-snapshot-count", s.cfg.SnapshotCount,
+			"snapshot-forced", forced)
+		s.forceSnapshot = false
+	}
+	data, err := s.v2StoreDoc()
+	if err != nil {
+		return err
+	}
+	sn, err := s.storage.CreateSnapshot(index, &s.confState, data)
+	if errors.Is(err, raft.ErrSnapOutOfDate) {
+		// A snapshot at this index is already in memory (a forced snapshot right after one).
+		sn, err = s.storage.Snapshot()
+		if err == nil && sn.Metadata.Index != index {
+			err = fmt.Errorf("raft log holds a snapshot at %d, after the applied index %d", sn.Metadata.Index, index)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("create snapshot: %w", err)
+	}
+	s.memSnapIndex = index
+	if toDisk {
+		// Written by snapshotSaver, so applying goes on during the three fsyncs (database,
+		// snapshot file, WAL) that stalled it every SnapshotCount entries. A forced snapshot
+		// (after a downgrade of the cluster version, before the member may be replaced by an
+		// older binary) is written here, before anything else applies.
+		if forced {
+			if err := s.saveSnapshotToDisk(sn); err != nil {
+				return err
+			}
+		} else {
+			select {
+			case s.snapJobs <- snapJob{sn: sn}:
+			case <-s.stopping:
+				return ErrStopped
+			}
+		}
+		s.snapIndex = index
+	}
+	return s.trimRaftLog(index)
+}
+
+// trimRaftLog drops the raft log's entries in memory up to SnapshotCatchUpEntries before index,
+// unless a database is being sent to a follower.
+func (s *Server) trimRaftLog(index uint64) error {
+	if s.snapshotsInFlight.Load() > 0 {
+		s.log.Info("skip compaction since there is an inflight snapshot")
+		return nil
+	}
+	if index <= s.cfg.SnapshotCatchUpEntries {
+		return nil
+	}
+	compactTo := index - s.cfg.SnapshotCatchUpEntries
+	if err := s.storage.Compact(compactTo); err != nil {
+		if errors.Is(err, raft.ErrCompacted) {
+			return nil
+		}
+		return fmt.Errorf("compact raft log: %w", err)
+	}
+	s.log.Debug("compacted Raft logs", "compact-index", compactTo) // debug, as upstream 3.6
+	return nil
+}
+
+// snapJob is a snapshot for snapshotSaver to write.
+type snapJob struct{ sn raftpb.Snapshot }
+
+// snapshotSaver writes the apply goroutine's snapshots to disk, one at a time. One asked for
+// before the member stops is still written.
+func (s *Server) snapshotSaver() {
+	save := func(j snapJob) {
+		if err := s.saveSnapshotToDisk(j.sn); err != nil {
+			s.log.Error("failed to save snapshot to disk", "snapshot-index", j.sn.Metadata.Index, "error", err)
+		}
+	}
+	for {
+		select {
+		case j := <-s.snapJobs:
+			save(j)
+		case <-s.stopping:
+			select {
+			case j := <-s.snapJobs:
+				save(j)
+			default:
+			}
+			return
+		}
+	}
+}
+
+// saveSnapshotToDisk makes the state up to sn's index durable in the database, writes the
+// snapshot file and its WAL record, and lets the WAL segments and snapshot files it supersedes
+// go. The database commit comes first: the WAL before the snapshot may only go once the
+// database holds what it described (it may hold more: applying went on meanwhile).
+func (s *Server) saveSnapshotToDisk(sn raftpb.Snapshot) error {
+	s.snapFileMu.Lock()
+	defer s.snapFileMu.Unlock()
+	index := sn.Metadata.Index
+	if index <= s.savedSnapIndex {
+		return nil // a newer snapshot (one received from the leader) is already on disk
+	}
+	start := time.Now()
+	if err := s.be.Commit(); err != nil {
+		return err
+	}
+	if err := s.saveSnap(sn); err != nil {
+		return err
+	}
+	if err := s.wal.SaveSnapshot(sn.Metadata); err != nil {
+		return err
+	}
+	s.savedSnapIndex = index
+	if err := s.wal.ReleaseTo(index); err != nil {
+		return err
+	}
+	s.log.Info("saved snapshot to disk", "snapshot-index", index)
+	if err := snap.Purge(s.cfg.snapDir(), s.cfg.MaxSnapshots); err != nil {
+		return err
+	}
+	s.m.snapshotSave.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+// saveReceivedSnapshot writes a snapshot received from the leader, and its WAL record, before
+// the raft goroutine saves what follows it.
+func (s *Server) saveReceivedSnapshot(sn raftpb.Snapshot) error {
+	s.snapFileMu.Lock()
+	defer s.snapFileMu.Unlock()
+	if err := s.saveSnap(sn); err != nil {
+		return err
+	}
+	if err := s.wal.SaveSnapshot(sn.Metadata); err != nil {
+		return err
+	}
+	s.savedSnapIndex = max(s.savedSnapIndex, sn.Metadata.Index)
+	return nil
+}
