@@ -6,7 +6,9 @@
 // The files:
 //
 //	server.go        Server: New (bootstrap, join or restart), Start, the raft loop, the apply
-//	                 loop, raft snapshots of the log, linearizable reads (ReadIndex), Stop
+//	                 loop, linearizable reads (ReadIndex), Stop
+//	snapshot_take.go raft snapshots of the log: when they are due, in memory every 100 entries
+//	                 with the log trimmed behind them, to disk by a goroutine of their own
 //	config.go        Config: what a member starts with, its defaults and timeouts
 //	proposals.go     proposing through raft: waiting for a leader, retrying a proposal raft
 //	                 dropped while leadership moved, proposals forwarded by followers
