@@ -62,6 +62,9 @@ func (s *Server) reloadAuth() error {
 // Auth is the member's auth state.
 func (s *Server) Auth() *auth.Store { return s.auth }
 
+// AuthEnabled reports whether authentication is on.
+func (s *Server) AuthEnabled() bool { return s.auth.Enabled() }
+
 // Caller is who sent the request in ctx: the user of its token, or with --client-cert-auth the
 // common name of its certificate. nil with auth off or without credentials; an error for a
 // token this member does not accept.

@@ -169,10 +169,7 @@ func (s *Server) configure(ctx context.Context, cc raftpb.ConfChange, m membersh
 }
 
 // IsLearner reports whether this member is a learner.
-func (s *Server) IsLearner() bool {
-	m := s.mem.Get(s.id)
-	return m != nil && m.IsLearner
-}
+func (s *Server) IsLearner() bool { return s.mem.IsLearner(s.id) }
 
 func (s *Server) serveMembers(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {

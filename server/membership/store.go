@@ -134,6 +134,14 @@ func (m *Membership) Get(id uint64) *Member {
 	return nil
 }
 
+// IsLearner reports whether id is a learner (Get without the copy, for every request).
+func (m *Membership) IsLearner(id uint64) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	mem, ok := m.members[id]
+	return ok && mem.IsLearner
+}
+
 // List returns copies of every member, by ID.
 func (m *Membership) List() []Member {
 	m.mu.RLock()

@@ -118,15 +118,6 @@ func watchLeader(s *etcdserver.Server, w *leaderWatch) {
 	}
 }
 
-func leaderUnaryGate(s *etcdserver.Server) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		if requiresLeader(ctx) && s.Leader() == 0 {
-			return nil, rpctypes.ErrGRPCNoLeader
-		}
-		return h(ctx, req)
-	}
-}
-
 func leaderStreamGate(s *etcdserver.Server, w *leaderWatch) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 		if !requiresLeader(ss.Context()) {

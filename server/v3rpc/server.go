@@ -2,6 +2,7 @@ package v3rpc
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"runtime"
 	"time"
@@ -56,7 +57,7 @@ func NewServer(s *etcdserver.Server, o Options) *grpc.Server {
 	if warn == 0 {
 		warn = 300 * time.Millisecond
 	}
-	opts = append(opts, grpc.ChainUnaryInterceptor(countUnary(s), requestStats(cfg.Logger, warn), learnerUnaryGate(s), leaderUnaryGate(s), authUnary(s)),
+	opts = append(opts, grpc.ChainUnaryInterceptor(unaryInterceptor(s, cfg.Logger, warn)),
 		grpc.ChainStreamInterceptor(countStream(s), learnerStreamGate(s), leaderStreamGate(s, lw), authStream(s)))
 	gs := grpc.NewServer(opts...)
 	h := header{s: s}
@@ -87,13 +88,38 @@ func learnerAllows(req any) bool {
 	return false
 }
 
-func learnerUnaryGate(s *etcdserver.Server) grpc.UnaryServerInterceptor {
+// unaryInterceptor is every unary call's handling around its handler, in one layer (each layer
+// of a gRPC chain costs every call a closure and a call): the client-request count, then, timed
+// for the request-stats line, the learner, leader and caller checks.
+func unaryInterceptor(s *etcdserver.Server, lg *slog.Logger, warn time.Duration) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		if s.IsLearner() && !learnerAllows(req) {
-			return nil, rpctypes.ErrGRPCNotSupportedForLearner
+		ver, err := clientVersion(ctx)
+		if err != nil {
+			return nil, err
 		}
-		return h(ctx, req)
+		s.CountClientRequest("unary", ver)
+		start := time.Now()
+		resp, err := admitUnary(ctx, s, req, info.FullMethod, h)
+		logRequestStats(ctx, lg, warn, start, info.FullMethod, req, resp)
+		return resp, err
 	}
+}
+
+// admitUnary runs h if this member may serve the call: a learner serves only what learnerAllows,
+// a call that requires a leader needs one (upstream's require-leader metadata), and the caller
+// must pass the method's rule.
+func admitUnary(ctx context.Context, s *etcdserver.Server, req any, method string, h grpc.UnaryHandler) (any, error) {
+	if s.IsLearner() && !learnerAllows(req) {
+		return nil, rpctypes.ErrGRPCNotSupportedForLearner
+	}
+	if s.Leader() == 0 && requiresLeader(ctx) {
+		return nil, rpctypes.ErrGRPCNoLeader
+	}
+	ctx, err := withCaller(ctx, s, method, req)
+	if err != nil {
+		return nil, err
+	}
+	return h(ctx, req)
 }
 
 func learnerStreamGate(s *etcdserver.Server) grpc.StreamServerInterceptor {

@@ -19,29 +19,24 @@ import (
 	"etcdx/server/etcdserver"
 )
 
-// requestStats logs upstream's "request stats" line for a unary call: at warn level when it took
-// longer than warn (--warning-unary-request-duration), and for every call at debug level.
-func requestStats(lg *slog.Logger, warn time.Duration) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		start := time.Now()
-		resp, err := handler(ctx, req)
-		took := time.Since(start)
-		level := slog.LevelDebug
-		if took > warn {
-			level = slog.LevelWarn
-		}
-		if !lg.Enabled(ctx, level) {
-			return resp, err
-		}
-		remote := "No remote client info."
-		if p, ok := peer.FromContext(ctx); ok {
-			remote = p.Addr.String()
-		}
-		lg.Log(ctx, level, "request stats", "start time", start, "time spent", took, "remote", remote,
-			"response type", info.FullMethod, "request size", size(req), "response size", size(resp),
-			"request content", loggable(req))
-		return resp, err
+// logRequestStats logs upstream's "request stats" line for a unary call: at warn level when it
+// took longer than warn (--warning-unary-request-duration), and for every call at debug level.
+func logRequestStats(ctx context.Context, lg *slog.Logger, warn time.Duration, start time.Time, method string, req, resp any) {
+	took := time.Since(start)
+	level := slog.LevelDebug
+	if took > warn {
+		level = slog.LevelWarn
 	}
+	if !lg.Enabled(ctx, level) {
+		return
+	}
+	remote := "No remote client info."
+	if p, ok := peer.FromContext(ctx); ok {
+		remote = p.Addr.String()
+	}
+	lg.Log(ctx, level, "request stats", "start time", start, "time spent", took, "remote", remote,
+		"response type", method, "request size", size(req), "response size", size(resp),
+		"request content", loggable(req))
 }
 
 // size is a message's encoded size (-1 for what is not a protobuf message, or a nil one: a
@@ -100,18 +95,7 @@ func clientVersion(ctx context.Context) (string, error) {
 	return ver, nil
 }
 
-// countUnary and countStream feed etcd_server_client_requests_total.
-func countUnary(s *etcdserver.Server) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		ver, err := clientVersion(ctx)
-		if err != nil {
-			return nil, err
-		}
-		s.CountClientRequest("unary", ver)
-		return handler(ctx, req)
-	}
-}
-
+// countStream feeds etcd_server_client_requests_total (unaryInterceptor counts unary calls).
 func countStream(s *etcdserver.Server) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		ver, err := clientVersion(ss.Context())
