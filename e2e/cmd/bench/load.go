@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -158,6 +159,25 @@ type result struct {
 	max      time.Duration
 	// cpu is the CPU time the server processes used during the workload.
 	cpu time.Duration
+	// clientCPU is the CPU time this process (the load generator) used during the workload.
+	clientCPU time.Duration
+}
+
+// clientCPUPerOp is the load generator's CPU time per successful operation.
+func (r result) clientCPUPerOp() time.Duration {
+	if r.ops == 0 {
+		return 0
+	}
+	return r.clientCPU / time.Duration(r.ops)
+}
+
+// selfCPU is the CPU time (user and system) this process has used so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // cpuPerOp is the servers' CPU time per successful operation.
@@ -209,6 +229,7 @@ func run(endpoints []string, conns, clients, total int, limit time.Duration, o o
 	close(next)
 	deadline := time.Now().Add(limit)
 	start := time.Now()
+	cpu0 := selfCPU()
 	var wg sync.WaitGroup
 	for w := 0; w < clients; w++ {
 		wg.Add(1)
@@ -239,7 +260,7 @@ func run(endpoints []string, conns, clients, total int, limit time.Duration, o o
 	}
 	wg.Wait()
 	r := summarize(lat)
-	r.errors, r.elapsed = errs, time.Since(start)
+	r.errors, r.elapsed, r.clientCPU = errs, time.Since(start), selfCPU()-cpu0
 	return r, nil
 }
 

@@ -35,7 +35,7 @@ func (s sample) merge(o sample) {
 }
 
 func (sample) printResult(label, name string, r result) {
-	fmt.Printf("%-12s %-40s %8d ops %6d errors %10.0f ops/s  p50 %-10v p99 %-10v server CPU/op %v\n", label, name, r.ops, r.errors, r.rate(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.cpuPerOp())
+	fmt.Printf("%-12s %-40s %8d ops %6d errors %10.0f ops/s  p50 %-10v p99 %-10v server CPU/op %v  client CPU/op %v\n", label, name, r.ops, r.errors, r.rate(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.cpuPerOp(), r.clientCPUPerOp())
 }
 
 // The single figures' keys.
