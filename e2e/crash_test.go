@@ -211,10 +211,11 @@ func TestSnapshotCountCompactsLogAndRestarts(t *testing.T) {
 	m.Start()
 	c := m.Client()
 	acked := writeAcked(t, c, "snap", 4, 1000, nil)
-	snaps, _ := filepath.Glob(filepath.Join(m.DataDir, "member", "snap", "*.snap"))
-	if len(snaps) == 0 || len(snaps) > 5 {
-		t.Fatalf("snapshot files after 1000 writes with --snapshot-count=100: %d (want 1..5, older ones purged)", len(snaps))
-	}
+	// Snapshots are written, and older ones purged, beside the apply loop: wait for the writer.
+	waitFor(t, Ctx(t), "1..5 snapshot files after 1000 writes with --snapshot-count=100 (older ones purged)", func() bool {
+		snaps, _ := filepath.Glob(filepath.Join(m.DataDir, "member", "snap", "*.snap"))
+		return len(snaps) > 0 && len(snaps) <= 5
+	})
 	if !strings.Contains(m.Log(), "saved snapshot to disk") {
 		t.Fatal("no snapshot was logged")
 	}
@@ -279,10 +280,11 @@ func TestMaxSnapshots(t *testing.T) {
 		m := NewMember(t, "--snapshot-count", "100", "--max-snapshots", c.max)
 		m.Start()
 		writeAcked(t, m.Client(), "snap", 4, 1000, nil)
-		snaps, _ := filepath.Glob(filepath.Join(m.DataDir, "member", "snap", "*.snap"))
-		if len(snaps) < c.min || len(snaps) > c.top {
-			t.Errorf("--max-snapshots=%s: %d snapshot files after 1000 writes with --snapshot-count=100, want %d..%d", c.max, len(snaps), c.min, c.top)
-		}
+		// Snapshots are written, and older ones purged, beside the apply loop: wait for the writer.
+		waitFor(t, Ctx(t), fmt.Sprintf("%d..%d snapshot files after 1000 writes with --snapshot-count=100 and --max-snapshots=%s", c.min, c.top, c.max), func() bool {
+			snaps, _ := filepath.Glob(filepath.Join(m.DataDir, "member", "snap", "*.snap"))
+			return len(snaps) >= c.min && len(snaps) <= c.top
+		})
 		m.Kill()
 	}
 	m := NewMember(t, "--max-snapshots", "-1")

@@ -206,15 +206,18 @@ func TestVerifyFile(t *testing.T) {
 		t.Fatalf("the bucket's root page %d is not a branch page (flags %#x)", root, page[8])
 	}
 	// change gets the root page; its first element follows the header.
-	damage := func(name string, change func(page []byte), want string) {
+	damageFile := func(name string, change func(file []byte), want string) {
 		b := append([]byte(nil), data...)
-		change(b[int64(root)*ps:])
+		change(b)
 		p := filepath.Join(t.TempDir(), name)
 		os.WriteFile(p, b, 0o600)
 		err := VerifyFile(p)
 		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), want) {
 			t.Fatalf("%s: %v, want %q", name, err, want)
 		}
+	}
+	damage := func(name string, change func(page []byte), want string) {
+		damageFile(name, func(b []byte) { change(b[int64(root)*ps:]) }, want)
 	}
 	first := pageHeaderSize
 	damage("cycle", func(p []byte) { binary.LittleEndian.PutUint64(p[first+8:], root) }, "referenced more than once")
@@ -224,6 +227,17 @@ func TestVerifyFile(t *testing.T) {
 	// FuzzGetStatus: the cursor's stack grew until memory ran out).
 	damage("empty branch page", func(p []byte) { binary.LittleEndian.PutUint16(p[10:], 0) }, "neither a leaf page nor a branch page with elements")
 	damage("unknown page type", func(p []byte) { binary.LittleEndian.PutUint16(p[8:], 0x20) }, "neither a leaf page nor a branch page with elements")
+	// Keys out of order, which bbolt checks, by panicking in a goroutine of its own, when it
+	// rebuilds the free list of a file that has none: a branch key equal to the one before it,
+	// and a leaf's first key below the key its parent files it under.
+	keyOf := func(p []byte, i int) []byte {
+		at := pageHeaderSize + i*elementSize
+		pos, ksize := int(binary.LittleEndian.Uint32(p[at:])), int(binary.LittleEndian.Uint32(p[at+4:]))
+		return p[at+pos : at+pos+ksize]
+	}
+	damage("branch keys out of order", func(p []byte) { copy(keyOf(p, 1), keyOf(p, 0)) }, "is not after key 0")
+	child := int64(binary.LittleEndian.Uint64(page[first+elementSize+8:])) // the second child
+	damageFile("leaf key below its parent's", func(b []byte) { copy(keyOf(b[child*ps:], 0), "key-00000") }, "before its parent's key")
 }
 
 // Read shares one read transaction between readers and renews it at every commit: each read

@@ -9,6 +9,7 @@ package backend
 // buckets as 16-byte headers (root page, sequence) followed, for an inline bucket, by its page.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
@@ -118,14 +119,21 @@ type pageWalker struct {
 	corrupt func(string, ...any) error
 }
 
+// pageRef is a page to visit and the keys its subtree must lie within: [lo, hi), nil for no
+// bound (a bucket's root page).
+type pageRef struct {
+	id     uint64
+	lo, hi []byte
+}
+
 // walk visits the tree of pages under root without recursion (a deep or cyclic tree cannot
 // exhaust the stack).
 func (w *pageWalker) walk(root uint64) error {
-	todo := []uint64{root}
+	todo := []pageRef{{id: root}}
 	for len(todo) > 0 {
-		id := todo[len(todo)-1]
+		ref := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
-		children, err := w.page(id)
+		children, err := w.page(ref)
 		if err != nil {
 			return err
 		}
@@ -134,8 +142,9 @@ func (w *pageWalker) walk(root uint64) error {
 	return nil
 }
 
-// page checks page id and returns the pages it points to.
-func (w *pageWalker) page(id uint64) ([]uint64, error) {
+// page checks page ref.id and returns the pages it points to.
+func (w *pageWalker) page(ref pageRef) ([]pageRef, error) {
+	id := ref.id
 	if id < 2 || id >= w.hwm {
 		return nil, w.corrupt("page %d is outside the pages in use (2 to %d)", id, w.hwm-1)
 	}
@@ -160,12 +169,15 @@ func (w *pageWalker) page(id uint64) ([]uint64, error) {
 	if _, err := w.f.ReadAt(b, int64(id)*w.ps); err != nil {
 		return nil, w.corrupt("page %d: %v", id, err)
 	}
-	return w.elements(id, b, false)
+	return w.elements(id, b, false, ref.lo, ref.hi)
 }
 
 // elements checks the elements of page b (a page, or an inline bucket's page) and returns the
-// pages they point to.
-func (w *pageWalker) elements(id uint64, b []byte, inline bool) ([]uint64, error) {
+// pages they point to. The keys of a page that is not inline must increase and lie in [lo, hi):
+// bbolt checks that order when it rebuilds the free list of a file that has none (upstream's
+// files, and ours), and it reports a violation by panicking in a goroutine of its own, where
+// Guard cannot catch it.
+func (w *pageWalker) elements(id uint64, b []byte, inline bool, lo, hi []byte) ([]pageRef, error) {
 	le := binary.LittleEndian
 	flags, count := le.Uint16(b[8:]), int(le.Uint16(b[10:]))
 	// bbolt never writes an empty branch page, and its cursor reads a branch page's first child
@@ -177,7 +189,21 @@ func (w *pageWalker) elements(id uint64, b []byte, inline bool) ([]uint64, error
 	if pageHeaderSize+count*elementSize > len(b) {
 		return nil, w.corrupt("page %d: %d elements do not fit in it", id, count)
 	}
-	var children []uint64
+	var children []pageRef
+	var prev []byte
+	checkKey := func(i int, key []byte) error {
+		switch {
+		case inline:
+		case i > 0 && bytes.Compare(prev, key) >= 0:
+			return w.corrupt("page %d: key %d (%x) is not after key %d (%x)", id, i, key, i-1, prev)
+		case lo != nil && bytes.Compare(key, lo) < 0:
+			return w.corrupt("page %d: key %d (%x) is before its parent's key (%x)", id, i, key, lo)
+		case hi != nil && bytes.Compare(key, hi) >= 0:
+			return w.corrupt("page %d: key %d (%x) is not before the parent's next key (%x)", id, i, key, hi)
+		}
+		prev = key
+		return nil
+	}
 	for i := 0; i < count; i++ {
 		at := pageHeaderSize + i*elementSize
 		e := b[at : at+elementSize]
@@ -187,12 +213,23 @@ func (w *pageWalker) elements(id uint64, b []byte, inline bool) ([]uint64, error
 			if at+pos+ksize > len(b) || at+pos < 0 {
 				return nil, w.corrupt("page %d: branch element %d runs past the page", id, i)
 			}
-			children = append(children, le.Uint64(e[8:]))
+			key := b[at+pos : at+pos+ksize]
+			if err := checkKey(i, key); err != nil {
+				return nil, err
+			}
+			// The child's keys lie from this key up to the next element's (or this page's bound).
+			if n := len(children); n > 0 {
+				children[n-1].hi = key
+			}
+			children = append(children, pageRef{id: le.Uint64(e[8:]), lo: key, hi: hi})
 		case flags == leafPageFlag:
 			eflags, pos, ksize, vsize := le.Uint32(e[0:]), int(le.Uint32(e[4:])), int(le.Uint32(e[8:])), int(le.Uint32(e[12:]))
 			end := at + pos + ksize + vsize
 			if end > len(b) || end < at {
 				return nil, w.corrupt("page %d: leaf element %d runs past the page", id, i)
+			}
+			if err := checkKey(i, b[at+pos:at+pos+ksize]); err != nil {
+				return nil, err
 			}
 			if eflags&bucketLeafFlag == 0 {
 				continue
@@ -202,13 +239,13 @@ func (w *pageWalker) elements(id uint64, b []byte, inline bool) ([]uint64, error
 				return nil, w.corrupt("page %d: bucket %d has a %d-byte header", id, i, len(v))
 			}
 			if root := le.Uint64(v); root != 0 {
-				children = append(children, root)
+				children = append(children, pageRef{id: root}) // a bucket of its own: no bounds
 				continue
 			}
 			if inline || len(v) < bucketHeaderSize+pageHeaderSize {
 				return nil, w.corrupt("page %d: inline bucket %d is malformed", id, i)
 			}
-			more, err := w.elements(id, v[bucketHeaderSize:], true)
+			more, err := w.elements(id, v[bucketHeaderSize:], true, nil, nil)
 			if err != nil {
 				return nil, err
 			}

@@ -63,3 +63,18 @@ func TestIndexCompactionInChunksEqualsAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// count agrees with revisions' total for every range and revision of a history with deletions.
+func TestIndexCountEqualsRevisionsTotal(t *testing.T) {
+	const n = 40
+	ti := buildIndex(t, n)
+	ranges := [][2][]byte{{[]byte("k"), {}}, {[]byte("k000"), nil}, {[]byte("k003"), nil}, {[]byte("k010"), []byte("k020")}, {[]byte("z"), {}}}
+	for _, r := range ranges {
+		for rev := int64(1); rev <= 3*n+n/5+2; rev++ {
+			_, total := ti.revisions(r[0], r[1], rev, 0)
+			if got := ti.count(r[0], r[1], rev); got != total {
+				t.Fatalf("[%s, %q) at %d: count %d, revisions total %d", r[0], r[1], rev, got, total)
+			}
+		}
+	}
+}

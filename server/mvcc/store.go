@@ -109,8 +109,10 @@ func (s *Store) restore() error {
 			if err != nil {
 				return err
 			}
+			// Only the key and the revisions are kept: no copy of the value (a member restoring
+			// 1 GiB of values copied all of it).
 			var kv mvccpb.KeyValue
-			if err := kv.Unmarshal(v); err != nil {
+			if err := decodeKV(v, &kv); err != nil {
 				return fmt.Errorf("mvcc: value at revision %d_%d: %w", rev.Main, rev.Sub, err)
 			}
 			if len(kv.Key) == 0 {
@@ -211,9 +213,12 @@ func (s *Store) rangeLocked(key, end []byte, ro RangeOptions, curRev int64, tx *
 	if rev < s.compactRev {
 		return &RangeResult{Rev: curRev}, ErrCompacted
 	}
+	if ro.Count {
+		return &RangeResult{Rev: curRev, Count: s.idx.count(key, end, rev)}, nil
+	}
 	krs, total := s.idx.revisions(key, end, rev, int(ro.Limit))
 	res := &RangeResult{Rev: curRev, Count: total}
-	if ro.Count || len(krs) == 0 {
+	if len(krs) == 0 {
 		return res, nil
 	}
 	res.KVs = make([]mvccpb.KeyValue, len(krs))
@@ -316,8 +321,8 @@ func (t *TxnWrite) Put(key, value []byte, lease int64) error {
 	var oldLease int64
 	if mod, c, v, err := s.idx.get(key, t.rev); err == nil {
 		created, ver = c, v+1
-		if old, err := t.valueAt(mod); err == nil {
-			oldLease = old.Lease
+		if l, err := t.leaseAt(mod); err == nil {
+			oldLease = l
 		}
 	}
 	kv := mvccpb.KeyValue{Key: key, Value: value, CreateRevision: created.Main, ModRevision: t.rev, Version: ver, Lease: lease}
@@ -343,8 +348,8 @@ func (t *TxnWrite) DeleteRange(key, end []byte) (int64, error) {
 	krs, _ := t.s.idx.revisions(key, end, t.rev, 0)
 	for _, kr := range krs {
 		var lease int64
-		if old, err := t.valueAt(kr.rev); err == nil {
-			lease = old.Lease
+		if l, err := t.leaseAt(kr.rev); err == nil {
+			lease = l
 		}
 		rev := schema.Revision{Main: t.rev, Sub: int64(len(t.changes))}
 		kv := mvccpb.KeyValue{Key: kr.key}
@@ -363,17 +368,22 @@ func (t *TxnWrite) DeleteRange(key, end []byte) (int64, error) {
 	return int64(len(krs)), nil
 }
 
-func (t *TxnWrite) valueAt(rev schema.Revision) (*mvccpb.KeyValue, error) {
+// leaseAt is the lease of the value stored at rev (read without copying the value).
+func (t *TxnWrite) leaseAt(rev schema.Revision) (int64, error) {
 	tx, err := t.batch.Tx()
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	v := tx.Bucket(schema.Key).Get(schema.RevisionKey(rev, false))
+	var kb [17]byte
+	v := tx.Bucket(schema.Key).Get(schema.AppendRevisionKey(kb[:0], rev, false))
 	if v == nil {
-		return nil, errKeyNotFound
+		return 0, errKeyNotFound
 	}
 	var kv mvccpb.KeyValue
-	return &kv, kv.Unmarshal(v)
+	if err := decodeKV(v, &kv); err != nil {
+		return 0, err
+	}
+	return kv.Lease, nil
 }
 
 func (t *TxnWrite) store(rev schema.Revision, tombstone bool, kv *mvccpb.KeyValue) error {
