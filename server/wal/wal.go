@@ -572,10 +572,11 @@ func (w *WAL) cut() error {
 }
 
 // ReleaseTo deletes segments that a snapshot at index covers, keeping (as upstream) the newest
-// segment that starts before index, which a restart from that snapshot reads first.
+// segment that starts before index, which a restart from that snapshot reads first. The files
+// are deleted after the WAL's lock is released: unlinking a few preallocated 64 MB files held
+// every write for up to a quarter of a second.
 func (w *WAL) ReleaseTo(index uint64) error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	keepFrom := 0
 	for i := 0; i+1 < len(w.segments); i++ {
 		if w.segments[i+1].index < index {
@@ -589,13 +590,15 @@ func (w *WAL) ReleaseTo(index uint64) error {
 		// Only the oldest files beyond the limit go, and only those the snapshot covers.
 		keepFrom = min(keepFrom, max(0, len(w.segments)-w.maxFiles))
 	}
-	for _, s := range w.segments[:keepFrom] {
+	gone := w.segments[:keepFrom]
+	w.segments = append([]segment(nil), w.segments[keepFrom:]...)
+	w.mu.Unlock()
+	for _, s := range gone {
 		if err := os.Remove(filepath.Join(w.dir, s.name)); err != nil && !os.IsNotExist(err) {
 			return fmt.Errorf("wal: remove %s: %w", s.name, err)
 		}
 	}
-	w.segments = append([]segment(nil), w.segments[keepFrom:]...)
-	if keepFrom > 0 {
+	if len(gone) > 0 {
 		return syncDir(w.dir)
 	}
 	return nil
