@@ -17,6 +17,7 @@ var watchedEvents = []string{
 	"published local member to cluster through raft",
 	"ready to serve client requests",
 	"set initial cluster version",
+	"triggering snapshot",
 	"saved snapshot to disk",
 	"finished scheduled compaction",
 	"added member",

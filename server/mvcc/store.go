@@ -226,7 +226,7 @@ func (s *Store) rangeLocked(key, end []byte, ro RangeOptions, curRev int64, tx *
 		// One cursor for every lookup: a Get per value builds a cursor of its own.
 		c := tx.Bucket(schema.Key).Cursor()
 		vals := make([][]byte, len(krs))
-		var kb [17]byte
+		var kb [schema.RevisionKeyLen]byte
 		for i, kr := range krs {
 			rb := schema.AppendRevisionKey(kb[:0], kr.rev, false)
 			var v []byte
@@ -374,7 +374,7 @@ func (t *TxnWrite) leaseAt(rev schema.Revision) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var kb [17]byte
+	var kb [schema.RevisionKeyLen]byte
 	v := tx.Bucket(schema.Key).Get(schema.AppendRevisionKey(kb[:0], rev, false))
 	if v == nil {
 		return 0, errKeyNotFound

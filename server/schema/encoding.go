@@ -39,6 +39,10 @@ func (a Revision) GreaterThan(b Revision) bool {
 	return a.Sub > b.Sub
 }
 
+// RevisionKeyLen is the length of a revision's key (without the tombstone mark), for callers
+// that build keys in a buffer of their own (AppendRevisionKey).
+const RevisionKeyLen = revKeyLen
+
 const (
 	revKeyLen       = 17 // 8 main + '_' + 8 sub
 	markedRevKeyLen = revKeyLen + 1
