@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -67,6 +68,10 @@ type Backend struct {
 	// commit runs (readers then open their own). Guarded by sharedMu.
 	sharedMu sync.RWMutex
 	shared   *sharedRead
+
+	// size is the committed file's size, recorded as each write transaction begins: the quota
+	// check reads it for every write, and a read transaction per write cost more than the check.
+	size atomic.Int64
 
 	batchMu  sync.Mutex
 	tx       *bolt.Tx
@@ -197,6 +202,7 @@ func (b *Backend) beginHoldingDB() error {
 		return b.failLocked(fmt.Errorf("backend: begin write transaction: %w", err))
 	}
 	b.tx = tx
+	b.size.Store(tx.Size())
 	b.beginShared()
 	return nil
 }
@@ -407,13 +413,7 @@ func (b *Backend) Read(fn func(tx *bolt.Tx) error) error {
 }
 
 // Size is the file's size in bytes; SizeInUse excludes free pages.
-func (b *Backend) Size() int64 {
-	b.dbMu.RLock()
-	defer b.dbMu.RUnlock()
-	var size int64
-	_ = b.db.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil })
-	return size
-}
+func (b *Backend) Size() int64 { return b.size.Load() }
 
 // SizeInUse is the size minus the pages bbolt holds free.
 func (b *Backend) SizeInUse() int64 {

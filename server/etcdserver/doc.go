@@ -7,8 +7,9 @@
 //
 //	server.go        Server: New (bootstrap, join or restart), Start, the raft loop, the apply
 //	                 loop, linearizable reads (ReadIndex), Stop
-//	snapshot_take.go raft snapshots of the log: when they are due, in memory every 100 entries
-//	                 with the log trimmed behind them, to disk by a goroutine of their own
+//	snapshot_take.go raft snapshots of the log: when they are due, in memory every 1,000 entries
+//	                 (or 4 MiB of them) with the log trimmed behind them, to disk by a
+//	                 goroutine of their own
 //	config.go        Config: what a member starts with, its defaults and timeouts
 //	proposals.go     proposing through raft: waiting for a leader, retrying a proposal raft
 //	                 dropped while leadership moved, proposals forwarded by followers

@@ -89,8 +89,10 @@ type Server struct {
 	lead           atomic.Uint64
 	snapIndex      uint64 // the latest snapshot on disk; owned by the apply goroutine
 	// memSnapIndex is the latest snapshot in the raft log's memory (at least snapIndex), which
-	// lets the log be trimmed every memorySnapshotEvery entries; owned by the apply goroutine.
+	// lets the log be trimmed (snapshotDue); memSnapBytes is the entry data applied since it.
+	// Both are owned by the apply goroutine.
 	memSnapIndex uint64
+	memSnapBytes uint64
 	// snapshotsInFlight counts databases being sent to followers; the raft log is not trimmed
 	// meanwhile, so a follower that receives one still finds the entries that followed it.
 	snapshotsInFlight atomic.Int64
@@ -412,7 +414,7 @@ func (s *Server) restart(rcfg *raft.Config) error {
 			return fmt.Errorf("apply snapshot: %w", err)
 		}
 		s.snapIndex = sn.Metadata.Index
-		s.memSnapIndex = sn.Metadata.Index
+		s.memSnapIndex, s.memSnapBytes = sn.Metadata.Index, 0
 		s.savedSnapIndex = sn.Metadata.Index
 		s.confState = sn.Metadata.ConfState
 	}
@@ -777,13 +779,14 @@ func (s *Server) applyBatch(b applyBatch) {
 			continue
 		}
 		s.applyEntry(e)
+		s.memSnapBytes += uint64(len(e.Data))
 		s.appliedIndex.Store(e.Index)
 		s.appliedTerm = e.Term
 	}
 	applied := s.appliedIndex.Load()
 	s.m.proposalsApplied.Set(float64(applied))
 	s.applyW.advance(applied)
-	if toDisk, due := snapshotDue(applied, s.snapIndex, s.memSnapIndex, s.cfg.SnapshotCount, s.forceSnapshot); due {
+	if toDisk, due := snapshotDue(applied, s.snapIndex, s.memSnapIndex, s.memSnapBytes, s.cfg.SnapshotCount, s.forceSnapshot); due {
 		if err := s.snapshot(applied, toDisk); err != nil {
 			s.log.Error("failed to take raft snapshot", "index", applied, "to-disk", toDisk, "error", err)
 		}

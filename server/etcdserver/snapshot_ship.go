@@ -90,7 +90,7 @@ func (s *Server) installSnapshot(sn raftpb.Snapshot) error {
 	s.appliedIndex.Store(sn.Metadata.Index)
 	s.appliedTerm = sn.Metadata.Term
 	s.snapIndex = sn.Metadata.Index
-	s.memSnapIndex = sn.Metadata.Index
+	s.memSnapIndex, s.memSnapBytes = sn.Metadata.Index, 0
 	s.confState = sn.Metadata.ConfState
 	s.log.Info("applied snapshot", "snapshot-index", sn.Metadata.Index, "revision", s.kv.Rev())
 	return nil

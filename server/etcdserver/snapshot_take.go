@@ -12,18 +12,26 @@ import (
 )
 
 // snapshotDue says whether the apply goroutine takes a snapshot at applied, and whether it goes to
-// disk: every count entries after the last on disk (or when one is forced), and in memory every
-// memorySnapshotEvery entries.
-func snapshotDue(applied, diskIndex, memIndex, count uint64, forced bool) (toDisk, due bool) {
+// disk: every count entries after the last on disk (or when one is forced), and in memory once
+// memorySnapshotEvery entries or memorySnapshotBytes of entry data were applied since the last
+// one (memBytes).
+func snapshotDue(applied, diskIndex, memIndex, memBytes, count uint64, forced bool) (toDisk, due bool) {
 	toDisk = applied-diskIndex >= count || forced && applied > diskIndex
-	return toDisk, toDisk || applied > memIndex+memorySnapshotEvery
+	sinceMem := applied - memIndex
+	return toDisk, toDisk || sinceMem >= memorySnapshotEvery || sinceMem > 0 && memBytes >= memorySnapshotBytes
 }
 
-// memorySnapshotEvery is how many applied entries apart the raft log's in-memory snapshots are,
-// as upstream 3.6's: each lets the log be trimmed to the last SnapshotCatchUpEntries entries.
+// Snapshots in memory let the raft log be trimmed to the last SnapshotCatchUpEntries entries.
 // Trimming only at the snapshots on disk (every SnapshotCount entries) kept up to three times
-// as many entries in memory as upstream does.
-const memorySnapshotEvery = 100
+// as many entries in memory as upstream 3.6 does. Upstream trims every 100 entries; each trim
+// copies the whole kept tail (5,000 entries) to a new slice, which was a third of all the
+// memory a put allocated. Every 1,000 entries costs a tenth of that and keeps at most 1,000
+// small entries more; the byte bound keeps large entries (transactions of many puts) from
+// holding more than a few MiB more.
+const (
+	memorySnapshotEvery = 1000
+	memorySnapshotBytes = 4 << 20
+)
 
 // snapshot records in the raft log's memory that the state up to index is applied, and trims
 // the log before it to the tail kept for slow followers. toDisk also has the snapshot written
@@ -51,7 +59,7 @@ func (s *Server) snapshot(index uint64, toDisk bool) error {
 	if err != nil {
 		return fmt.Errorf("create snapshot: %w", err)
 	}
-	s.memSnapIndex = index
+	s.memSnapIndex, s.memSnapBytes = index, 0
 	if toDisk {
 		// Written by snapshotSaver, so applying goes on during the three fsyncs (database,
 		// snapshot file, WAL) that stalled it every SnapshotCount entries. A forced snapshot

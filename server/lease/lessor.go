@@ -56,14 +56,17 @@ type Lessor struct {
 	be     *backend.Backend
 	minTTL int64
 
-	mu      sync.RWMutex
-	leases  map[int64]*Lease
-	primary bool
+	mu     sync.RWMutex
+	leases map[int64]*Lease
+	// keyLease is the lease each attached key hangs on: a put finds the lease it replaces here
+	// instead of reading the old value from the database.
+	keyLease map[string]int64
+	primary  bool
 }
 
 // New loads the leases stored in the backend. minTTL is the smallest TTL a grant gets.
 func New(be *backend.Backend, minTTL int64) (*Lessor, error) {
-	l := &Lessor{be: be, minTTL: minTTL, leases: map[int64]*Lease{}}
+	l := &Lessor{be: be, minTTL: minTTL, leases: map[int64]*Lease{}, keyLease: map[string]int64{}}
 	if err := l.Reload(); err != nil {
 		return nil, err
 	}
@@ -89,6 +92,7 @@ func (l *Lessor) Reload() error {
 	}
 	l.mu.Lock()
 	l.leases = leases
+	l.keyLease = map[string]int64{}
 	if l.primary {
 		now := time.Now()
 		for _, ls := range leases {
@@ -154,8 +158,14 @@ func sortedKeys(ls *Lease) [][]byte {
 func (l *Lessor) Forget(id int64, b *backend.BatchTx) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, ok := l.leases[id]; !ok {
+	ls, ok := l.leases[id]
+	if !ok {
 		return ErrNotFound
+	}
+	for k := range ls.keys {
+		if l.keyLease[k] == id {
+			delete(l.keyLease, k)
+		}
 	}
 	delete(l.leases, id)
 	return b.Delete(schema.Lease, schema.LeaseKey(id))
@@ -263,6 +273,7 @@ func (l *Lessor) Attach(id int64, key []byte) {
 	defer l.mu.Unlock()
 	if ls, ok := l.leases[id]; ok {
 		ls.keys[string(key)] = struct{}{}
+		l.keyLease[string(key)] = id
 	}
 }
 
@@ -273,6 +284,16 @@ func (l *Lessor) Detach(id int64, key []byte) {
 	if ls, ok := l.leases[id]; ok {
 		delete(ls.keys, string(key))
 	}
+	if l.keyLease[string(key)] == id {
+		delete(l.keyLease, string(key))
+	}
+}
+
+// LeaseOf implements mvcc.LeaseAttacher: the lease key is attached to, 0 if none.
+func (l *Lessor) LeaseOf(key []byte) int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.keyLease[string(key)]
 }
 
 // Promote makes this member judge expiry: every lease gets its checkpointed remaining TTL (or

@@ -26,6 +26,8 @@ var (
 type LeaseAttacher interface {
 	Attach(lease int64, key []byte)
 	Detach(lease int64, key []byte)
+	// LeaseOf is the lease key is attached to (0: none).
+	LeaseOf(key []byte) int64
 }
 
 // Store is the MVCC key-value store. Writes come from one goroutine (raft apply); reads from many.
@@ -311,19 +313,15 @@ func (t *TxnWrite) Range(key, end []byte, ro RangeOptions) (*RangeResult, error)
 	return r, err
 }
 
-// Put writes key=value with a lease (0: none) and returns the previous value, if any.
+// Put writes key=value with a lease (0: none).
 func (t *TxnWrite) Put(key, value []byte, lease int64) error {
 	s := t.s
 	t.puts++
 	t.putSize += int64(len(key) + len(value))
 	rev := schema.Revision{Main: t.rev, Sub: int64(len(t.changes))}
 	created, ver := rev, int64(1)
-	var oldLease int64
-	if mod, c, v, err := s.idx.get(key, t.rev); err == nil {
+	if _, c, v, err := s.idx.get(key, t.rev); err == nil {
 		created, ver = c, v+1
-		if l, err := t.leaseAt(mod); err == nil {
-			oldLease = l
-		}
 	}
 	kv := mvccpb.KeyValue{Key: key, Value: value, CreateRevision: created.Main, ModRevision: t.rev, Version: ver, Lease: lease}
 	if err := t.store(rev, false, &kv); err != nil {
@@ -332,7 +330,8 @@ func (t *TxnWrite) Put(key, value []byte, lease int64) error {
 	s.idx.put(key, rev)
 	t.changes = append(t.changes, change{kv: kv})
 	if s.leases != nil {
-		if oldLease != 0 && oldLease != lease {
+		// The lessor knows which lease the key hangs on: no need to read the old value.
+		if oldLease := s.leases.LeaseOf(key); oldLease != 0 && oldLease != lease {
 			s.leases.Detach(oldLease, key)
 		}
 		if lease != 0 {
@@ -347,10 +346,6 @@ func (t *TxnWrite) DeleteRange(key, end []byte) (int64, error) {
 	t.deletes++
 	krs, _ := t.s.idx.revisions(key, end, t.rev, 0)
 	for _, kr := range krs {
-		var lease int64
-		if l, err := t.leaseAt(kr.rev); err == nil {
-			lease = l
-		}
 		rev := schema.Revision{Main: t.rev, Sub: int64(len(t.changes))}
 		kv := mvccpb.KeyValue{Key: kr.key}
 		if err := t.store(rev, true, &kv); err != nil {
@@ -361,29 +356,13 @@ func (t *TxnWrite) DeleteRange(key, end []byte) (int64, error) {
 		}
 		kv.ModRevision = t.rev
 		t.changes = append(t.changes, change{kv: kv, tombstone: true})
-		if lease != 0 && t.s.leases != nil {
-			t.s.leases.Detach(lease, kr.key)
+		if t.s.leases != nil {
+			if lease := t.s.leases.LeaseOf(kr.key); lease != 0 {
+				t.s.leases.Detach(lease, kr.key)
+			}
 		}
 	}
 	return int64(len(krs)), nil
-}
-
-// leaseAt is the lease of the value stored at rev (read without copying the value).
-func (t *TxnWrite) leaseAt(rev schema.Revision) (int64, error) {
-	tx, err := t.batch.Tx()
-	if err != nil {
-		return 0, err
-	}
-	var kb [schema.RevisionKeyLen]byte
-	v := tx.Bucket(schema.Key).Get(schema.AppendRevisionKey(kb[:0], rev, false))
-	if v == nil {
-		return 0, errKeyNotFound
-	}
-	var kv mvccpb.KeyValue
-	if err := decodeKV(v, &kv); err != nil {
-		return 0, err
-	}
-	return kv.Lease, nil
 }
 
 func (t *TxnWrite) store(rev schema.Revision, tombstone bool, kv *mvccpb.KeyValue) error {

@@ -49,6 +49,7 @@ type WAL struct {
 	lastIdx  uint64
 	state    raftpb.HardState
 	buf      []byte
+	entBuf   []byte // one entry encoded, reused by Save
 	segLimit int64
 	// pendingSnap is the snapshot marker ReadAll must find.
 	pendingSnap raftpb.SnapshotMetadata
@@ -461,8 +462,13 @@ func (w *WAL) Save(st raftpb.HardState, ents []raftpb.Entry) error {
 	mustSync := raft.MustSync(st, w.state, len(ents))
 	w.buf = w.buf[:0]
 	for i := range ents {
-		b, err := ents[i].Marshal()
-		if err != nil {
+		// Each entry is encoded into one reused buffer: appendRecord copies it into w.buf.
+		n := ents[i].Size()
+		if cap(w.entBuf) < n {
+			w.entBuf = make([]byte, n)
+		}
+		b := w.entBuf[:n]
+		if _, err := ents[i].MarshalToSizedBuffer(b); err != nil {
 			return fmt.Errorf("wal: marshal entry: %w", err)
 		}
 		w.buf = w.appendRecord(w.buf, recEntry, b)

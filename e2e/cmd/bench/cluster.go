@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -185,6 +186,7 @@ func catchUp(label, bin string, ss []*server, bytes int64, smp sample) (*server,
 	if err != nil {
 		return nil, err
 	}
+	nm.LogLevel = "info" // its log is kept when it does not catch up
 	cl, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return nm, err
@@ -214,6 +216,7 @@ func catchUp(label, bin string, ss []*server, bytes int64, smp sample) (*server,
 	}
 	defer nc.Close()
 	deadline := time.Now().Add(catchupLimit)
+	var last string // the new member's last answer, for the report when it does not catch up
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		r, err := nc.Get(cctx, "catchup/", clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithSerializable())
@@ -221,8 +224,14 @@ func catchUp(label, bin string, ss []*server, bytes int64, smp sample) (*server,
 		if err == nil && r.Count >= int64(n) {
 			break
 		}
+		if err != nil {
+			last = "error: " + err.Error()
+		} else {
+			last = fmt.Sprintf("%d of %d keys", r.Count, n)
+		}
 		if time.Now().After(deadline) {
-			fmt.Printf("%-12s the new member did not catch up within %v\n", label, catchupLimit)
+			kept := keepLog(nm, "catchup")
+			fmt.Printf("%-12s the new member did not catch up within %v (last answer: %s; its log: %s)\n", label, catchupLimit, last, kept)
 			smp.values[figCatchup] = float64(catchupLimit)
 			smp.values[figCatchupStuck] = 1
 			return nm, nil
@@ -234,4 +243,22 @@ func catchUp(label, bin string, ss []*server, bytes int64, smp sample) (*server,
 	smp.values[figCatchupStuck] = 0
 	fmt.Printf("%-12s new member caught up with %d MiB in %v\n", label, bytes>>20, took.Round(100*time.Millisecond))
 	return nm, nil
+}
+
+// keepLog copies a member's log out of its directory, which is removed when the member stops,
+// and returns where it went (or why it could not).
+func keepLog(s *server, what string) string {
+	b, err := os.ReadFile(s.LogPath)
+	if err != nil {
+		return err.Error()
+	}
+	f, err := os.CreateTemp("", "bench-"+what+"-*.log")
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	if _, err := f.Write(b); err != nil {
+		return err.Error()
+	}
+	return f.Name()
 }
