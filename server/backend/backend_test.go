@@ -336,3 +336,102 @@ func TestSharedReadFollowsCommits(t *testing.T) {
 		t.Fatal("Close did not return: a read transaction was left open")
 	}
 }
+
+// TestSizeFollowsFile: Size is recorded, not read per call, so each way to a new database state
+// (a commit, a defrag, a replaced file) must record it again; otherwise the quota check and the
+// db size gauge would go on reporting a file that no longer exists.
+func TestSizeFollowsFile(t *testing.T) {
+	dir := t.TempDir()
+	b, err := Open(Config{Path: filepath.Join(dir, "db"), Buckets: [][]byte{testBucket}, BatchInterval: 100 * 3600e9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	fileSize := func() int64 {
+		t.Helper()
+		var n int64
+		if err := b.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	check := func(when string) int64 {
+		t.Helper()
+		if got, want := b.Size(), fileSize(); got != want {
+			t.Fatalf("%s: Size() = %d, the committed file holds %d", when, got, want)
+		}
+		return b.Size()
+	}
+	write := func(n int, del bool) {
+		t.Helper()
+		tx := b.Batch()
+		value := make([]byte, 4096)
+		for i := 0; i < n; i++ {
+			k := []byte(fmt.Sprintf("k%05d", i))
+			var err error
+			if del {
+				err = tx.Delete(testBucket, k)
+			} else {
+				err = tx.Put(testBucket, k, value)
+			}
+			if err != nil {
+				tx.Unlock()
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	empty := check("after open")
+	write(1000, false)
+	if b.Size() != empty {
+		t.Fatalf("Size() moved to %d before the commit (was %d)", b.Size(), empty)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	full := check("after a commit of 4 MB")
+	if full < empty+4_000_000 {
+		t.Fatalf("Size() after writing 4 MB is %d (empty %d)", full, empty)
+	}
+
+	write(990, true)
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	check("after deletes") // bbolt keeps the freed pages: the file does not shrink yet
+	if err := b.Defrag(); err != nil {
+		t.Fatal(err)
+	}
+	defragged := check("after defrag")
+	if defragged >= full/2 {
+		t.Fatalf("Size() after defrag is %d, before %d: not the rewritten file", defragged, full)
+	}
+
+	other := filepath.Join(dir, "incoming")
+	ob, err := Open(Config{Path: other, Buckets: [][]byte{testBucket}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	otx := ob.Batch()
+	big := make([]byte, 1<<20)
+	for i := 0; i < 8; i++ {
+		if err := otx.Put(testBucket, []byte(fmt.Sprintf("big%d", i)), big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := otx.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ob.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ReplaceWith(other); err != nil {
+		t.Fatal(err)
+	}
+	if replaced := check("after ReplaceWith"); replaced < 8<<20 {
+		t.Fatalf("Size() after replacing with an 8 MB file is %d", replaced)
+	}
+}
