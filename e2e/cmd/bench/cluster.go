@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -65,11 +64,44 @@ func clusterWorkloads(scale int) []workload {
 	}
 }
 
-// benchCluster runs the three-member workloads, then a rolling restart under writes and the
-// catch-up of a new member. With profDir set it saves each member's CPU profile of each workload.
-func benchCluster(label, bin string, o options, profDir string) (sample, error) {
+// benchCluster starts a fresh three-member cluster of each implementation and runs the
+// three-member workloads on them in pairs, as benchSingle does. With profDir set it saves each
+// member's CPU profile of each workload.
+func benchCluster(subs []subject, o options, profDir string) (map[string]sample, error) {
+	smps := map[string]sample{}
+	clusters := make([][]*server, len(subs))
+	defer func() {
+		for _, ss := range clusters {
+			for _, s := range ss {
+				s.stop()
+			}
+		}
+	}()
+	for i, sub := range subs {
+		ss, err := startCluster(sub.label, sub.bin, 3, profDir != "")
+		clusters[i] = ss
+		if err != nil {
+			return smps, err
+		}
+		smps[sub.label] = newSample()
+	}
+	for wi, w := range clusterWorkloads(o.scale) {
+		for _, i := range pairOrder(len(subs), wi) {
+			r, err := measure(subs[i].label, clusters[i], w, o, profDir)
+			if err != nil {
+				return smps, err
+			}
+			smps[subs[i].label].results[w.name] = r
+		}
+	}
+	return smps, nil
+}
+
+// benchAvailability starts a fresh three-member cluster, restarts its members in turn under
+// writes, then has a new member catch up with o.catchupBytes.
+func benchAvailability(label, bin string, o options) (sample, error) {
 	smp := newSample()
-	ss, err := startCluster(label, bin, 3, profDir != "")
+	ss, err := startCluster(label, bin, 3, false)
 	defer func() {
 		for _, s := range ss {
 			s.stop()
@@ -77,26 +109,6 @@ func benchCluster(label, bin string, o options, profDir string) (sample, error) 
 	}()
 	if err != nil {
 		return smp, err
-	}
-	eps := endpoints(ss)
-	for _, w := range clusterWorkloads(o.scale) {
-		var waits []func()
-		if profDir != "" {
-			for _, s := range ss {
-				waits = append(waits, s.profile(filepath.Join(profDir, fileName(label+"-"+s.Name+"-"+w.name)+".cpu.pprof"), o.profileFor))
-			}
-		}
-		cpu0 := cpuTimes(ss)
-		r, err := run(eps, o.conns, o.clients, w.total, o.limit, w.op)
-		r.cpu = cpuTimes(ss) - cpu0
-		for _, wait := range waits {
-			wait()
-		}
-		if err != nil {
-			return smp, err
-		}
-		smp.printResult(label, w.name, r)
-		smp.results[w.name] = r
 	}
 	if err := rollingRestart(label, ss, smp); err != nil {
 		return smp, err

@@ -34,7 +34,7 @@ func (s sample) merge(o sample) {
 	}
 }
 
-func (sample) printResult(label, name string, r result) {
+func printResult(label, name string, r result) {
 	fmt.Printf("%-12s %-40s %8d ops %6d errors %10.0f ops/s  p50 %-10v p99 %-10v server CPU/op %v  client CPU/op %v\n", label, name, r.ops, r.errors, r.rate(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.cpuPerOp(), r.clientCPUPerOp())
 }
 
@@ -54,10 +54,29 @@ const (
 	figCatchupStuck = "catchup-stuck"
 )
 
-// part is one scenario each round runs for each implementation.
+// part is one scenario each round runs for both implementations; subs is in the round's order.
 type part struct {
 	name string
-	run  func(label, bin string, o options, round int) (sample, error)
+	run  func(subs []subject, o options, round int) (map[string]sample, error)
+	// throughput parts are short and noisy: they run --throughput-rounds rounds, the others --rounds
+	throughput bool
+}
+
+// oneAtATime makes a part of a scenario that needs the machine to itself: it runs fn for each
+// implementation in turn.
+func oneAtATime(name string, fn func(label, bin string, o options) (sample, error)) part {
+	return part{name: name, run: func(subs []subject, o options, _ int) (map[string]sample, error) {
+		smps := map[string]sample{}
+		for _, sub := range subs {
+			fmt.Printf("-- %s: %s\n", name, sub.label)
+			smp, err := fn(sub.label, sub.bin, o)
+			if err != nil {
+				return smps, fmt.Errorf("%s: %w", sub.label, err)
+			}
+			smps[sub.label] = smp
+		}
+		return smps, nil
+	}}
 }
 
 func fail(err error) {
@@ -78,8 +97,9 @@ func main() {
 	flag.IntVar(&o.keys, "keys", 1000000, "keys (256 B values) of the memory and compaction figures")
 	flag.IntVar(&o.watchers, "watchers", 10000, "watchers of the watch delivery figure")
 	flag.IntVar(&o.events, "events", 100, "puts each watcher receives")
-	parts := flag.String("parts", "single,cluster,keys,watch", "which parts to run: single (one member's throughput), cluster (three members, rolling restart, catch-up), keys (memory per key, compaction pause), watch (watch delivery)")
-	rounds := flag.Int("rounds", 3, "rounds, alternating which implementation goes first")
+	parts := flag.String("parts", "single,cluster,availability,keys,watch", "which parts to run: single (one member's throughput), cluster (three members' throughput), availability (rolling restart, catch-up), keys (memory per key, compaction pause), watch (watch delivery)")
+	rounds := flag.Int("rounds", 3, "rounds of the availability, keys and watch parts, alternating which implementation goes first")
+	throughputRounds := flag.Int("throughput-rounds", 7, "rounds of the single and cluster parts")
 	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member and three-member workloads (first round) in this directory")
 	flag.DurationVar(&o.profileFor, "pprof-seconds", 3*time.Second, "length of each CPU profile")
 	flag.Parse()
@@ -97,23 +117,23 @@ func main() {
 			fail(err)
 		}
 	}
+	// The profiles are of the first round only.
+	profileIn := func(round int) string {
+		if round == 0 {
+			return *profDir
+		}
+		return ""
+	}
 	all := map[string]part{
-		"single": {"single", func(label, bin string, o options, round int) (sample, error) {
-			dir := ""
-			if round == 0 {
-				dir = *profDir
-			}
-			return benchSingle(label, bin, o, dir)
+		"single": {name: "single", throughput: true, run: func(subs []subject, o options, round int) (map[string]sample, error) {
+			return benchSingle(subs, o, profileIn(round))
 		}},
-		"cluster": {"cluster", func(label, bin string, o options, round int) (sample, error) {
-			dir := ""
-			if round == 0 {
-				dir = *profDir
-			}
-			return benchCluster(label, bin, o, dir)
+		"cluster": {name: "cluster", throughput: true, run: func(subs []subject, o options, round int) (map[string]sample, error) {
+			return benchCluster(subs, o, profileIn(round))
 		}},
-		"keys":  {"keys", func(label, bin string, o options, _ int) (sample, error) { return benchKeys(label, bin, o) }},
-		"watch": {"watch", func(label, bin string, o options, _ int) (sample, error) { return benchWatchers(label, bin, o) }},
+		"availability": oneAtATime("availability", benchAvailability),
+		"keys":         oneAtATime("keys", benchKeys),
+		"watch":        oneAtATime("watch", benchWatchers),
 	}
 	var chosen []part
 	for _, name := range strings.Split(*parts, ",") {
@@ -124,31 +144,44 @@ func main() {
 		chosen = append(chosen, p)
 	}
 	subjects := []subject{{"ours", *ours}, {"upstream " + upstreamVersion, *upstream}}
-	// samples[label][round]; the order alternates by round so that neither side always runs on a
-	// machine warmed (or tired) by the other.
+	// samples[label][round]. Each part runs both implementations before the next part starts,
+	// and the order alternates by round, so that neither side always runs on a machine warmed
+	// (or tired) by the other.
 	samples := map[string][]sample{}
 	start := time.Now()
-	for round := 0; round < *rounds; round++ {
+	for round := 0; round < max(*rounds, *throughputRounds); round++ {
 		order := subjects
 		if round%2 == 1 {
 			order = []subject{subjects[1], subjects[0]}
 		}
+		got := map[string]sample{}
 		for _, sub := range order {
-			smp := newSample()
-			for _, p := range chosen {
-				fmt.Printf("== round %d: %s, %s\n", round+1, sub.label, p.name)
-				got, err := p.run(sub.label, sub.bin, o, round)
-				if err != nil {
-					fail(fmt.Errorf("round %d, %s, %s: %w", round+1, sub.label, p.name, err))
-				}
-				smp.merge(got)
+			got[sub.label] = newSample()
+		}
+		for _, p := range chosen {
+			last := *rounds
+			if p.throughput {
+				last = *throughputRounds
 			}
-			samples[sub.label] = append(samples[sub.label], smp)
+			if round >= last {
+				continue
+			}
+			fmt.Printf("== round %d: %s\n", round+1, p.name)
+			smps, err := p.run(order, o, round)
+			if err != nil {
+				fail(fmt.Errorf("round %d, %s: %w", round+1, p.name, err))
+			}
+			for label, smp := range smps {
+				got[label].merge(smp)
+			}
+		}
+		for _, sub := range subjects {
+			samples[sub.label] = append(samples[sub.label], got[sub.label])
 		}
 	}
-	rep := report{subjects: subjects, samples: samples, o: o, rounds: *rounds, parts: *parts, took: time.Since(start),
-		command: fmt.Sprintf("go run ./cmd/bench --ours %s --upstream <etcd %s built from the Go module proxy> --clients %d --conns %d --scale %d --rounds %d --parts %s --keys %d --watchers %d --events %d --catchup-bytes %d",
-			*ours, upstreamVersion, o.clients, o.conns, o.scale, *rounds, *parts, o.keys, o.watchers, o.events, o.catchupBytes)}
+	rep := report{subjects: subjects, samples: samples, o: o, rounds: *rounds, throughputRounds: *throughputRounds, parts: *parts, took: time.Since(start),
+		command: fmt.Sprintf("go run ./cmd/bench --ours %s --upstream <etcd %s built from the Go module proxy> --clients %d --conns %d --scale %d --rounds %d --throughput-rounds %d --parts %s --keys %d --watchers %d --events %d --catchup-bytes %d",
+			*ours, upstreamVersion, o.clients, o.conns, o.scale, *rounds, *throughputRounds, *parts, o.keys, o.watchers, o.events, o.catchupBytes)}
 	if err := os.WriteFile(*out, []byte(rep.markdown()+handWritten(*out)), 0o644); err != nil {
 		fail(err)
 	}

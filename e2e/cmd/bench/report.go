@@ -68,9 +68,11 @@ type report struct {
 	samples  map[string][]sample
 	o        options
 	rounds   int
-	parts    string
-	command  string
-	took     time.Duration
+	// throughputRounds are the rounds of the single and cluster parts
+	throughputRounds int
+	parts            string
+	command          string
+	took             time.Duration
 }
 
 func median(xs []float64) float64 {
@@ -108,7 +110,7 @@ func (r report) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Performance\n\n")
 	fmt.Fprintf(&b, "Measured by `make bench` on %s (%v in all): %d CPUs, %s/%s, %s, loopback; ours and %s with the same flags,\n", time.Now().UTC().Format("2006-01-02"), r.took.Round(time.Minute), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), up)
-	fmt.Fprintf(&b, "fresh members for every part of every round, %d rounds alternating which implementation goes first.\n", r.rounds)
+	fmt.Fprintf(&b, "fresh members for every part of every round, %d rounds of the throughput parts and %d of the others. Each part runs both implementations before the next starts. In the throughput parts both implementations' members run side by side (the idle one only ticks), and each workload runs on one and at once on the other; which goes first alternates from workload to workload and from round to round. The other parts run one implementation at a time, the first alternating by round.\n", r.throughputRounds, r.rounds)
 	fmt.Fprintf(&b, "Command (in `e2e/`): `%s`\n\n", r.command)
 	fmt.Fprintf(&b, "Figures are medians over the rounds; the ratio is ours/upstream of the medians, followed by each round's ratio. For ops/s above 1 is ours faster; for latencies, memory and times below 1 is ours better.\n")
 	// results of one workload name across rounds

@@ -63,39 +63,85 @@ func singleWorkloads(scale int) []workload {
 	}
 }
 
-// benchSingle runs the single-member workloads on a fresh member and reads its peak memory.
-// With profDir set it saves the member's CPU profile of each workload there.
-func benchSingle(label, bin string, o options, profDir string) (sample, error) {
-	smp := newSample()
-	s, err := startServer(label, bin, profDir != "")
-	if err != nil {
-		return smp, err
-	}
-	defer s.stop()
-	for _, w := range singleWorkloads(o.scale) {
-		clients, conns := o.clients, o.conns
-		if w.clients > 0 {
-			clients, conns = w.clients, w.conns
+// benchSingle starts one fresh member of each implementation and runs each workload on one, then
+// at once on the other, so that the two figures of a pair are seconds apart, not minutes (the
+// machine's speed drifts over minutes). Which goes first alternates from workload to workload and
+// (through the order of subs) from round to round. Then it reads each member's peak memory.
+// With profDir set it saves each member's CPU profile of each workload there.
+func benchSingle(subs []subject, o options, profDir string) (map[string]sample, error) {
+	smps := map[string]sample{}
+	servers := make([]*server, len(subs))
+	defer func() {
+		for _, s := range servers {
+			if s != nil {
+				s.stop()
+			}
 		}
-		wait := func() {}
-		if profDir != "" {
-			wait = s.profile(filepath.Join(profDir, fileName(label+"-"+w.name)+".cpu.pprof"), o.profileFor)
-		}
-		cpu0 := s.cpuTime()
-		r, err := run([]string{s.ClientURL}, conns, clients, w.total, o.limit, w.op)
-		r.cpu = s.cpuTime() - cpu0
-		wait()
+	}()
+	for i, sub := range subs {
+		s, err := startServer(sub.label, sub.bin, profDir != "")
 		if err != nil {
-			return smp, err
+			return smps, err
 		}
-		smp.printResult(label, w.name, r)
-		peak, now := s.memory()
-		fmt.Printf("%-12s %-40s resident %.0f MiB, peak %.0f MiB\n", label, "", float64(now)/(1<<20), float64(peak)/(1<<20))
-		smp.results[w.name] = r
+		servers[i] = s
+		smps[sub.label] = newSample()
 	}
-	peak, _ := s.memory()
-	smp.values[figPeakRSS] = float64(peak)
-	return smp, nil
+	for wi, w := range singleWorkloads(o.scale) {
+		for _, i := range pairOrder(len(subs), wi) {
+			s := servers[i]
+			r, err := measure(s.label, []*server{s}, w, o, profDir)
+			if err != nil {
+				return smps, err
+			}
+			peak, now := s.memory()
+			fmt.Printf("%-12s %-40s resident %.0f MiB, peak %.0f MiB\n", s.label, "", float64(now)/(1<<20), float64(peak)/(1<<20))
+			smps[s.label].results[w.name] = r
+		}
+	}
+	for _, s := range servers {
+		peak, _ := s.memory()
+		smps[s.label].values[figPeakRSS] = float64(peak)
+	}
+	return smps, nil
+}
+
+// pairOrder is the order in which the n implementations run workload number w: as given for
+// even w, reversed for odd, so that neither always runs right after the other's load.
+func pairOrder(n, w int) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+		if w%2 == 1 {
+			order[i] = n - 1 - i
+		}
+	}
+	return order
+}
+
+// measure runs workload w against members ss (the clients spread over them) and records the
+// members' CPU time. With profDir set it saves each member's CPU profile of it there.
+func measure(label string, ss []*server, w workload, o options, profDir string) (result, error) {
+	clients, conns := o.clients, o.conns
+	if w.clients > 0 {
+		clients, conns = w.clients, w.conns
+	}
+	var waits []func()
+	if profDir != "" {
+		for _, s := range ss {
+			waits = append(waits, s.profile(filepath.Join(profDir, fileName(label+"-"+s.Name+"-"+w.name)+".cpu.pprof"), o.profileFor))
+		}
+	}
+	cpu0 := cpuTimes(ss)
+	r, err := run(endpoints(ss), conns, clients, w.total, o.limit, w.op)
+	r.cpu = cpuTimes(ss) - cpu0
+	for _, wait := range waits {
+		wait()
+	}
+	if err != nil {
+		return r, fmt.Errorf("%s, %s: %w", label, w.name, err)
+	}
+	printResult(label, w.name, r)
+	return r, nil
 }
 
 // fileName makes s usable as a file name.
