@@ -189,6 +189,95 @@ func TestMoveLeader(t *testing.T) {
 	}
 }
 
+// TestReadsCarryOnThroughLeaderChanges: linearizable reads on a follower while leadership moves
+// back and forth between the other two members. Raft drops a ReadIndex while the follower knows
+// no leader, and a leader that steps down forgets the ones it holds; the follower must ask the
+// new leader at once, not wait for the next retry (upstream's slow-read-index counter counts
+// each such retry), and no read may fail.
+func TestReadsCarryOnThroughLeaderChanges(t *testing.T) {
+	c := NewCluster(t, 3)
+	c.Start()
+	lead := c.Leader(10 * time.Second)
+	var reader *Member
+	var voters []*Member
+	for _, m := range c.Members {
+		if m != lead && reader == nil {
+			reader = m
+		} else {
+			voters = append(voters, m)
+		}
+	}
+	ids := map[*Member]uint64{}
+	ctx := Ctx(t)
+	for _, m := range voters {
+		cl := m.Client()
+		st, err := cl.Status(ctx, m.ClientURL)
+		cl.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[m] = st.Header.MemberId
+	}
+	rc := reader.Client()
+	defer rc.Close()
+	if _, err := rc.Put(ctx, "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	slowBefore := metricValue(t, reader, "etcd_server_slow_read_indexes_total")
+	stop := make(chan struct{})
+	var reads, failed atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				_, err := rc.Get(rctx, "k")
+				cancel()
+				reads.Add(1)
+				if err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+				}
+			}
+		}()
+	}
+	const moves = 10
+	from, to := lead, voters[0]
+	if from == to {
+		to = voters[1]
+	}
+	for i := 0; i < moves; i++ {
+		time.Sleep(100 * time.Millisecond) // reads in flight before each move
+		cl := from.Client()
+		_, err := cl.MoveLeader(ctx, ids[to])
+		cl.Close()
+		if err != nil {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("move %d: %v", i+1, err)
+		}
+		from, to = to, from
+	}
+	time.Sleep(100 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	if failed.Load() > 0 {
+		t.Fatalf("%d of %d reads failed across %d leader changes, first: %v", failed.Load(), reads.Load(), moves, firstErr.Load())
+	}
+	if slow := metricValue(t, reader, "etcd_server_slow_read_indexes_total") - slowBefore; slow > 0 {
+		t.Fatalf("%.0f read index rounds waited for a retry across %d leader changes (%d reads)", slow, moves, reads.Load())
+	}
+	t.Logf("%d reads on a follower across %d leader changes, none retried", reads.Load(), moves)
+}
+
 // rollingWrites is what writeThrough saw: acknowledged writes and every failure, in order.
 type rollingWrites struct {
 	acked  map[string]string

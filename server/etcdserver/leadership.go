@@ -32,12 +32,19 @@ func (s *Server) transferTo(ctx context.Context, target uint64) error {
 	s.node.TransferLeadership(ctx, s.id, target)
 	t := time.NewTicker(s.cfg.heartbeat())
 	defer t.Stop()
-	for s.Leader() != target {
+	// Woken by the leader change itself (a stopping member drains only after the handover); the
+	// ticker is a fallback.
+	for {
+		changed := s.leaders.changed()
+		if s.Leader() == target {
+			break
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("leadership transfer to %x: %w", target, ErrTimeout)
 		case <-s.stopping:
 			return ErrStopped
+		case <-changed:
 		case <-t.C:
 		}
 	}

@@ -957,12 +957,26 @@ func (s *Server) readIndexRound() error {
 		defer cancel()
 		return s.node.ReadIndex(ctx, rctx)
 	}
+	// Raft drops a ReadIndex, without an answer, while this member knows no leader (during an
+	// election or a leadership transfer). Asking again as soon as a leader is known answers such
+	// a read in milliseconds instead of at the next retry tick.
+	leaderChanged := s.leaders.changed()
 	if err := send(); err != nil {
 		s.m.readIndexFailed.Inc()
 		return ErrTimeout
 	}
 	for {
 		select {
+		case <-leaderChanged:
+			leaderChanged = s.leaders.changed()
+			if s.lead.Load() == raft.None {
+				continue
+			}
+			if err := send(); err != nil {
+				s.m.readIndexFailed.Inc()
+				return ErrTimeout
+			}
+			retry.Reset(500 * time.Millisecond)
 		case rs := <-s.readc:
 			if binary.BigEndian.Uint64(rs.RequestCtx) != id {
 				continue // an answer to an earlier, abandoned round
