@@ -46,21 +46,48 @@ func (w *watcher) matches(key []byte) bool {
 	return len(w.end) == 0 || bytes.Compare(key, w.end) < 0
 }
 
-func (w *watcher) pick(evs []Event) []Event {
-	var out []Event
-next:
-	for _, ev := range evs {
-		if ev.KV.ModRevision < w.minRev || !w.matches(ev.KV.Key) {
-			continue
-		}
-		for _, f := range w.filters {
-			if f(ev) {
-				continue next
-			}
-		}
-		out = append(out, ev)
+// wants reports whether ev is for w: at or after the revision it needs, in its range, and not
+// dropped by a filter.
+func (w *watcher) wants(ev *Event) bool {
+	if ev.KV.ModRevision < w.minRev || !w.matches(ev.KV.Key) {
+		return false
 	}
-	return out
+	for _, f := range w.filters {
+		if f(*ev) {
+			return false
+		}
+	}
+	return true
+}
+
+// pick returns the events of evs that w wants, in order. When they are one run of evs (the usual
+// case: a watcher of a prefix gets every event of a revision) it returns that run itself, shared
+// with other watchers and capped so that an append cannot write into it: a fan-out to thousands
+// of watchers then allocates nothing per watcher. Responses only read their events.
+func (w *watcher) pick(evs []Event) []Event {
+	start, end := -1, -1
+	var out []Event // set once the wanted events are not one run
+	for i := range evs {
+		switch {
+		case !w.wants(&evs[i]):
+		case out != nil:
+			out = append(out, evs[i])
+		case start < 0:
+			start, end = i, i+1
+		case end == i:
+			end++
+		default: // a gap: copy the run so far and go on copying
+			out = make([]Event, 0, end-start+len(evs)-i)
+			out = append(append(out, evs[start:end]...), evs[i])
+		}
+	}
+	if out != nil {
+		return out
+	}
+	if start < 0 {
+		return nil
+	}
+	return evs[start:end:end]
 }
 
 // watchGroups tracks every watcher: synced ones get events from the write path, the others

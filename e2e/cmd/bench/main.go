@@ -63,13 +63,13 @@ type part struct {
 }
 
 // oneAtATime makes a part of a scenario that needs the machine to itself: it runs fn for each
-// implementation in turn.
-func oneAtATime(name string, fn func(label, bin string, o options) (sample, error)) part {
-	return part{name: name, run: func(subs []subject, o options, _ int) (map[string]sample, error) {
+// implementation in turn. fn gets the directory for CPU profiles ("" for none).
+func oneAtATime(name string, profileIn func(round int) string, fn func(label, bin string, o options, profDir string) (sample, error)) part {
+	return part{name: name, run: func(subs []subject, o options, round int) (map[string]sample, error) {
 		smps := map[string]sample{}
 		for _, sub := range subs {
 			fmt.Printf("-- %s: %s\n", name, sub.label)
-			smp, err := fn(sub.label, sub.bin, o)
+			smp, err := fn(sub.label, sub.bin, o, profileIn(round))
 			if err != nil {
 				return smps, fmt.Errorf("%s: %w", sub.label, err)
 			}
@@ -100,7 +100,7 @@ func main() {
 	parts := flag.String("parts", "single,cluster,availability,keys,watch", "which parts to run: single (one member's throughput), cluster (three members' throughput), availability (rolling restart, catch-up), keys (memory per key, compaction pause), watch (watch delivery)")
 	rounds := flag.Int("rounds", 3, "rounds of the availability, keys and watch parts, alternating which implementation goes first")
 	throughputRounds := flag.Int("throughput-rounds", 7, "rounds of the single and cluster parts")
-	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member and three-member workloads (first round) in this directory")
+	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member and three-member workloads and of the watch delivery (first round) in this directory")
 	flag.DurationVar(&o.profileFor, "pprof-seconds", 3*time.Second, "length of each CPU profile")
 	flag.Parse()
 	upstreamVersion := e2e.UpstreamVersion
@@ -131,9 +131,13 @@ func main() {
 		"cluster": {name: "cluster", throughput: true, run: func(subs []subject, o options, round int) (map[string]sample, error) {
 			return benchCluster(subs, o, profileIn(round))
 		}},
-		"availability": oneAtATime("availability", benchAvailability),
-		"keys":         oneAtATime("keys", benchKeys),
-		"watch":        oneAtATime("watch", benchWatchers),
+		"availability": oneAtATime("availability", profileIn, func(label, bin string, o options, _ string) (sample, error) {
+			return benchAvailability(label, bin, o)
+		}),
+		"keys": oneAtATime("keys", profileIn, func(label, bin string, o options, _ string) (sample, error) {
+			return benchKeys(label, bin, o)
+		}),
+		"watch": oneAtATime("watch", profileIn, benchWatchers),
 	}
 	var chosen []part
 	for _, name := range strings.Split(*parts, ",") {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,10 +100,11 @@ func benchKeys(label, bin string, o options) (sample, error) {
 
 // benchWatchers opens o.watchers watchers of one prefix on a fresh member, spread over 10
 // connections, then puts o.events keys 10 ms apart; each event's delivery latency is from just
-// before its put to its arrival at each watcher.
-func benchWatchers(label, bin string, o options) (sample, error) {
+// before its put to its arrival at each watcher. With profDir set it saves the member's CPU
+// profile of the deliveries there.
+func benchWatchers(label, bin string, o options, profDir string) (sample, error) {
 	smp := newSample()
-	s, err := startServer(label, bin, false)
+	s, err := startServer(label, bin, profDir != "")
 	if err != nil {
 		return smp, err
 	}
@@ -162,6 +164,11 @@ func benchWatchers(label, bin string, o options) (sample, error) {
 		}()
 	}
 	created.Wait()
+	wait := func() {}
+	if profDir != "" {
+		wait = s.profile(filepath.Join(profDir, fileName(label+"-watch-delivery")+".cpu.pprof"), o.profileFor)
+	}
+	cpu0 := s.cpuTime()
 	putter := cs[conns]
 	for i := 0; i < o.events; i++ {
 		pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
@@ -173,10 +180,13 @@ func benchWatchers(label, bin string, o options) (sample, error) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	done.Wait()
+	cpu := s.cpuTime() - cpu0
+	wait()
 	r := summarize(lat)
 	smp.values[figWatchP99] = float64(r.p99)
 	smp.values[figWatchMax] = float64(r.max)
-	fmt.Printf("%-12s %d watchers x %d events: delivery p50 %v p99 %v max %v, %d missed\n", label, o.watchers, o.events, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.max.Round(time.Microsecond), missed)
+	fmt.Printf("%-12s %d watchers x %d events: delivery p50 %v p99 %v max %v, %d missed; server CPU %v (%v per delivery)\n", label, o.watchers, o.events, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.max.Round(time.Microsecond), missed,
+		cpu.Round(time.Millisecond), (cpu / time.Duration(max(1, len(lat)))).Round(10*time.Nanosecond))
 	if missed > 0 {
 		return smp, fmt.Errorf("%d of %d deliveries missed", missed, o.watchers*o.events)
 	}

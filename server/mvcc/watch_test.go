@@ -1,0 +1,135 @@
+package mvcc
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+)
+
+// TestWatchFanOutOnOneStream: watchers share one stream's queue of 128 responses. Past it they
+// catch up from the store with every missed revision in one response, so 1,000 watchers behind by
+// 300 puts get far fewer than 300,000 responses. Either way each watcher gets every event once,
+// in order, and the slow-watcher gauge returns to zero.
+func TestWatchFanOutOnOneStream(t *testing.T) {
+	for _, tc := range []struct {
+		watchers, puts int
+		behind         bool // whether the puts overflow the stream's queue
+	}{
+		{watchers: 10, puts: 12},
+		{watchers: 1000, puts: 300, behind: true},
+	} {
+		t.Run(fmt.Sprintf("%d watchers, %d puts", tc.watchers, tc.puts), func(t *testing.T) {
+			_, s := openStore(t, filepath.Join(t.TempDir(), "db"))
+			ws := s.NewWatchStream()
+			defer ws.Close()
+			for i := 0; i < tc.watchers; i++ {
+				if _, err := ws.Watch(0, []byte("fan/"), []byte("fan0"), 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := 0; i < tc.puts; i++ {
+				put(t, s, fmt.Sprintf("fan/%04d", i), "v")
+			}
+			_, slow, _ := s.watch.counts()
+			if (slow > 0) != tc.behind {
+				t.Fatalf("%d of %d watchers behind after %d puts, want behind=%v", slow, tc.watchers, tc.puts, tc.behind)
+			}
+			got := map[int64][]int64{}
+			received, responses := 0, 0
+			deadline := time.After(20 * time.Second)
+			for received < tc.watchers*tc.puts {
+				select {
+				case r := <-ws.Chan():
+					responses++
+					for _, ev := range r.Events {
+						got[r.WatchID] = append(got[r.WatchID], ev.KV.ModRevision)
+						received++
+					}
+				case <-deadline:
+					t.Fatalf("received %d of %d events", received, tc.watchers*tc.puts)
+				}
+			}
+			if len(got) != tc.watchers {
+				t.Fatalf("events for %d watchers, want %d", len(got), tc.watchers)
+			}
+			for id, revs := range got {
+				if len(revs) != tc.puts {
+					t.Fatalf("watcher %d got %d events, want %d", id, len(revs), tc.puts)
+				}
+				for i, rev := range revs {
+					if want := int64(i + 2); rev != want { // the first put is revision 2
+						t.Fatalf("watcher %d: event %d has revision %d, want %d", id, i, rev, want)
+					}
+				}
+			}
+			if tc.behind && responses > tc.watchers*tc.puts/10 {
+				t.Fatalf("%d responses for %d events: the catch-up did not put missed revisions together", responses, received)
+			}
+			if _, slow, _ := s.watch.counts(); slow != 0 {
+				t.Fatalf("%d watchers still behind after every event arrived", slow)
+			}
+		})
+	}
+}
+
+func TestWatcherPick(t *testing.T) {
+	ev := func(key string, rev int64) Event {
+		return Event{Type: mvccpb.PUT, KV: mvccpb.KeyValue{Key: []byte(key), ModRevision: rev}}
+	}
+	evs := []Event{ev("a", 5), ev("b", 5), ev("c", 6), ev("x", 6), ev("d", 7)}
+	noDeletes := func(e Event) bool { return e.Type == mvccpb.DELETE }
+	noC := func(e Event) bool { return string(e.KV.Key) == "c" }
+	tests := []struct {
+		name    string
+		w       watcher
+		want    string // the picked keys
+		inPlace bool   // a run of evs, not a copy
+	}{
+		{"every event", watcher{key: []byte("a"), end: []byte("z")}, "abcxd", true},
+		{"one key", watcher{key: []byte("c")}, "c", true},
+		{"a run in the middle", watcher{key: []byte("b"), end: []byte("d")}, "bc", true},
+		{"a gap in a range", watcher{key: []byte("b"), end: []byte("x")}, "bcd", false},
+		{"from a revision", watcher{key: []byte("a"), end: []byte("z"), minRev: 6}, "cxd", true},
+		{"a gap", watcher{key: []byte("a"), end: []byte("e")}, "abcd", false},
+		{"a filter", watcher{key: []byte("a"), end: []byte("e"), filters: []EventFilter{noDeletes, noC}}, "abd", false},
+		{"nothing", watcher{key: []byte("q")}, "", false},
+		{"from key to the end", watcher{key: []byte("d"), end: []byte{}}, "xd", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.w.pick(evs)
+			keys := ""
+			for _, e := range got {
+				keys += string(e.KV.Key)
+			}
+			if keys != tt.want {
+				t.Fatalf("picked %q, want %q", keys, tt.want)
+			}
+			if len(got) == 0 {
+				if got != nil {
+					t.Fatal("an empty pick is not nil")
+				}
+				return
+			}
+			inPlace := &got[0] == &evs[indexOf(evs, got[0])]
+			if inPlace != tt.inPlace {
+				t.Fatalf("in place = %v, want %v", inPlace, tt.inPlace)
+			}
+			if inPlace && cap(got) != len(got) {
+				t.Fatalf("a shared run has room to append into evs: len %d cap %d", len(got), cap(got))
+			}
+		})
+	}
+}
+
+func indexOf(evs []Event, e Event) int {
+	for i := range evs {
+		if string(evs[i].KV.Key) == string(e.KV.Key) && evs[i].KV.ModRevision == e.KV.ModRevision {
+			return i
+		}
+	}
+	return -1
+}
