@@ -5,27 +5,45 @@ import (
 	"sync"
 )
 
+// waitShards spreads the registry over several locks: every proposing request registers and the
+// apply loop triggers each result, and with one lock it was the most contended lock of the put
+// path in a mutex profile. Request IDs are consecutive, so their low bits spread them evenly.
+const waitShards = 64
+
 // waitRegistry hands a proposal's result from the applier to the goroutine that proposed it.
 type waitRegistry struct {
+	shards [waitShards]waitShard
+}
+
+type waitShard struct {
 	mu sync.Mutex
 	m  map[uint64]chan any
 }
 
-func newWaitRegistry() *waitRegistry { return &waitRegistry{m: map[uint64]chan any{}} }
+func newWaitRegistry() *waitRegistry {
+	w := &waitRegistry{}
+	for i := range w.shards {
+		w.shards[i].m = map[uint64]chan any{}
+	}
+	return w
+}
 
 func (w *waitRegistry) register(id uint64) <-chan any {
 	ch := make(chan any, 1)
-	w.mu.Lock()
-	w.m[id] = ch
-	w.mu.Unlock()
+	sh := &w.shards[id%waitShards]
+	sh.mu.Lock()
+	sh.m[id] = ch
+	sh.mu.Unlock()
 	return ch
 }
 
+// trigger gives x to id's waiter, if it is still registered.
 func (w *waitRegistry) trigger(id uint64, x any) {
-	w.mu.Lock()
-	ch, ok := w.m[id]
-	delete(w.m, id)
-	w.mu.Unlock()
+	sh := &w.shards[id%waitShards]
+	sh.mu.Lock()
+	ch, ok := sh.m[id]
+	delete(sh.m, id)
+	sh.mu.Unlock()
 	if ok {
 		ch <- x
 	}
