@@ -945,12 +945,16 @@ func (s *Server) readLoop() {
 	}
 }
 
+// readIndexRetry is how long a ReadIndex round waits for an answer before asking again, as
+// upstream's (its slow-read-index counter counts each such retry).
+const readIndexRetry = 500 * time.Millisecond
+
 func (s *Server) readIndexRound() error {
 	id := s.reqIDs.next()
 	rctx := make([]byte, 8)
 	binary.BigEndian.PutUint64(rctx, id)
 	deadline := time.After(s.cfg.requestTimeout())
-	retry := time.NewTicker(500 * time.Millisecond)
+	retry := time.NewTicker(readIndexRetry)
 	defer retry.Stop()
 	send := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
@@ -976,7 +980,7 @@ func (s *Server) readIndexRound() error {
 				s.m.readIndexFailed.Inc()
 				return ErrTimeout
 			}
-			retry.Reset(500 * time.Millisecond)
+			retry.Reset(readIndexRetry)
 		case rs := <-s.readc:
 			if binary.BigEndian.Uint64(rs.RequestCtx) != id {
 				continue // an answer to an earlier, abandoned round
