@@ -122,19 +122,25 @@ func cpuTimes(ss []*server) time.Duration {
 
 // profile saves the member's CPU profile over the next d to path (the member runs with
 // --enable-pprof); it returns at once and the returned function waits for the file.
-func (s *server) profile(path string, d time.Duration) func() {
+func (s *server) profile(path string, d time.Duration) func() { return s.record("profile", path, d) }
+
+// trace is profile for a Go execution trace (go tool trace), which shows what each goroutine
+// waited for.
+func (s *server) trace(path string, d time.Duration) func() { return s.record("trace", path, d) }
+
+func (s *server) record(kind, path string, d time.Duration) func() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", s.ClientURL, int(d.Seconds())))
+		resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/%s?seconds=%d", s.ClientURL, kind, int(d.Seconds())))
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench: profile:", err)
+			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", kind, err)
 			return
 		}
 		defer resp.Body.Close()
 		f, err := os.Create(path)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench: profile:", err)
+			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", kind, err)
 			return
 		}
 		defer f.Close()

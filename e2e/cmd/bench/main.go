@@ -100,7 +100,7 @@ func main() {
 	parts := flag.String("parts", "single,cluster,availability,keys,watch", "which parts to run: single (one member's throughput), cluster (three members' throughput), availability (rolling restart, catch-up), keys (memory per key, compaction pause), watch (watch delivery)")
 	rounds := flag.Int("rounds", 3, "rounds of the availability, keys and watch parts, alternating which implementation goes first")
 	throughputRounds := flag.Int("throughput-rounds", 7, "rounds of the single and cluster parts")
-	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member and three-member workloads and of the watch delivery (first round) in this directory")
+	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member and three-member workloads and of the watch delivery, and an execution trace of the compaction's start with its slow requests (first round), in this directory")
 	flag.DurationVar(&o.profileFor, "pprof-seconds", 3*time.Second, "length of each CPU profile")
 	flag.Parse()
 	upstreamVersion := e2e.UpstreamVersion
@@ -134,9 +134,7 @@ func main() {
 		"availability": oneAtATime("availability", profileIn, func(label, bin string, o options, _ string) (sample, error) {
 			return benchAvailability(label, bin, o)
 		}),
-		"keys": oneAtATime("keys", profileIn, func(label, bin string, o options, _ string) (sample, error) {
-			return benchKeys(label, bin, o)
-		}),
+		"keys":  oneAtATime("keys", profileIn, benchKeys),
 		"watch": oneAtATime("watch", profileIn, benchWatchers),
 	}
 	var chosen []part

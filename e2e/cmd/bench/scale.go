@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,10 +15,12 @@ import (
 
 // benchKeys loads o.keys keys of 256 B on a fresh member and reads the resident memory each key
 // costs; then it writes every key again and compacts the first o.keys revisions away under a
-// steady load of puts and gets, whose longest request is the compaction's pause.
-func benchKeys(label, bin string, o options) (sample, error) {
+// steady load of puts and gets, whose longest request is the compaction's pause. With profDir
+// set it saves there an execution trace of the compaction's first 3 s and the requests that
+// took slowRequest or longer.
+func benchKeys(label, bin string, o options, profDir string) (sample, error) {
 	smp := newSample()
-	s, err := startServer(label, bin, false)
+	s, err := startServer(label, bin, profDir != "")
 	if err != nil {
 		return smp, err
 	}
@@ -57,6 +60,8 @@ func benchKeys(label, bin string, o options) (sample, error) {
 		slowestAt time.Time
 		slowest   time.Duration
 		stop      = make(chan struct{})
+		// slow holds the start and end of each request of slowRequest or longer
+		slow [][2]time.Time
 	)
 	wait := steady(8, 30*time.Second, stop, func(ctx context.Context, w, i int) error {
 		c := cs[w%len(cs)]
@@ -73,17 +78,35 @@ func benchKeys(label, bin string, o options) (sample, error) {
 		}
 		d := end.Sub(start)
 		lat = append(lat, d)
+		if d >= slowRequest {
+			slow = append(slow, [2]time.Time{start, end})
+		}
 		if d > slowest {
 			slowest, slowestAt = d, start
 		}
 	})
 	time.Sleep(time.Second)
+	traced := func() {}
+	if profDir != "" {
+		traced = s.trace(filepath.Join(profDir, fileName(label+"-compaction")+".trace"), 3*time.Second)
+	}
 	compactStart := time.Now()
 	_, cerr := cs[1].Compact(ctx, rev, clientv3.WithCompactPhysical())
 	took := time.Since(compactStart)
 	time.Sleep(time.Second)
 	close(stop)
 	wait()
+	traced()
+	if profDir != "" {
+		var b strings.Builder
+		fmt.Fprintf(&b, "# requests of %v or longer; times from when the compaction was asked for\n", slowRequest)
+		for _, r := range slow {
+			fmt.Fprintf(&b, "start %v end %v took %v\n", r[0].Sub(compactStart), r[1].Sub(compactStart), r[1].Sub(r[0]))
+		}
+		if err := os.WriteFile(filepath.Join(profDir, fileName(label+"-compaction-slow")+".txt"), []byte(b.String()), 0o644); err != nil {
+			return smp, err
+		}
+	}
 	if cerr != nil {
 		return smp, fmt.Errorf("compact: %w", cerr)
 	}
@@ -97,6 +120,9 @@ func benchKeys(label, bin string, o options) (sample, error) {
 	}
 	return smp, nil
 }
+
+// slowRequest is the latency from which a request during the compaction is listed (with --pprof).
+const slowRequest = 30 * time.Millisecond
 
 // benchWatchers opens o.watchers watchers of one prefix on a fresh member, spread over 10
 // connections, then puts o.events keys 10 ms apart; each event's delivery latency is from just
