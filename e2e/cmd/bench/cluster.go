@@ -135,6 +135,10 @@ func rollingRestart(label string, ss []*server, smp sample) error {
 		writes, failed       int
 		longestStall, maxLat time.Duration
 		slowestStop          time.Duration
+		// stallEnd is when the longest stall ended; stops are when each SIGTERM was sent
+		stallEnd time.Time
+		stops    []time.Time
+		leaders  []bool
 	)
 	wait := steady(8, 10*time.Second, stop, func(ctx context.Context, w, i int) error {
 		_, err := cl.Put(ctx, fmt.Sprintf("roll/%d/%d", w, i), val)
@@ -145,14 +149,18 @@ func rollingRestart(label string, ss []*server, smp sample) error {
 			failed++
 			return
 		}
-		longestStall = max(longestStall, end.Sub(lastOK))
+		if end.Sub(lastOK) > longestStall {
+			longestStall, stallEnd = end.Sub(lastOK), end
+		}
 		lastOK = end
 		maxLat = max(maxLat, end.Sub(start))
 	})
 	var serr error
 	for _, s := range ss {
 		time.Sleep(time.Second)
+		leaders = append(leaders, isLeader(cl, s.ClientURL))
 		t0 := time.Now()
+		stops = append(stops, t0)
 		s.terminate()
 		slowestStop = max(slowestStop, time.Since(t0))
 		if serr = s.Start(); serr == nil {
@@ -172,9 +180,32 @@ func rollingRestart(label string, ss []*server, smp sample) error {
 	smp.values[figRollFailed] = float64(failed)
 	smp.values[figRollMaxLat] = float64(maxLat)
 	smp.values[figSlowestStop] = float64(slowestStop)
-	fmt.Printf("%-12s rolling restart: %d writes, %d failed, longest stall %v, max latency %v, slowest stop %v\n", label, writes, failed,
-		longestStall.Round(time.Millisecond), maxLat.Round(time.Millisecond), slowestStop.Round(time.Millisecond))
+	fmt.Printf("%-12s rolling restart: %d writes, %d failed, longest stall %v (%s), max latency %v, slowest stop %v\n", label, writes, failed,
+		longestStall.Round(time.Millisecond), stallAt(stallEnd.Add(-longestStall), stops, leaders), maxLat.Round(time.Millisecond), slowestStop.Round(time.Millisecond))
 	return nil
+}
+
+// isLeader says whether the member serving url is the leader (false when it cannot tell).
+func isLeader(cl *clientv3.Client, url string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := cl.Status(ctx, url)
+	return err == nil && st.Header.MemberId == st.Leader
+}
+
+// stallAt says when a stall that began at start happened: after which member's SIGTERM (the
+// members in turn, and whether it was the leader then), or before the first.
+func stallAt(start time.Time, stops []time.Time, leaders []bool) string {
+	for i := len(stops) - 1; i >= 0; i-- {
+		if !start.Before(stops[i]) {
+			role := "a follower"
+			if leaders[i] {
+				role = "the leader"
+			}
+			return fmt.Sprintf("began %v after stopping member %d, %s", start.Sub(stops[i]).Round(time.Millisecond), i+1, role)
+		}
+	}
+	return "began before the first stop"
 }
 
 // catchUp loads bytes in 64 KiB values, adds a member and times until it serves every key
