@@ -2,6 +2,7 @@ package mvcc
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -156,6 +157,69 @@ func TestWatchLiveHistoricalAndCompacted(t *testing.T) {
 		}
 	case <-time.After(3 * time.Second):
 		t.Fatal("no compaction cancel")
+	}
+}
+
+// A compaction whose index spans several chunks (reads and writes may run between them)
+// leaves each live key's latest value and nothing else, with writes going on meanwhile.
+func TestCompactionAcrossIndexChunks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	be, s := openStore(t, path)
+	keys := 3*indexCompactionChunk + 5
+	name := func(i int) string { return fmt.Sprintf("k%04d", i) }
+	for round := 0; round < 2; round++ {
+		for i := 0; i < keys; i++ {
+			put(t, s, name(i), fmt.Sprint(round))
+		}
+	}
+	deleted := 0
+	for i := 0; i < keys; i += 4 {
+		w := s.Write()
+		if n, err := w.DeleteRange([]byte(name(i)), nil); err != nil || n != 1 {
+			t.Fatalf("delete %s: %d %v", name(i), n, err)
+		}
+		if err := w.End(); err != nil {
+			t.Fatal(err)
+		}
+		deleted++
+	}
+	at := s.Rev()
+	done, err := s.Compact(at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < keys; i += 7 { // writes between the chunks
+		put(t, s, "after/"+name(i), "x")
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("compaction did not finish")
+	}
+	live := keys - deleted
+	r, err := s.Range([]byte("k"), []byte("l"), RangeOptions{Rev: at})
+	if err != nil || len(r.KVs) != live {
+		t.Fatalf("range at the compacted revision: %v, %d keys, want %d", err, len(r.KVs), live)
+	}
+	for _, kv := range r.KVs {
+		if string(kv.Value) != "1" || kv.Version != 2 {
+			t.Fatalf("%s = %q version %d, want the second value", kv.Key, kv.Value, kv.Version)
+		}
+	}
+	if _, err := s.Range([]byte("k"), []byte("l"), RangeOptions{Rev: at - 1}); !errors.Is(err, ErrCompacted) {
+		t.Fatalf("range below the compacted revision: %v, want ErrCompacted", err)
+	}
+	if err := be.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	stored := 0
+	if err := be.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(schema.Key).ForEach(func(k, v []byte) error { stored++; return nil })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if after := (keys + 6) / 7; stored != live+after {
+		t.Fatalf("%d revisions stored, want %d (each live key's latest and the %d later writes)", stored, live+after, after)
 	}
 }
 
