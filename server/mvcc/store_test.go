@@ -160,6 +160,31 @@ func TestWatchLiveHistoricalAndCompacted(t *testing.T) {
 	}
 }
 
+// waitCompacted waits for a compaction's backend clean-up to finish.
+func waitCompacted(t *testing.T, done <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("compaction did not finish")
+	}
+}
+
+// storedRevisions commits be and counts the revisions its key bucket holds.
+func storedRevisions(t *testing.T, be *backend.Backend) int {
+	t.Helper()
+	if err := be.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	stored := 0
+	if err := be.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(schema.Key).ForEach(func(k, v []byte) error { stored++; return nil })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return stored
+}
+
 // A compaction whose index spans several chunks (reads and writes may run between them)
 // leaves each live key's latest value and nothing else, with writes going on meanwhile.
 func TestCompactionAcrossIndexChunks(t *testing.T) {
@@ -191,11 +216,7 @@ func TestCompactionAcrossIndexChunks(t *testing.T) {
 	for i := 0; i < keys; i += 7 { // writes between the chunks
 		put(t, s, "after/"+name(i), "x")
 	}
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("compaction did not finish")
-	}
+	waitCompacted(t, done)
 	live := keys - deleted
 	r, err := s.Range([]byte("k"), []byte("l"), RangeOptions{Rev: at})
 	if err != nil || len(r.KVs) != live {
@@ -209,15 +230,7 @@ func TestCompactionAcrossIndexChunks(t *testing.T) {
 	if _, err := s.Range([]byte("k"), []byte("l"), RangeOptions{Rev: at - 1}); !errors.Is(err, ErrCompacted) {
 		t.Fatalf("range below the compacted revision: %v, want ErrCompacted", err)
 	}
-	if err := be.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	stored := 0
-	if err := be.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(schema.Key).ForEach(func(k, v []byte) error { stored++; return nil })
-	}); err != nil {
-		t.Fatal(err)
-	}
+	stored := storedRevisions(t, be)
 	if after := (keys + 6) / 7; stored != live+after {
 		t.Fatalf("%d revisions stored, want %d (each live key's latest and the %d later writes)", stored, live+after, after)
 	}
@@ -239,20 +252,8 @@ func TestCompactionInSmallBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("compaction did not finish")
-	}
-	if err := be.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	stored := 0
-	if err := be.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(schema.Key).ForEach(func(k, v []byte) error { stored++; return nil })
-	}); err != nil {
-		t.Fatal(err)
-	}
+	waitCompacted(t, done)
+	stored := storedRevisions(t, be)
 	if stored != keys {
 		t.Fatalf("%d revisions stored after the compaction, want %d (one per key)", stored, keys)
 	}
