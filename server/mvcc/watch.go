@@ -2,7 +2,9 @@ package mvcc
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -98,6 +100,7 @@ type watchGroups struct {
 	watchers map[*watcher]struct{}
 	streams  map[*WatchStream]struct{}
 	wake     chan struct{}
+	lagging  []*watcher // syncOnce's scratch list, kept to reuse its array
 }
 
 // counts are the watcher gauges: watchers, unsynced (slow) watchers, open streams.
@@ -171,30 +174,48 @@ func (g *watchGroups) kick() {
 
 func (g *watchGroups) compacted(int64) { g.kick() }
 
+// retryBehind is how soon the catch-up runs again after a pass that delivered to some watchers
+// but left others behind a full stream queue. Without it they waited for the next write's
+// overflow or the 100 ms tick, so once writes stopped, a stream with a thousand lagging watchers
+// took many ticks to drain. Upstream retries its blocked watchers every 10 ms too. A pass that
+// delivered nothing (a client not reading) waits for the tick, so a stuck stream does not
+// re-read history every 10 ms.
+const retryBehind = 10 * time.Millisecond
+
 func (g *watchGroups) syncLoop(stop <-chan struct{}) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
+	retry := time.NewTimer(retryBehind)
+	retry.Stop()
+	defer retry.Stop()
 	for {
 		select {
 		case <-t.C:
 		case <-g.wake:
+		case <-retry.C:
 		case <-stop:
 			return
 		}
-		g.syncOnce()
+		if sent, behind := g.syncOnce(); sent && behind {
+			retry.Reset(retryBehind)
+		}
 	}
 }
 
-// syncOnce delivers stored history to unsynced watchers. The store's read lock keeps writers
-// out, so a watcher moved to synced misses nothing between history and live events.
-func (g *watchGroups) syncOnce() {
+// syncOnce delivers stored history to unsynced watchers, the longest-waiting first. It reports
+// whether it sent anything and whether any watcher was left behind because its stream's queue
+// was full. Oldest-first keeps a stream's
+// lagging watchers taking turns: picked at random, some lost pass after pass and made the tail of
+// the delivery latency. The store's read lock keeps writers out, so a watcher moved to synced
+// misses nothing between history and live events.
+func (g *watchGroups) syncOnce() (sent, behind bool) {
 	s := g.s
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	cur, compactRev := s.currentRev, s.compactRev
-	minRev := int64(-1)
+	lagging := g.lagging[:0]
 	for w := range g.watchers {
 		if w.synced {
 			continue
@@ -204,36 +225,37 @@ func (g *watchGroups) syncOnce() {
 			case w.ws.ch <- WatchResponse{WatchID: w.id, CompactRevision: compactRev, Revision: cur}:
 				delete(g.watchers, w)
 				delete(w.ws.watchers, w.id)
+				sent = true
 			default:
+				behind = true
 			}
 			continue
 		}
-		if minRev < 0 || w.minRev < minRev {
-			minRev = w.minRev
-		}
+		lagging = append(lagging, w)
 	}
-	if minRev < 0 {
-		return
+	defer func() { clear(lagging); g.lagging = lagging[:0] }() // keep no cancelled watcher alive
+	if len(lagging) == 0 {
+		return sent, behind
 	}
+	slices.SortFunc(lagging, func(a, b *watcher) int { return cmp.Compare(a.minRev, b.minRev) })
 	var evs []Event
-	if minRev <= cur {
+	if minRev := lagging[0].minRev; minRev <= cur {
 		var err error
 		if evs, err = s.eventsBetween(minRev, cur); err != nil {
 			s.log.Error("watch catch-up failed to read history", "from", minRev, "to", cur, "error", err)
-			return
+			return sent, behind
 		}
 	}
-	for w := range g.watchers {
-		if w.synced || w.minRev < compactRev {
-			continue
-		}
+	for _, w := range lagging {
 		picked := w.pick(evs)
 		if len(picked) > 0 {
 			select {
 			case w.ws.ch <- WatchResponse{WatchID: w.id, Events: picked, Revision: cur}:
 				s.metrics.events.Add(float64(len(picked)))
+				sent = true
 			default:
-				continue // still behind; next round
+				behind = true
+				continue // its turn comes first in the next pass
 			}
 		}
 		if w.minRev <= cur {
@@ -241,6 +263,7 @@ func (g *watchGroups) syncOnce() {
 		}
 		w.synced = true
 	}
+	return sent, behind
 }
 
 // WatchStream is a set of watchers whose responses share one channel (one gRPC Watch stream).

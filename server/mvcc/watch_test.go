@@ -2,7 +2,10 @@ package mvcc
 
 import (
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -72,6 +75,76 @@ func TestWatchFanOutOnOneStream(t *testing.T) {
 				t.Fatalf("%d watchers still behind after every event arrived", slow)
 			}
 		})
+	}
+}
+
+// TestCatchUpServesLongestWaitingFirst: when a stream's queue cannot take every lagging watcher,
+// a catch-up pass fills it with the watchers that have waited longest (the lowest next revision)
+// and reports that some were left behind, so the next pass comes soon and serves the rest. A pass
+// that can send nothing says so, which leaves the retry to the 100 ms tick.
+func TestCatchUpServesLongestWaitingFirst(t *testing.T) {
+	_, s := openStore(t, filepath.Join(t.TempDir(), "db"))
+	for i := 0; i < 10; i++ {
+		put(t, s, fmt.Sprintf("old/%d", i), "v") // revisions 2..11
+	}
+	s.Close() // stop the background catch-up: the test runs each pass itself
+
+	ws := s.NewWatchStream()
+	defer ws.Close()
+	const watchers = 200
+	queue := cap(ws.ch)
+	startOf := map[int64]int64{}
+	for _, i := range rand.Perm(watchers) {
+		start := int64(2 + i%10)
+		id, err := ws.Watch(0, []byte("old/"), []byte("old0"), start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		startOf[id] = start
+	}
+	starts := slices.Sorted(maps.Values(startOf))
+	latestServed := starts[queue-1] // the newest start revision among the longest-waiting queue-full
+
+	sent, behind := s.watch.syncOnce()
+	if !sent || !behind {
+		t.Fatalf("first pass: sent=%v behind=%v, want both: %d watchers, a queue of %d", sent, behind, watchers, queue)
+	}
+	got := map[int64]int{}
+	for len(ws.ch) > 0 {
+		r := <-ws.ch
+		if startOf[r.WatchID] > latestServed {
+			t.Fatalf("watcher %d (from revision %d) was served before some from revision %d and earlier were",
+				r.WatchID, startOf[r.WatchID], latestServed)
+		}
+		got[r.WatchID] = len(r.Events)
+	}
+	if len(got) != queue {
+		t.Fatalf("first pass served %d watchers, want a full queue of %d", len(got), queue)
+	}
+
+	for i := 0; i < queue; i++ { // fill the queue as a client that stopped reading would leave it
+		ws.ch <- WatchResponse{WatchID: -2}
+	}
+	if sent, behind := s.watch.syncOnce(); sent || !behind {
+		t.Fatalf("pass with a full queue: sent=%v behind=%v, want only behind", sent, behind)
+	}
+	for len(ws.ch) > 0 {
+		<-ws.ch
+	}
+	if sent, behind := s.watch.syncOnce(); !sent || behind {
+		t.Fatalf("last pass: sent=%v behind=%v, want only sent", sent, behind)
+	}
+	for len(ws.ch) > 0 {
+		r := <-ws.ch
+		got[r.WatchID] = len(r.Events)
+	}
+	for id, start := range startOf {
+		if want := int(12 - start); got[id] != want {
+			t.Fatalf("watcher %d from revision %d got %d events, want %d", id, start, got[id], want)
+		}
+	}
+	if _, slow, _ := s.watch.counts(); slow != 0 {
+		t.Fatalf("%d watchers still behind after the last pass", slow)
 	}
 }
 
