@@ -220,6 +220,12 @@ func (g *watchGroups) syncOnce() (sent, behind bool) {
 		if w.synced {
 			continue
 		}
+		if len(w.ws.ch) == cap(w.ws.ch) {
+			// Nothing can go to its stream now; leaving it out keeps a client that stopped
+			// reading, far behind, from setting how much history every pass reads.
+			behind = true
+			continue
+		}
 		if w.minRev < compactRev {
 			select {
 			case w.ws.ch <- WatchResponse{WatchID: w.id, CompactRevision: compactRev, Revision: cur}:
