@@ -204,10 +204,9 @@ func (g *watchGroups) syncLoop(stop <-chan struct{}) {
 
 // syncOnce delivers stored history to unsynced watchers, the longest-waiting first. It reports
 // whether it sent anything and whether any watcher was left behind because its stream's queue
-// was full. Oldest-first keeps a stream's
-// lagging watchers taking turns: picked at random, some lost pass after pass and made the tail of
-// the delivery latency. The store's read lock keeps writers out, so a watcher moved to synced
-// misses nothing between history and live events.
+// was full. Oldest-first makes a stream's lagging watchers take turns: picked at random, some
+// lost pass after pass and made the tail of the delivery latency. The store's read lock keeps
+// writers out, so a watcher moved to synced misses nothing between history and live events.
 func (g *watchGroups) syncOnce() (sent, behind bool) {
 	s := g.s
 	s.mu.RLock()
