@@ -141,7 +141,7 @@ if docker info >/dev/null 2>&1; then
 	docker load <"$dimage"
 	cleanup+=("docker rmi -f '$dtag' >/dev/null 2>&1 || true")
 	docker network create "$net" >/dev/null
-	cleanup+=("docker rm -f '$net-disc' '$net-m1' >/dev/null 2>&1; docker network rm '$net' >/dev/null 2>&1 || true")
+	cleanup+=("docker rm -f -v '$net-disc' '$net-m1' >/dev/null 2>&1; docker network rm '$net' >/dev/null 2>&1 || true")
 	docker run -d --name "$net-disc" --network "$net" "$dtag" >/dev/null
 	token=""
 	for _ in $(seq 50); do
