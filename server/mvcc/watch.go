@@ -100,7 +100,6 @@ type watchGroups struct {
 	watchers map[*watcher]struct{}
 	streams  map[*WatchStream]struct{}
 	wake     chan struct{}
-	lagging  []*watcher // syncOnce's scratch list, kept to reuse its array
 }
 
 // counts are the watcher gauges: watchers, unsynced (slow) watchers, open streams.
@@ -214,7 +213,7 @@ func (g *watchGroups) syncOnce() (sent, behind bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	cur, compactRev := s.currentRev, s.compactRev
-	lagging := g.lagging[:0]
+	var lagging []*watcher
 	for w := range g.watchers {
 		if w.synced {
 			continue
@@ -238,7 +237,6 @@ func (g *watchGroups) syncOnce() (sent, behind bool) {
 		}
 		lagging = append(lagging, w)
 	}
-	defer func() { clear(lagging); g.lagging = lagging[:0] }() // keep no cancelled watcher alive
 	if len(lagging) == 0 {
 		return sent, behind
 	}
