@@ -1,12 +1,18 @@
 # Everyday commands. Every Go module in go.work is built and tested from here.
 SHELL := /bin/bash
 GO ?= go
-# The release version lives in VERSION, read by this Makefile and by flake.nix.
-VERSION ?= $(shell cat VERSION)
-# The previous level's server, built from this tree (upstream's tests call it etcd-last-release).
-LAST_RELEASE_VERSION ?= 3.5.0
+# VERSION holds this project's own release. The etcd levels are upstream's lines: each server
+# binary is built at one and reports the upstream patch release that level implements
+# (etcdx/pkg/buildinfo): bin/etcd at 3.7 (3.7.3), bin/etcd-last-release at 3.6 (3.6.16, the
+# name upstream's tests use for the previous minor), bin/etcd-3.5 at 3.5 (3.5.35).
+RELEASE ?= $(shell cat VERSION)
+LEVEL ?= 3.7
+LAST_RELEASE_LEVEL ?= 3.6
+OLDEST_LEVEL ?= 3.5
 GIT_SHA := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-LDFLAGS := -X etcdx/pkg/buildinfo.Version=$(VERSION) -X etcdx/pkg/buildinfo.GitSHA=$(GIT_SHA)
+# stamp LEVEL: the link flags of a binary built at LEVEL.
+stamp = -X etcdx/pkg/buildinfo.Level=$(1) -X etcdx/pkg/buildinfo.Release=$(RELEASE) -X etcdx/pkg/buildinfo.GitSHA=$(GIT_SHA)
+LDFLAGS := $(call stamp,$(LEVEL))
 MODULES := pkg server etcdctl etcdutl discovery upgradelab e2e
 BIN := $(CURDIR)/bin
 RUN_DIR := $(CURDIR)/.run
@@ -20,8 +26,9 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/etcdctl ./etcdctl
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/discovery ./discovery/cmd/discovery
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/upgradelab ./upgradelab/cmd/upgradelab
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X etcdx/pkg/buildinfo.Version=$(LAST_RELEASE_VERSION) -X etcdx/pkg/buildinfo.GitSHA=$(GIT_SHA)" -o $(BIN)/etcd-last-release ./server
-	@echo "built $(BIN)/etcd ($(VERSION)) and $(BIN)/etcd-last-release ($(LAST_RELEASE_VERSION)) at $(GIT_SHA)"
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(call stamp,$(LAST_RELEASE_LEVEL))" -o $(BIN)/etcd-last-release ./server
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(call stamp,$(OLDEST_LEVEL))" -o $(BIN)/etcd-$(OLDEST_LEVEL) ./server
+	@echo "built $(BIN)/etcd (level $(LEVEL)), etcd-last-release ($(LAST_RELEASE_LEVEL)) and etcd-$(OLDEST_LEVEL) at $(GIT_SHA), release $(RELEASE)"
 
 # The whole suite: unit tests with the race detector, every fuzz target for a bounded time,
 # end-to-end tests on the real binaries built above, and the flake verified offline. It installs

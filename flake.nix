@@ -11,6 +11,8 @@
       systems = [ "x86_64-linux" "aarch64-linux" ];
       forSystems = f: lib.genAttrs systems (system: f nixpkgs.legacyPackages.${system});
 
+      # This project's own release; the binaries report the upstream etcd release of their level
+      # (the newest, by default: etcdx/pkg/buildinfo) and add this one beside it.
       version = lib.fileContents ./VERSION;
       # Stamped into every binary (etcd --version, /version); a dirty tree says so.
       revision = self.shortRev or "dirty";
@@ -51,7 +53,7 @@
             ldflags = [
               "-s"
               "-w"
-              "-X etcdx/pkg/buildinfo.Version=${version}"
+              "-X etcdx/pkg/buildinfo.Release=${version}"
               "-X etcdx/pkg/buildinfo.GitSHA=${revision}"
             ];
             # Tests run in `checks` (and `make test`), not in the package build.

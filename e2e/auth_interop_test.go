@@ -27,7 +27,7 @@ func requireAliceRules(t *testing.T, who string, eps []string) {
 
 // Users, roles and permissions survive a restart, a snapshot restored by etcdutl, and the
 // migration of that data down to storage 3.5 (served by our 3.5-level binary and by upstream
-// 3.5.17).
+// 3.5.35).
 func TestAuthSurvivesRestartAndRestore(t *testing.T) {
 	m := NewMember(t)
 	m.Start()
@@ -42,16 +42,17 @@ func TestAuthSurvivesRestartAndRestore(t *testing.T) {
 	snap := saveSnapshot(t, userClient(t, []string{m.ClientURL}, "root", "rootpw", nil))
 	restored := restoreAndServe(t, snap, Binary(t, "etcd"), "")
 	requireAliceRules(t, "restored", []string{restored.ClientURL})
-	down := restoreAndServe(t, snap, Binary(t, "etcd-last-release"), "3.5")
+	down := restoreAndServe(t, snap, ServerAt(t, OldestLevel), "3.5")
 	requireAliceRules(t, "restored at 3.5", []string{down.ClientURL})
 	up35 := restoreAndServe(t, snap, UpstreamBinaryAt(t, Upstream35Version, "etcd"), "3.5")
-	requireAliceRules(t, "restored at 3.5, upstream 3.5.17", []string{up35.ClientURL})
+	requireAliceRules(t, "restored at 3.5, upstream 3.5.35", []string{up35.ClientURL})
 }
 
 // A data dir with auth moves between upstream 3.6.16 and ours: each enforces what the other
 // stored, and users added by one log in on the other.
 func TestAuthDataDirInterchange(t *testing.T) {
 	m := NewMember(t)
+	m.Bin = ServerAt(t, LastReleaseLevel)
 	m.Start()
 	setupAuth(t, userClient(t, []string{m.ClientURL}, "", "", nil))
 	if err := m.Stop(); err != nil {
@@ -70,7 +71,7 @@ func TestAuthDataDirInterchange(t *testing.T) {
 	if err := m.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	m.Bin = Binary(t, "etcd")
+	m.Bin = ServerAt(t, LastReleaseLevel)
 	m.Start()
 	requireAliceRules(t, "ours on upstream's data", []string{m.ClientURL})
 	if _, err := userClient(t, []string{m.ClientURL}, "bob", "bobpw", nil).Get(Ctx(t), "/a/1"); err != nil {

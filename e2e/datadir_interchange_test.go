@@ -62,11 +62,20 @@ func requireUpstreamFiles(t *testing.T, dataDir, who string) {
 	}
 }
 
-// A data dir moves between upstream etcd and ours in place: upstream's WAL, snapshot files and
-// database start under our binary, and what ours wrote starts under upstream's, with every key,
-// revision and member kept.
-func TestDataDirInterchangeWithUpstream36(t *testing.T) {
-	up, upUtl := UpstreamBinaryAt(t, UpstreamVersion, "etcd"), UpstreamBinaryAt(t, UpstreamVersion, "etcdutl")
+// A data dir moves between upstream etcd and ours in place, at 3.6 and at 3.7: upstream's WAL,
+// snapshot files and database start under our binary of the same level, and what ours wrote
+// starts under upstream's, with every key, revision and member kept.
+func TestDataDirInterchangeWithUpstream(t *testing.T) {
+	for _, c := range []struct{ level, upstream, below string }{
+		{LastReleaseLevel, UpstreamVersion, OldestLevel},
+		{CurrentLevel, Upstream37Version, LastReleaseLevel},
+	} {
+		t.Run(c.level, func(t *testing.T) { dataDirInterchange(t, c.level, c.upstream, c.below) })
+	}
+}
+
+func dataDirInterchange(t *testing.T, level, upstream, below string) {
+	up, upUtl := UpstreamBinaryAt(t, upstream, "etcd"), UpstreamBinaryAt(t, upstream, "etcdutl")
 	m := NewMember(t, "--snapshot-count", "25")
 	m.Bin = up
 	m.Start()
@@ -82,12 +91,12 @@ func TestDataDirInterchangeWithUpstream36(t *testing.T) {
 	m.Stop()
 	requireUpstreamFiles(t, m.DataDir, "upstream")
 	// Our etcdutl reads upstream's WAL (migrate checks every entry) without changing anything.
-	if out, err := exec.Command(Binary(t, "etcdutl"), "migrate", "--data-dir", m.DataDir, "--target-version", "3.6").CombinedOutput(); err != nil {
+	if out, err := exec.Command(Binary(t, "etcdutl"), "migrate", "--data-dir", m.DataDir, "--target-version", level).CombinedOutput(); err != nil {
 		t.Fatalf("our etcdutl migrate on upstream's data dir: %v\n%s", err, out)
 	}
 
 	// Ours starts on upstream's data dir and carries on from it.
-	m.Bin = Binary(t, "etcd")
+	m.Bin = ServerAt(t, level)
 	m.Start()
 	c = m.Client()
 	if got := dump(t, c); got != want {
@@ -107,7 +116,7 @@ func TestDataDirInterchangeWithUpstream36(t *testing.T) {
 
 	// Upstream's etcdutl reads our WAL (migrate checks every entry's version) and the member
 	// then starts under upstream again.
-	if out, err := exec.Command(upUtl, "migrate", "--data-dir", m.DataDir, "--target-version", "3.5").CombinedOutput(); err != nil {
+	if out, err := exec.Command(upUtl, "migrate", "--data-dir", m.DataDir, "--target-version", below).CombinedOutput(); err != nil {
 		t.Fatalf("upstream etcdutl migrate on our data dir: %v\n%s", err, out)
 	}
 	m.Bin = up
@@ -122,8 +131,11 @@ func TestDataDirInterchangeWithUpstream36(t *testing.T) {
 	if _, err := c.Put(Ctx(t), "after", "1"); err != nil {
 		t.Fatal(err)
 	}
-	if log := m.Log(); !strings.Contains(log, "recovered v2 store from snapshot") {
-		t.Fatalf("upstream did not recover from one of our snapshot files\n%s", m.LogTail(40))
+	// Upstream 3.6 restarts from the newest snapshot file; 3.7 from the newest snapshot the WAL
+	// records, without reading the file's v2 store.
+	recovered := map[string]string{LastReleaseLevel: "recovered v2 store from snapshot", CurrentLevel: "constructed a snapshot from WAL record"}[level]
+	if log := m.Log(); !strings.Contains(log, recovered) {
+		t.Fatalf("upstream did not recover from one of our snapshots (%q)\n%s", recovered, m.LogTail(40))
 	}
 }
 
@@ -140,7 +152,7 @@ func TestDataDirUpgradeFromUpstream35AndBack(t *testing.T) {
 	want := dump(t, c)
 	m.Stop()
 
-	m.Bin = Binary(t, "etcd")
+	m.Bin = ServerAt(t, LastReleaseLevel)
 	m.Start()
 	c = m.Client()
 	if got := dump(t, c); got != want {
@@ -150,7 +162,7 @@ func TestDataDirUpgradeFromUpstream35AndBack(t *testing.T) {
 	defer cancel()
 	waitFor(t, ctx, "cluster version 3.6", func() bool {
 		st, err := c.Status(ctx, m.ClientURL)
-		return err == nil && st.Version == "3.6.0" && st.StorageVersion == "3.6.0"
+		return err == nil && st.Version == ReleaseOf(LastReleaseLevel) && st.StorageVersion == "3.6.0"
 	})
 	writeN(t, c, "v36", 60)
 	want = dump(t, c)

@@ -126,20 +126,22 @@ func TestEtcdctlMembershipAndMaintenance(t *testing.T) {
 
 	// Maintenance on every member.
 	mustCtl(t, `(?s)(Finished defragmenting etcd member\[http://127\.0\.0\.1:\d+\]\. took \S+\n){3}$`, ep, "defrag", "--cluster")
-	mustCtl(t, `(?s)^(http://127\.0\.0\.1:\d+, [0-9a-f]+, 3\.6\.0, 3\.6\.0, [^\n]+\n){3}$`, ep, "endpoint", "status", "--cluster")
+	release, storage := regexp.QuoteMeta(ReleaseOf(CurrentLevel)), regexp.QuoteMeta(CurrentLevel+".0")
+	mustCtl(t, `(?s)^(http://127\.0\.0\.1:\d+, [0-9a-f]+, `+release+`, `+storage+`, [^\n]+\n){3}$`, ep, "endpoint", "status", "--cluster")
 	hashes := mustCtl(t, `^http://\S+, (\d+), \d+\nhttp://\S+, (\d+), \d+\nhttp://\S+, (\d+), \d+\n$`, ep, "endpoint", "hashkv", "--cluster")
 	if hashes[1] != hashes[2] || hashes[2] != hashes[3] {
 		t.Fatalf("members' hashes differ: %v", hashes[1:])
 	}
 	snap := filepath.Join(t.TempDir(), "snap.db")
-	mustCtl(t, `Snapshot saved at `+regexp.QuoteMeta(snap)+`\nServer version 3\.6\.0\n$`, ep, "snapshot", "save", snap)
-	if code, out := etcdutl(t, "snapshot", "status", snap, "-w", "table"); code != 0 || !strings.Contains(out, "3.6.0") {
+	mustCtl(t, `Snapshot saved at `+regexp.QuoteMeta(snap)+`\nServer version `+release+`\n$`, ep, "snapshot", "save", snap)
+	if code, out := etcdutl(t, "snapshot", "status", snap, "-w", "table"); code != 0 || !strings.Contains(out, CurrentLevel+".0") {
 		t.Fatalf("etcdutl snapshot status of etcdctl's snapshot: exit %d\n%s", code, out)
 	}
 
-	mustCtl(t, `^Downgrade validate success, cluster version 3\.6\n$`, ep, "downgrade", "validate", "3.5")
-	mustCtl(t, `^Downgrade enable success, cluster version 3\.6\n$`, ep, "downgrade", "enable", "3.5")
-	mustCtl(t, `^Downgrade cancel success, cluster version 3\.[56]\n$`, ep, "downgrade", "cancel")
+	cur, prev := regexp.QuoteMeta(CurrentLevel), regexp.QuoteMeta(LastReleaseLevel)
+	mustCtl(t, `^Downgrade validate success, cluster version `+cur+`\n$`, ep, "downgrade", "validate", LastReleaseLevel)
+	mustCtl(t, `^Downgrade enable success, cluster version `+cur+`\n$`, ep, "downgrade", "enable", LastReleaseLevel)
+	mustCtl(t, `^Downgrade cancel success, cluster version (`+cur+`|`+prev+`)\n$`, ep, "downgrade", "cancel")
 }
 
 // The out-of-space runbook: a member over its quota raises NOSPACE and refuses writes; compaction,

@@ -43,15 +43,18 @@ func countPrefix(t *testing.T, m *Member, prefix string) int64 {
 	return r.Count
 }
 
-func TestEtcdutlMigrateDownAndUp(t *testing.T) {
-	m := NewMember(t)
-	m.Start()
-	c := &Cluster{t: t, Members: []*Member{m}}
-	c.WaitVersions("3.6.0", "3.6.0", 10*time.Second)
+func TestEtcdutlMigrateDownAndUp(t *testing.T) { eachHop(t, etcdutlMigrateDownAndUp) }
+
+// downStep is what migrating down to each level does to meta/storageVersion.
+var downStep = map[string]string{OldestLevel: "delete meta/storageVersion", LastReleaseLevel: "set meta/storageVersion to 3.6.0"}
+
+func etcdutlMigrateDownAndUp(t *testing.T, h hop) {
+	c := clusterAt(t, 1, h.to)
+	m := c.Members[0]
 	putN(t, m.Client(), "mig", 50)
 
 	// While the member runs, its data is off limits.
-	if code, out := etcdutl(t, "migrate", "--data-dir", m.DataDir, "--target-version", "3.5"); code != 1 || !strings.Contains(out, "in use by a running etcd") {
+	if code, out := etcdutl(t, "migrate", "--data-dir", m.DataDir, "--target-version", h.from); code != 1 || !strings.Contains(out, "in use by a running etcd") {
 		t.Fatalf("migrate under a running member: %d %s", code, out)
 	}
 	if err := m.Stop(); err != nil {
@@ -80,41 +83,41 @@ func TestEtcdutlMigrateDownAndUp(t *testing.T) {
 		t.Fatalf("backup: %d %s", code, out)
 	}
 	setConsistentIndex(t, filepath.Join(crashed, "member", "snap", "db"), 1)
-	code, out := etcdutl(t, "migrate", "--data-dir", crashed, "--target-version", "3.5")
-	if code != 1 || !strings.Contains(out, "sets the cluster version to 3.6") || !strings.Contains(out, "--force") {
+	code, out := etcdutl(t, "migrate", "--data-dir", crashed, "--target-version", h.from)
+	if code != 1 || !strings.Contains(out, "sets the cluster version to "+h.to) || !strings.Contains(out, "--force") {
 		t.Fatalf("migrate with unapplied newer entries: %d %s", code, out)
 	}
-	if code, out := etcdutl(t, "migrate", "--data-dir", crashed, "--target-version", "3.5", "--force"); code != 0 || !strings.Contains(out, "forced past") {
+	if code, out := etcdutl(t, "migrate", "--data-dir", crashed, "--target-version", h.from, "--force"); code != 0 || !strings.Contains(out, "forced past") {
 		t.Fatalf("migrate --force: %d %s", code, out)
 	}
 
-	// Down to 3.5: the 3.5 binary serves the same data.
-	code, out = etcdutl(t, "migrate", "--data-dir", m.DataDir, "--target-version", "3.5")
-	if code != 0 || !strings.Contains(out, "from 3.6 to 3.5") || !strings.Contains(out, "delete meta/storageVersion") || !strings.Contains(out, "cluster version recorded in the data from 3.6 to 3.5") {
+	// Down a level: the older binary serves the same data.
+	code, out = etcdutl(t, "migrate", "--data-dir", m.DataDir, "--target-version", h.from)
+	if code != 0 || !strings.Contains(out, "from "+h.to+" to "+h.from) || !strings.Contains(out, downStep[h.from]) || !strings.Contains(out, "cluster version recorded in the data from "+h.to+" to "+h.from) {
 		t.Fatalf("migrate down: %d %s", code, out)
 	}
-	if code, out := etcdutl(t, "migrate", "--data-dir", m.DataDir, "--target-version", "3.5"); code != 0 || !strings.Contains(out, "already 3.5") {
+	if code, out := etcdutl(t, "migrate", "--data-dir", m.DataDir, "--target-version", h.from); code != 0 || !strings.Contains(out, "already "+h.from) {
 		t.Fatalf("migrate again: %d %s", code, out)
 	}
-	m.Bin = ServerAt(t, LastReleaseVersion)
+	m.Bin = ServerAt(t, h.from)
 	m.Start()
-	c.WaitVersions("3.5.0", "", 10*time.Second)
+	c.WaitVersions(h.from+".0", storageOf(h.from), 10*time.Second)
 	if n := countPrefix(t, m, "mig"); n != 50 {
-		t.Fatalf("3.5 binary after migrate down sees %d keys, want 50", n)
+		t.Fatalf("%s binary after migrate down sees %d keys, want 50", h.from, n)
 	}
-	putN(t, m.Client(), "mig35", 10)
+	putN(t, m.Client(), "migold", 10)
 	if err := m.Stop(); err != nil {
 		t.Fatal(err)
 	}
 
-	// And up again: the 3.6 binary starts on it and the cluster version follows.
-	if code, out := etcdutl(t, "migrate", "--data-dir", m.DataDir, "--target-version", "3.6"); code != 0 || !strings.Contains(out, "from 3.5 to 3.6") {
+	// And up again: the newer binary starts on it and the cluster version follows.
+	if code, out := etcdutl(t, "migrate", "--data-dir", m.DataDir, "--target-version", h.to); code != 0 || !strings.Contains(out, "from "+h.from+" to "+h.to) {
 		t.Fatalf("migrate up: %d %s", code, out)
 	}
-	m.Bin = ServerAt(t, CurrentVersion)
+	m.Bin = ServerAt(t, h.to)
 	m.Start()
-	c.WaitVersions("3.6.0", "3.6.0", 10*time.Second)
-	if countPrefix(t, m, "mig") != 50 || countPrefix(t, m, "mig35") != 10 {
+	c.WaitVersions(h.to+".0", h.to+".0", 10*time.Second)
+	if countPrefix(t, m, "mig") != 50 || countPrefix(t, m, "migold") != 10 {
 		t.Fatal("keys missing after migrating up")
 	}
 }
@@ -236,7 +239,7 @@ func TestEtcdutlRestoreBumpRevision(t *testing.T) {
 	old := st.Header.Revision
 
 	code, out := etcdutl(t, "snapshot", "status", snap, "-w", "table")
-	if code != 0 || !strings.Contains(out, "VERSION") || !strings.Contains(out, "3.6.0") {
+	if code != 0 || !strings.Contains(out, "VERSION") || !strings.Contains(out, CurrentLevel+".0") {
 		t.Fatalf("status: %d %s", code, out)
 	}
 	if code, out := etcdutl(t, "snapshot", "restore", snap, "--data-dir", t.TempDir()+"/x", "--bump-revision", "1000"); code != 128 || !strings.Contains(out, "--mark-compacted") {
@@ -281,33 +284,35 @@ func restoreAndServe(t *testing.T, snap, bin string, migrateTo string) *Member {
 	return n
 }
 
-func TestSnapshotRestoredAcrossLevels(t *testing.T) {
-	// 3.5 snapshot served by 3.6: the cluster version then rises to 3.6.
-	old := lastReleaseCluster(t, 1).Members[0]
+func TestSnapshotRestoredAcrossLevels(t *testing.T) { eachHop(t, snapshotRestoredAcrossLevels) }
+
+func snapshotRestoredAcrossLevels(t *testing.T, h hop) {
+	// An older snapshot served by the newer level: the cluster version then rises.
+	old := clusterAt(t, 1, h.from).Members[0]
 	putN(t, old.Client(), "lvl", 25)
-	snap35 := saveSnapshot(t, old.Client())
-	if code, out := etcdutl(t, "snapshot", "status", snap35); code != 0 || !strings.Contains(out, "3.5.0") {
-		t.Fatalf("status of a 3.5 snapshot: %d %s", code, out)
+	snapOld := saveSnapshot(t, old.Client())
+	if code, out := etcdutl(t, "snapshot", "status", snapOld); code != 0 || !strings.Contains(out, h.from+".0") {
+		t.Fatalf("status of a %s snapshot: %d %s", h.from, code, out)
 	}
-	up := restoreAndServe(t, snap35, ServerAt(t, CurrentVersion), "")
-	(&Cluster{t: t, Members: []*Member{up}}).WaitVersions("3.6.0", "3.6.0", 10*time.Second)
+	up := restoreAndServe(t, snapOld, ServerAt(t, h.to), "")
+	(&Cluster{t: t, Members: []*Member{up}}).WaitVersions(h.to+".0", h.to+".0", 10*time.Second)
 	if countPrefix(t, up, "lvl") != 25 {
-		t.Fatal("3.5 snapshot served by 3.6 lost keys")
+		t.Fatalf("%s snapshot served by %s lost keys", h.from, h.to)
 	}
 
-	// 3.6 snapshot served by 3.5: the 3.5 binary refuses the 3.6 storage until it is migrated.
-	snap36 := saveSnapshot(t, up.Client())
+	// A newer snapshot served by the older level: refused until it is migrated.
+	snapNew := saveSnapshot(t, up.Client())
 	n := NewMember(t)
-	n.Bin = ServerAt(t, LastReleaseVersion)
-	if code, out := etcdutl(t, "snapshot", "restore", snap36, "--data-dir", n.DataDir, "--name", n.Name,
+	n.Bin = ServerAt(t, h.from)
+	if code, out := etcdutl(t, "snapshot", "restore", snapNew, "--data-dir", n.DataDir, "--name", n.Name,
 		"--initial-cluster", n.Name+"="+n.PeerURL, "--initial-advertise-peer-urls", n.PeerURL); code != 0 {
 		t.Fatalf("restore: %d %s", code, out)
 	}
-	startRefused(t, n, "has storage version 3.6, newer than this etcd 3.5.0")
-	down := restoreAndServe(t, snap36, ServerAt(t, LastReleaseVersion), "3.5")
-	(&Cluster{t: t, Members: []*Member{down}}).WaitVersions("3.5.0", "", 10*time.Second)
+	startRefused(t, n, "has storage version "+h.to+", newer than this etcd "+ReleaseOf(h.from))
+	down := restoreAndServe(t, snapNew, ServerAt(t, h.from), h.from)
+	(&Cluster{t: t, Members: []*Member{down}}).WaitVersions(h.from+".0", storageOf(h.from), 10*time.Second)
 	if countPrefix(t, down, "lvl") != 25 {
-		t.Fatal("3.6 snapshot served by 3.5 lost keys")
+		t.Fatalf("%s snapshot served by %s lost keys", h.to, h.from)
 	}
 }
 

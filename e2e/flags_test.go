@@ -106,10 +106,28 @@ func TestBadFlagsAsUpstream(t *testing.T) {
 	}
 }
 
+// TestVersionFlag: at each level, `etcd --version` prints upstream's four lines with the upstream
+// release that level implements (as that release's own binary prints it), then one line naming
+// this implementation.
 func TestVersionFlag(t *testing.T) {
-	code, out := runEtcd(t, nil, "--version")
-	if code != 0 || !strings.Contains(out, "etcd Version: 3.6.0") || !strings.Contains(out, "Go Version:") {
-		t.Fatalf("--version: %d %q", code, out)
+	for _, level := range []string{CurrentLevel, LastReleaseLevel, OldestLevel} {
+		out, err := exec.Command(ServerAt(t, level), "--version").Output()
+		if err != nil {
+			t.Fatalf("level %s --version: %v", level, err)
+		}
+		up, err := exec.Command(UpstreamBinaryAt(t, "v"+ReleaseOf(level), "etcd"), "--version").Output()
+		if err != nil {
+			t.Fatalf("upstream %s --version: %v", ReleaseOf(level), err)
+		}
+		ours, theirs := strings.Split(strings.TrimSpace(string(out)), "\n"), strings.Split(strings.TrimSpace(string(up)), "\n")
+		if len(ours) != len(theirs)+1 || ours[0] != theirs[0] || !strings.HasPrefix(ours[len(ours)-1], "Implementation: etcdx ") {
+			t.Fatalf("level %s --version:\n%s\nupstream %s:\n%s", level, out, ReleaseOf(level), up)
+		}
+		for i := range theirs {
+			if key := theirs[i][:strings.Index(theirs[i], ":")+1]; !strings.HasPrefix(ours[i], key) {
+				t.Errorf("level %s line %d is %q, upstream's %q", level, i+1, ours[i], theirs[i])
+			}
+		}
 	}
 }
 

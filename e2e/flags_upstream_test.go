@@ -464,7 +464,7 @@ func TestStopGRPCServiceOnDefrag(t *testing.T) {
 func TestLeaseCheckpointPersistGate(t *testing.T) {
 	for _, gate := range []bool{false, true} {
 		m := NewMember(t, "--lease-checkpoint-interval", "200ms", fmt.Sprintf("--feature-gates=LeaseCheckpointPersist=%t", gate))
-		m.Bin = ServerAt(t, LastReleaseVersion) // cluster version 3.5
+		m.Bin = ServerAt(t, "3.5") // cluster version 3.5
 		m.Start()
 		c := m.Client()
 		g, err := c.Grant(Ctx(t), 600)

@@ -40,10 +40,10 @@ func TestHTTPEndpoints(t *testing.T) {
 	if err := json.Unmarshal([]byte(httpGet(t, m.ClientURL+"/version")), &v); err != nil {
 		t.Fatal(err)
 	}
-	if v["etcdserver"] != "3.6.0" || v["etcdcluster"] == "" {
+	if v["etcdserver"] != ReleaseOf(CurrentLevel) || v["etcdcluster"] == "" || !strings.HasPrefix(v["implementation"], "etcdx ") {
 		t.Fatalf("/version: %v", v)
 	}
-	if peer := httpGet(t, m.PeerURL+"/version"); !strings.Contains(peer, `"etcdserver":"3.6.0"`) {
+	if peer := httpGet(t, m.PeerURL+"/version"); !strings.Contains(peer, `"etcdserver":"`+ReleaseOf(CurrentLevel)+`"`) {
 		t.Fatalf("peer /version: %s", peer)
 	}
 	if code, _ := httpDo(t, "POST", m.PeerURL+"/v3/kv/range", `{"key":"YQ=="}`); code != http.StatusNotFound {
@@ -84,14 +84,14 @@ func TestHTTPEndpoints(t *testing.T) {
 	if code != 400 || !strings.Contains(body, "key is not provided") {
 		t.Fatalf("gateway error mapping: %d %s", code, body)
 	}
-	if _, body = httpDo(t, "POST", m.ClientURL+"/v3/maintenance/status", `{}`); !strings.Contains(body, `"version":"3.6.0"`) {
+	if _, body = httpDo(t, "POST", m.ClientURL+"/v3/maintenance/status", `{}`); !strings.Contains(body, `"version":"`+ReleaseOf(CurrentLevel)+`"`) {
 		t.Fatalf("gateway status: %s", body)
 	}
 
 	for _, u := range []string{m.ClientURL, m.MetricsURL} {
 		metrics := httpGet(t, u+"/metrics")
 		for _, want := range []string{"etcd_server_has_leader 1", "etcd_server_is_leader 1", "etcd_mvcc_db_total_size_in_bytes ",
-			"etcd_server_proposals_committed_total ", "etcd_server_proposals_applied_total ", `etcd_server_version{server_version="3.6.0"} 1`,
+			"etcd_server_proposals_committed_total ", "etcd_server_proposals_applied_total ", `etcd_server_version{server_version="` + ReleaseOf(CurrentLevel) + `"} 1`,
 			"etcd_disk_wal_fsync_duration_seconds_bucket", "etcd_disk_backend_commit_duration_seconds_bucket", "etcd_server_leader_changes_seen_total 1",
 			`grpc_server_handled_total{grpc_code="OK",grpc_method="Put",grpc_service="etcdserverpb.KV",grpc_type="unary"} 1`,
 			`grpc_server_started_total{grpc_method="Watch",grpc_service="etcdserverpb.Watch",grpc_type="bidi_stream"}`,

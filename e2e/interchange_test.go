@@ -66,11 +66,19 @@ func restoreWith(t *testing.T, etcdutl, snap string, m *Member) {
 	}
 }
 
+// Snapshots move between upstream and ours of the same level, at 3.6 and at 3.7.
 func TestSnapshotInterchangeWithUpstream(t *testing.T) {
-	upEtcd, upUtl := UpstreamBinary(t, "etcd"), UpstreamBinary(t, "etcdutl")
+	for _, c := range []struct{ level, upstream string }{{LastReleaseLevel, UpstreamVersion}, {CurrentLevel, Upstream37Version}} {
+		t.Run(c.level, func(t *testing.T) { snapshotInterchange(t, c.level, c.upstream) })
+	}
+}
+
+func snapshotInterchange(t *testing.T, level, upstream string) {
+	upEtcd, upUtl := UpstreamBinaryAt(t, upstream, "etcd"), UpstreamBinaryAt(t, upstream, "etcdutl")
 
 	t.Run("ours restored by upstream", func(t *testing.T) {
 		ours := NewMember(t)
+		ours.Bin = ServerAt(t, level)
 		ours.Start()
 		fillKeyspace(t, ours.Client())
 		want := dump(t, ours.Client())
@@ -96,6 +104,7 @@ func TestSnapshotInterchangeWithUpstream(t *testing.T) {
 		up.Stop()
 
 		ours := NewMember(t)
+		ours.Bin = ServerAt(t, level)
 		restoreWith(t, Binary(t, "etcdutl"), snap, ours)
 		ours.Start()
 		c := ours.Client()

@@ -15,8 +15,40 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// updatedCluster is upstream's event for a raised cluster version, here from 3.5 to 3.6.
-var updatedCluster = regexp.MustCompile(`"msg":"updated cluster version".*"from":"3\.5","to":"3\.6"`)
+// hop is one minor of the lifecycle: a cluster of our binaries at level from, upgraded to to
+// and downgraded back. Both of upstream's current hops are proven: 3.5 -> 3.6 and 3.6 -> 3.7.
+type hop struct{ from, to string }
+
+var hops = []hop{{OldestLevel, LastReleaseLevel}, {LastReleaseLevel, CurrentLevel}}
+
+func (h hop) String() string { return h.from + "-" + h.to }
+
+// storage is what /version reports as the storage version of a member at level (a 3.5 binary
+// reports none).
+func storageOf(level string) string {
+	if level == OldestLevel {
+		return ""
+	}
+	return level + ".0"
+}
+
+// eachHop runs f once per hop, as a subtest.
+func eachHop(t *testing.T, f func(*testing.T, hop)) {
+	for _, h := range hops {
+		t.Run(h.String(), func(t *testing.T) { f(t, h) })
+	}
+}
+
+// clusterAt starts n members of our binary at level.
+func clusterAt(t *testing.T, n int, level string, extra ...string) *Cluster {
+	c := NewCluster(t, n, extra...)
+	for _, m := range c.Members {
+		m.Bin = ServerAt(t, level)
+	}
+	c.Start()
+	c.WaitVersions(level+".0", storageOf(level), 10*time.Second)
+	return c
+}
 
 // swapBinary restarts m (SIGTERM, clean exit) on another binary.
 func swapBinary(t *testing.T, m *Member, bin string) {
@@ -37,14 +69,7 @@ func swapAll(t *testing.T, c *Cluster, bin string) {
 	}
 }
 
-func lastReleaseCluster(t *testing.T, n int) *Cluster {
-	c := NewCluster(t, n)
-	for _, m := range c.Members {
-		m.Bin = ServerAt(t, LastReleaseVersion)
-	}
-	c.Start()
-	return c
-}
+func lastReleaseCluster(t *testing.T, n int) *Cluster { return clusterAt(t, n, OldestLevel) }
 
 // metric returns the value line of a Prometheus sample, e.g. `etcd_cluster_version{cluster_version="3.6"}`.
 func metricLine(t *testing.T, m *Member, sample string) string {
@@ -63,9 +88,10 @@ func metricLine(t *testing.T, m *Member, sample string) string {
 	return ""
 }
 
-func TestRollingUpgradeFromLastRelease(t *testing.T) {
-	c := lastReleaseCluster(t, 3)
-	c.WaitVersions("3.5.0", "", 10*time.Second) // a 3.5 binary reports no storage version
+func TestRollingUpgrade(t *testing.T) { eachHop(t, rollingUpgrade) }
+
+func rollingUpgrade(t *testing.T, h hop) {
+	c := clusterAt(t, 3, h.from)
 	cl := c.Client()
 	stop := make(chan struct{})
 	done := make(chan rollingWrites)
@@ -73,22 +99,22 @@ func TestRollingUpgradeFromLastRelease(t *testing.T) {
 
 	for i, m := range c.Members {
 		time.Sleep(500 * time.Millisecond)
-		swapBinary(t, m, ServerAt(t, CurrentVersion))
+		swapBinary(t, m, ServerAt(t, h.to))
 		v, err := m.Versions()
-		if err != nil || v.Server != "3.6.0" {
+		if err != nil || v.Server != ReleaseOf(h.to) {
 			t.Fatalf("%s after the swap: %+v, %v", m.Name, v, err)
 		}
 		if i < len(c.Members)-1 {
-			// Mixed cluster: the cluster version waits for the last member, storage stays 3.5.
+			// Mixed cluster: the cluster version waits for the last member, storage stays.
 			time.Sleep(1500 * time.Millisecond)
 			for _, o := range c.Members {
-				if v, err := o.Versions(); err != nil || v.Cluster != "3.5.0" || (v.Storage != "" && v.Storage != "3.5.0") {
+				if v, err := o.Versions(); err != nil || v.Cluster != h.from+".0" || (v.Storage != "" && v.Storage != h.from+".0") {
 					t.Fatalf("with %d of 3 members upgraded, %s reports %+v, %v", i+1, o.Name, v, err)
 				}
 			}
 		}
 	}
-	c.WaitVersions("3.6.0", "3.6.0", 15*time.Second)
+	c.WaitVersions(h.to+".0", h.to+".0", 15*time.Second)
 	close(stop)
 	w := <-done
 	if len(w.failed) > 0 {
@@ -99,44 +125,55 @@ func TestRollingUpgradeFromLastRelease(t *testing.T) {
 	}
 	checkAcked(t, cl, "upgrade", w.acked)
 
+	// upstream's event for the raised cluster version
+	updatedCluster := regexp.MustCompile(`"msg":"updated cluster version".*"from":"` + regexp.QuoteMeta(h.from) + `","to":"` + regexp.QuoteMeta(h.to) + `"`)
 	updated := false
 	for _, m := range c.Members {
 		updated = updated || updatedCluster.MatchString(m.Log())
-		if !m.LogHas(`"msg":"migrated storage version","from":"3.5","to":"3.6"`) {
+		if !m.LogHas(`"msg":"migrated storage version","from":"` + h.from + `","to":"` + h.to + `"`) {
 			t.Errorf("%s did not log its storage migration\n%s", m.Name, m.LogTail(20))
 		}
 		st, err := m.Client().Status(Ctx(t), m.ClientURL)
-		if err != nil || st.StorageVersion != "3.6.0" || st.Version != "3.6.0" {
+		if err != nil || st.StorageVersion != h.to+".0" || st.Version != ReleaseOf(h.to) {
 			t.Errorf("%s status: %+v, %v", m.Name, st, err)
 		}
-		if l := metricLine(t, m, `etcd_cluster_version{cluster_version="3.6"}`); !strings.HasSuffix(l, " 1") {
+		if l := metricLine(t, m, `etcd_cluster_version{cluster_version="`+h.to+`"}`); !strings.HasSuffix(l, " 1") {
 			t.Errorf("%s: etcd_cluster_version metric %q", m.Name, l)
 		}
 	}
 	if !updated {
-		t.Error(`no member logged upstream's "updated cluster version" from 3.5 to 3.6`)
+		t.Errorf(`no member logged upstream's "updated cluster version" from %s to %s`, h.from, h.to)
 	}
 	// The first upgraded member ran ahead of the cluster and said so; old members saw a newer peer.
-	if !c.Members[0].LogHas("the cluster version 3.5 is lower than the local etcd version 3.6.0") {
-		t.Errorf("m1 did not warn that it runs ahead of the cluster\n%s", c.Members[0].LogTail(30))
+	if want := "the cluster version " + h.from + " is lower than the local etcd version " + ReleaseOf(h.to); !c.Members[0].LogHas(want) {
+		t.Errorf("m1 did not warn that it runs ahead of the cluster (%q)\n%s", want, c.Members[0].LogTail(30))
 	}
-	if !c.Members[2].LogHas("the local etcd version 3.5.0 is not up-to-date") {
-		t.Errorf("m3 (still 3.5 while others ran 3.6) did not warn\n%s", c.Members[2].LogTail(30))
+	if want := "the local etcd version " + ReleaseOf(h.from) + " is not up-to-date"; !c.Members[2].LogHas(want) {
+		t.Errorf("m3 (still %s while others ran %s) did not warn %q\n%s", h.from, h.to, want, c.Members[2].LogTail(30))
 	}
 	t.Logf("upgrade: %d acknowledged writes kept", len(w.acked))
 }
 
-func TestDowngradeAndUpgradeBack(t *testing.T) {
-	c := NewCluster(t, 3)
-	c.Start()
-	c.WaitVersions("3.6.0", "3.6.0", 10*time.Second)
+func TestDowngradeAndUpgradeBack(t *testing.T) { eachHop(t, downgradeAndUpgradeBack) }
+
+// minorAway is the level d minors from level ("3.6", -2 is "3.4").
+func minorAway(t *testing.T, level string, d int) string {
+	var major, minor int
+	if _, err := fmt.Sscanf(level, "%d.%d", &major, &minor); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%d.%d", major, minor+d)
+}
+
+func downgradeAndUpgradeBack(t *testing.T, h hop) {
+	c := clusterAt(t, 3, h.to)
 	cl := c.Client()
 
 	for target, want := range map[string]string{
-		"3.4":    "invalid downgrade target version",
-		"3.6":    "invalid downgrade target version",
-		"3.7":    "invalid downgrade target version",
-		"banana": "wrong downgrade target version format",
+		minorAway(t, h.to, -2): "invalid downgrade target version",
+		h.to:                   "invalid downgrade target version",
+		minorAway(t, h.to, 1):  "invalid downgrade target version",
+		"banana":               "wrong downgrade target version format",
 	} {
 		if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeValidate, target); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("validate %s: %v, want %q", target, err, want)
@@ -145,36 +182,36 @@ func TestDowngradeAndUpgradeBack(t *testing.T) {
 	if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeCancel, ""); err == nil || !strings.Contains(err.Error(), "no inflight downgrade job") {
 		t.Errorf("cancel without a downgrade: %v", err)
 	}
-	resp, err := cl.Downgrade(Ctx(t), clientv3.DowngradeValidate, "3.5")
-	if err != nil || resp.Version != "3.6" {
-		t.Fatalf("validate 3.5: %+v, %v", resp, err)
+	resp, err := cl.Downgrade(Ctx(t), clientv3.DowngradeValidate, h.from)
+	if err != nil || resp.Version != h.to {
+		t.Fatalf("validate %s: %+v, %v", h.from, resp, err)
 	}
 
 	stop := make(chan struct{})
 	done := make(chan rollingWrites)
 	go func() { done <- writeThrough(cl, "downgrade", 4, stop) }()
 
-	if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeEnable, "3.5"); err != nil {
+	if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeEnable, h.from); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeEnable, "3.5"); err == nil || !strings.Contains(err.Error(), "downgrade job in progress") {
+	if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeEnable, h.from); err == nil || !strings.Contains(err.Error(), "downgrade job in progress") {
 		t.Errorf("second enable: %v", err)
 	}
-	c.WaitVersions("3.5.0", "3.5.0", 15*time.Second)
+	c.WaitVersions(h.from+".0", h.from+".0", 15*time.Second)
 	for _, m := range c.Members {
 		st, err := m.Client().Status(Ctx(t), m.ClientURL)
-		if err != nil || st.DowngradeInfo == nil || !st.DowngradeInfo.Enabled || st.DowngradeInfo.TargetVersion != "3.5.0" || st.StorageVersion != "3.5.0" {
+		if err != nil || st.DowngradeInfo == nil || !st.DowngradeInfo.Enabled || st.DowngradeInfo.TargetVersion != h.from+".0" || st.StorageVersion != h.from+".0" {
 			t.Fatalf("%s status during the downgrade: %+v, %v", m.Name, st, err)
 		}
 		waitLog(t, m, "the member is ready to be downgraded")
 	}
-	swapAll(t, c, ServerAt(t, LastReleaseVersion))
+	swapAll(t, c, ServerAt(t, h.from))
 	waitAnyLog(t, c, "the cluster has been downgraded")
-	c.WaitVersions("3.5.0", "", 15*time.Second)
+	c.WaitVersions(h.from+".0", storageOf(h.from), 15*time.Second)
 
 	// And back up.
-	swapAll(t, c, ServerAt(t, CurrentVersion))
-	c.WaitVersions("3.6.0", "3.6.0", 15*time.Second)
+	swapAll(t, c, ServerAt(t, h.to))
+	c.WaitVersions(h.to+".0", h.to+".0", 15*time.Second)
 	for _, m := range c.Members {
 		st, err := m.Client().Status(Ctx(t), m.ClientURL)
 		if err != nil || st.DowngradeInfo == nil || st.DowngradeInfo.Enabled {
@@ -190,58 +227,61 @@ func TestDowngradeAndUpgradeBack(t *testing.T) {
 	t.Logf("downgrade and upgrade back: %d acknowledged writes kept", len(w.acked))
 }
 
-func TestDowngradeCancel(t *testing.T) {
-	c := NewCluster(t, 3)
-	c.Start()
-	c.WaitVersions("3.6.0", "3.6.0", 10*time.Second)
-	cl := c.Client()
+func TestDowngradeCancel(t *testing.T) { eachHop(t, downgradeCancel) }
 
-	// Cancel before any binary is swapped: cluster and storage go back to 3.6.
-	if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeEnable, "3.5"); err != nil {
+func downgradeCancel(t *testing.T, h hop) {
+	c := clusterAt(t, 3, h.to)
+	cl := c.Client()
+	back, down := h.to+".0", h.from+".0"
+
+	// Cancel before any binary is swapped: cluster and storage go back.
+	if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeEnable, h.from); err != nil {
 		t.Fatal(err)
 	}
-	c.WaitVersions("3.5.0", "3.5.0", 15*time.Second)
+	c.WaitVersions(down, down, 15*time.Second)
 	if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeCancel, ""); err != nil {
 		t.Fatal(err)
 	}
-	c.WaitVersions("3.6.0", "3.6.0", 15*time.Second)
+	c.WaitVersions(back, back, 15*time.Second)
 
-	// Cancel after one member runs 3.5: the cluster stays at 3.5 until that member is upgraded.
-	if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeEnable, "3.5"); err != nil {
+	// Cancel after one member runs the older binary: the cluster stays down until that member
+	// is upgraded.
+	if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeEnable, h.from); err != nil {
 		t.Fatal(err)
 	}
-	c.WaitVersions("3.5.0", "3.5.0", 15*time.Second)
+	c.WaitVersions(down, down, 15*time.Second)
 	m := c.Members[1]
-	swapBinary(t, m, ServerAt(t, LastReleaseVersion))
+	swapBinary(t, m, ServerAt(t, h.from))
 	if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeCancel, ""); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second)
 	for _, o := range c.Members {
 		v, err := o.Versions()
-		if err != nil || v.Cluster != "3.5.0" {
-			t.Fatalf("%s after cancel with a 3.5 member: %+v, %v", o.Name, v, err)
+		if err != nil || v.Cluster != down {
+			t.Fatalf("%s after cancel with a %s member: %+v, %v", o.Name, h.from, v, err)
 		}
 	}
-	swapBinary(t, m, ServerAt(t, CurrentVersion))
-	c.WaitVersions("3.6.0", "3.6.0", 15*time.Second)
+	swapBinary(t, m, ServerAt(t, h.to))
+	c.WaitVersions(back, back, 15*time.Second)
 }
 
 // Membership changes work during a downgrade, as upstream (issue 13); what is ours: a new member
 // must run the target, and one added but never started does not stall the downgrade.
-func TestMembershipDuringDowngrade(t *testing.T) {
-	c := NewCluster(t, 3)
-	c.Start()
-	c.WaitVersions("3.6.0", "3.6.0", 10*time.Second)
+func TestMembershipDuringDowngrade(t *testing.T) { eachHop(t, membershipDuringDowngrade) }
+
+func membershipDuringDowngrade(t *testing.T, h hop) {
+	c := clusterAt(t, 3, h.to)
 	cl := c.Client()
-	if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeEnable, "3.5"); err != nil {
+	if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeEnable, h.from); err != nil {
 		t.Fatal(err)
 	}
-	c.WaitVersions("3.5.0", "3.5.0", 15*time.Second)
+	c.WaitVersions(h.from+".0", h.from+".0", 15*time.Second)
 
 	// A learner added during the downgrade and started with the newer binary is refused.
 	m4 := NewMember(t)
 	m4.Name = "m4"
+	m4.Bin = ServerAt(t, h.to)
 	m4.InitialCluster = c.Members[0].InitialCluster + ",m4=" + m4.PeerURL
 	m4.Extra = []string{"--initial-cluster-state", "existing"}
 	add, err := cl.MemberAddAsLearner(Ctx(t), []string{m4.PeerURL})
@@ -251,11 +291,12 @@ func TestMembershipDuringDowngrade(t *testing.T) {
 	if err := m4.StartNoWait(); err != nil {
 		t.Fatal(err)
 	}
-	if code, err := m4.Wait(30 * time.Second); code == 0 || err != nil || !m4.LogHas("etcd 3.6 is newer than the downgrade target 3.5") {
-		t.Fatalf("a 3.6 member joining during a downgrade to 3.5: exit %d, %v\n%s", code, err, m4.LogTail(10))
+	want := "etcd " + h.to + " is newer than the downgrade target " + h.from
+	if code, err := m4.Wait(30 * time.Second); code == 0 || err != nil || !m4.LogHas(want) {
+		t.Fatalf("a %s member joining during a downgrade to %s: exit %d, %v\n%s", h.to, h.from, code, err, m4.LogTail(10))
 	}
 	// With the target's binary it joins, catches up and is promoted; then it is removed again.
-	m4.Bin = ServerAt(t, LastReleaseVersion)
+	m4.Bin = ServerAt(t, h.from)
 	m4.Start()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -283,10 +324,10 @@ func TestMembershipDuringDowngrade(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("add a voter during a downgrade: %v", err)
 	}
-	swapAll(t, c, ServerAt(t, LastReleaseVersion))
+	swapAll(t, c, ServerAt(t, h.from))
 	waitAnyLog(t, c, "the downgrade waits for members that still run a newer binary")
 	waitAnyLog(t, c, "the cluster has been downgraded")
-	c.WaitVersions("3.5.0", "", 15*time.Second)
+	c.WaitVersions(h.from+".0", storageOf(h.from), 15*time.Second)
 	if _, err := cl.MemberRemove(Ctx(t), ghost.Member.ID); err != nil {
 		t.Fatalf("remove the member that never started: %v", err)
 	}
@@ -341,7 +382,7 @@ func TestLeaseCheckpointPersistFollowsClusterVersion(t *testing.T) {
 		bin        string
 		persisted  bool
 		clusterVer string
-	}{{CurrentVersion, true, "3.6.0"}, {LastReleaseVersion, false, "3.5.0"}} {
+	}{{"3.6", true, "3.6.0"}, {"3.5", false, "3.5.0"}} {
 		t.Run(v.bin, func(t *testing.T) {
 			m := NewMember(t, "--lease-checkpoint-interval", "1s")
 			m.Bin = ServerAt(t, v.bin)

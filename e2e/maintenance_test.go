@@ -33,7 +33,7 @@ func TestMaintenanceStatusHashSnapshotDefrag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Version != "3.6.0" || st.Leader != st.Header.MemberId || st.RaftIndex < 300 || st.RaftAppliedIndex < 300 ||
+	if st.Version != ReleaseOf(CurrentLevel) || st.Leader != st.Header.MemberId || st.RaftIndex < 300 || st.RaftAppliedIndex < 300 ||
 		st.RaftTerm == 0 || st.DbSize < 1_000_000 || st.DbSizeInUse > st.DbSize || st.DbSizeQuota != 2<<30 || len(st.Errors) != 0 {
 		t.Fatalf("status: %+v", st)
 	}

@@ -37,10 +37,16 @@ func Binary(t testing.TB, name string) string {
 			buildErr = err
 			return
 		}
-		for name, pkg := range map[string]string{"etcd": "etcdx/server", "etcdutl": "etcdx/etcdutl", "etcdctl": "etcdx/etcdctl", "etcd-last-release": "etcdx/server", "discovery": "etcdx/discovery/cmd/discovery", "upgradelab": "etcdx/upgradelab/cmd/upgradelab"} {
+		pkgs := map[string]string{"etcdutl": "etcdx/etcdutl", "etcdctl": "etcdx/etcdctl", "discovery": "etcdx/discovery/cmd/discovery", "upgradelab": "etcdx/upgradelab/cmd/upgradelab"}
+		for _, name := range levelBinaries {
+			pkgs[name] = "etcdx/server"
+		}
+		for name, pkg := range pkgs {
 			args := []string{"build", "-o", filepath.Join(dir, name)}
-			if name == "etcd-last-release" {
-				args = append(args, "-ldflags", "-X etcdx/pkg/buildinfo.Version="+LastReleaseVersion)
+			for level, n := range levelBinaries {
+				if n == name {
+					args = append(args, "-ldflags", "-X etcdx/pkg/buildinfo.Level="+level)
+				}
 			}
 			out, err := exec.Command("go", append(args, pkg)...).CombinedOutput()
 			if err != nil {

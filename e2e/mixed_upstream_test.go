@@ -347,7 +347,7 @@ func TestMixedClusterDowngrade(t *testing.T) {
 	}
 	waitStatus(t, c, "cluster version 3.6 again", 30*time.Second, func(cv, s string) bool { return cv == "3.6.0" && s == "3.6.0" })
 
-	// Enabled through upstream, completed by swapping every member to upstream 3.5.17.
+	// Enabled through upstream, completed by swapping every member to upstream 3.5.35.
 	if _, err := upc.Downgrade(Ctx(t), clientv3.DowngradeEnable, "3.5"); err != nil {
 		t.Fatal(err)
 	}

@@ -26,65 +26,62 @@ func startRefused(t *testing.T, m *Member, msgs ...string) {
 	}
 }
 
-func TestOlderBinaryRefusesNewerData(t *testing.T) {
-	m := NewMember(t)
-	m.Start()
-	c := &Cluster{t: t, Members: []*Member{m}}
-	c.WaitVersions("3.6.0", "3.6.0", 10*time.Second)
+func TestOlderBinaryRefusesNewerData(t *testing.T) { eachHop(t, olderBinaryRefusesNewerData) }
+
+func olderBinaryRefusesNewerData(t *testing.T, h hop) {
+	m := clusterAt(t, 1, h.to).Members[0]
 	if _, err := m.Client().Put(Ctx(t), "k", "v"); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	m.Bin = ServerAt(t, LastReleaseVersion)
-	startRefused(t, m, "has storage version 3.6, newer than this etcd 3.5.0", "etcdutl migrate --data-dir "+m.DataDir+" --target-version 3.5")
+	m.Bin = ServerAt(t, h.from)
+	startRefused(t, m, "has storage version "+h.to+", newer than this etcd "+ReleaseOf(h.from), "etcdutl migrate --data-dir "+m.DataDir+" --target-version "+h.from)
 	// Nothing was touched: the right binary still serves the data.
-	m.Bin = ServerAt(t, CurrentVersion)
+	m.Bin = ServerAt(t, h.to)
 	m.Start()
 	if r, err := m.Client().Get(Ctx(t), "k"); err != nil || len(r.Kvs) != 1 {
 		t.Fatalf("data after the refused start: %v, %v", r, err)
 	}
 }
 
-func TestOlderBinaryRefusedWhenJoining(t *testing.T) {
-	m := NewMember(t)
-	m.Start()
-	c := &Cluster{t: t, Members: []*Member{m}}
-	c.WaitVersions("3.6.0", "3.6.0", 10*time.Second)
+func TestOlderBinaryRefusedWhenJoining(t *testing.T) { eachHop(t, olderBinaryRefusedWhenJoining) }
+
+func olderBinaryRefusedWhenJoining(t *testing.T, h hop) {
+	m := clusterAt(t, 1, h.to).Members[0]
 	n := NewMember(t)
 	n.Name = "m2"
-	n.Bin = ServerAt(t, LastReleaseVersion)
+	n.Bin = ServerAt(t, h.from)
 	if _, err := m.Client().MemberAdd(Ctx(t), []string{n.PeerURL}); err != nil {
 		t.Fatal(err)
 	}
 	n.InitialCluster = m.Name + "=" + m.PeerURL + "," + n.Name + "=" + n.PeerURL
 	n.Extra = []string{"--initial-cluster-state", "existing"}
-	startRefused(t, n, "cannot join the cluster: etcd 3.5 is older than the cluster version 3.6", "enable a downgrade to 3.5")
+	startRefused(t, n, "cannot join the cluster: etcd "+h.from+" is older than the cluster version "+h.to, "enable a downgrade to "+h.from)
 }
 
 func TestSkipVersionUpgradeRefused(t *testing.T) {
 	c := lastReleaseCluster(t, 1)
-	c.WaitVersions("3.5.0", "", 10*time.Second)
 	m := c.Members[0]
 	if err := m.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	m.Bin = ServerAt(t, "3.7.0")
+	m.Bin = ServerAt(t, "3.7")
 	startRefused(t, m, "etcd 3.7 is more than one minor version newer than the cluster version 3.5", "every member to 3.6 first")
 	// One minor at a time works, and the 3.5 data is still good for it.
-	m.Bin = ServerAt(t, CurrentVersion)
+	m.Bin = ServerAt(t, "3.6")
 	m.Start()
 	c.WaitVersions("3.6.0", "3.6.0", 10*time.Second)
 }
 
 func TestPeersMoreThanOneMinorApartRefuseEachOther(t *testing.T) {
 	c := NewCluster(t, 2)
-	c.Members[0].Bin = ServerAt(t, LastReleaseVersion)
-	c.Members[1].Bin = ServerAt(t, "3.7.0")
+	c.Members[0].Bin = ServerAt(t, "3.5")
+	c.Members[1].Bin = ServerAt(t, "3.7")
 	startRefusingPeers(t, c,
-		[]string{"failed version compatibility check", "peer version 3.7.0 is more than one minor version away from the local version 3.5.0"},
-		[]string{"request sent was ignored by remote peer", "incompatible version", `"remote-peer-version":"3.5.0"`, `"local-version":"3.7.0"`})
+		[]string{"failed version compatibility check", "peer version 3.7.3 is more than one minor version away from the local version 3.5.35"},
+		[]string{"request sent was ignored by remote peer", "incompatible version", `"remote-peer-version":"3.5.35"`, `"local-version":"3.7.3"`})
 }
 
 // startRefusingPeers starts two members that must refuse each other: it waits until the first

@@ -205,7 +205,7 @@ func upgradeAndBack(t *testing.T, next string) map[string][]string {
 	load := startSteadyLoad(t, c, "load", 4)
 
 	impl := func(bin string) string {
-		if bin == Binary(t, "etcd") {
+		if bin == ServerAt(t, LastReleaseLevel) {
 			return "ours"
 		}
 		return "upstream"
@@ -242,13 +242,13 @@ func upgradeAndBack(t *testing.T, next string) map[string][]string {
 	return byImpl
 }
 
-// The upgrade of the seeds between implementations: a 3-member upstream 3.5.17 cluster is
-// upgraded in place to ours, downgraded, and swapped back to upstream 3.5.17, under a writing
+// The upgrade of the seeds between implementations: a 3-member upstream 3.5.35 cluster is
+// upgraded in place to ours, downgraded, and swapped back to upstream 3.5.35, under a writing
 // and reading workload, losing no acknowledged write. The same path with upstream 3.6.16 in
 // place of ours is run beside it, and ours must fail no more requests than it.
 func TestUpgradeUpstream35ToOursAndBack(t *testing.T) {
 	var ours, theirs map[string][]string
-	t.Run("ours", func(t *testing.T) { ours = upgradeAndBack(t, Binary(t, "etcd")) })
+	t.Run("ours", func(t *testing.T) { ours = upgradeAndBack(t, ServerAt(t, LastReleaseLevel)) })
 	t.Run("upstream 3.6.16", func(t *testing.T) { theirs = upgradeAndBack(t, UpstreamBinaryAt(t, UpstreamVersion, "etcd")) })
 	if t.Failed() {
 		return

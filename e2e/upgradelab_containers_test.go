@@ -107,7 +107,7 @@ func readLabRuns(t *testing.T, path string) []labRun {
 }
 
 // TestUpgradeLabContainerFaults runs the faults plan in containers, once on our binaries
-// (3.5 to 3.6) and once on upstream etcd (3.5.17 to 3.6.16), and leaves nothing behind.
+// (3.5 to 3.6) and once on upstream etcd (3.5.35 to 3.6.16), and leaves nothing behind.
 func TestUpgradeLabContainerFaults(t *testing.T) {
 	requireDocker(t)
 	work := t.TempDir()
@@ -117,7 +117,7 @@ func TestUpgradeLabContainerFaults(t *testing.T) {
 	os.WriteFile(theirs, []byte(strings.NewReplacer("%START%", Upstream35Version[1:], "%TO%", UpstreamVersion[1:], "container-faults", "container-faults-upstream").Replace(faultsPlan)), 0o644)
 	code, out := runTool(t, "upgradelab", "run", "--runtime", "container", "--workdir", work,
 		"--plan", ours, "--plan", theirs,
-		"--binary", "3.6="+Binary(t, "etcd"), "--binary", "3.5="+Binary(t, "etcd-last-release"),
+		"--binary", "3.6="+ServerAt(t, LastReleaseLevel), "--binary", "3.5="+ServerAt(t, OldestLevel),
 		"--binary", Upstream35Version[1:]+"="+UpstreamBinaryAt(t, Upstream35Version, "etcd"),
 		"--binary", UpstreamVersion[1:]+"="+UpstreamBinaryAt(t, UpstreamVersion, "etcd"))
 	t.Logf("upgradelab:\n%s", out)
@@ -176,7 +176,7 @@ func TestUpgradeLabNetnsFaults(t *testing.T) {
 	ours := filepath.Join(work, "ours.yaml")
 	os.WriteFile(ours, []byte(strings.NewReplacer("%START%", "3.5", "%TO%", "3.6", "container-faults", "netns-faults").Replace(faultsPlan)), 0o644)
 	code, out := runTool(t, "upgradelab", "run", "--runtime", "netns", "--workdir", work, "--plan", ours,
-		"--binary", "3.6="+Binary(t, "etcd"), "--binary", "3.5="+Binary(t, "etcd-last-release"))
+		"--binary", "3.6="+ServerAt(t, LastReleaseLevel), "--binary", "3.5="+ServerAt(t, OldestLevel))
 	t.Logf("upgradelab:\n%s", out)
 	if code != 0 {
 		t.Fatalf("upgradelab run: exit %d", code)
@@ -221,7 +221,7 @@ steps:
   - thaw: all
 `), 0o644)
 	code, out := runTool(t, "upgradelab", "run", "--runtime", "process", "--workdir", work, "--plan", p,
-		"--binary", "3.6="+Binary(t, "etcd"))
+		"--binary", "3.6="+ServerAt(t, LastReleaseLevel))
 	if code != 1 || !strings.Contains(out, "FAIL frozen-leader/3") {
 		t.Fatalf("exit %d, want 1 with FAIL:\n%s", code, out)
 	}
@@ -246,7 +246,7 @@ func TestUpgradeLabKilledLeavesNothing(t *testing.T) {
 			p := filepath.Join(work, "long.yaml")
 			os.WriteFile(p, []byte("name: long\nmembers: 3\nstart: \"3.6\"\nsteps:\n  - wait: 5m\n"), 0o644)
 			cmd := exec.Command(Binary(t, "upgradelab"), "run", "--runtime", runtime, "--workdir", work, "--plan", p,
-				"--binary", "3.6="+Binary(t, "etcd"))
+				"--binary", "3.6="+ServerAt(t, LastReleaseLevel))
 			stdout, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)

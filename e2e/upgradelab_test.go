@@ -71,7 +71,7 @@ func spanNames(t *testing.T, path string) map[string]int {
 func TestUpgradeLabRunsEveryBuiltinPlan(t *testing.T) {
 	work := t.TempDir()
 	binDir := filepath.Dir(Binary(t, "etcd"))
-	Binary(t, "etcd-last-release")
+	ServerAt(t, OldestLevel)
 	code, out := runTool(t, "upgradelab", "run", "--runtime", "process", "--plan", "all", "--bin-dir", binDir, "--workdir", work)
 	if code != 0 {
 		t.Fatalf("upgradelab run: exit %d\n%s", code, out)
@@ -110,7 +110,7 @@ func TestUpgradeLabRunsEveryBuiltinPlan(t *testing.T) {
 func TestUpgradeLabReportsFailuresAndRefusesBadInput(t *testing.T) {
 	work := t.TempDir()
 	binDir := filepath.Dir(Binary(t, "etcd"))
-	Binary(t, "etcd-last-release")
+	ServerAt(t, OldestLevel)
 	wrong := filepath.Join(work, "wrong.yaml")
 	os.WriteFile(wrong, []byte(`name: wrong-expectation
 description: upgrades, then expects a level nothing reaches
@@ -140,7 +140,7 @@ steps:
 		{[]string{"--plan", "no-such-plan"}, `no built-in plan "no-such-plan"`},
 		{[]string{"--plan", bad}, "unknown field"},
 		{[]string{"--shard", "3/2"}, `--shard "3/2": want I/N`},
-		{[]string{"--plan", "upgrade", "--binary", "3.5=" + Binary(t, "etcd")}, "that binary is level 3.6"},
+		{[]string{"--plan", "upgrade", "--binary", "3.5=" + Binary(t, "etcd")}, "that binary is level 3.7"},
 		{[]string{"--plan", "upgrade", "--bin-dir", t.TempDir()}, "no etcd binary for 3.5, 3.6"},
 		{[]string{"--clients", "many"}, "--clients"},
 		{[]string{"--runtime", "vm"}, `--runtime "vm"`},
@@ -162,16 +162,16 @@ steps:
 	}
 }
 
-// The lab takes subjects from both implementations in one plan: upstream 3.5.17 upgraded to
+// The lab takes subjects from both implementations in one plan: upstream 3.5.35 upgraded to
 // ours and back, and upstream 3.6.16 members mixed into a cluster of ours.
 func TestUpgradeLabMixesImplementations(t *testing.T) {
 	work := t.TempDir()
-	ours := Binary(t, "etcd")
+	ours := ServerAt(t, LastReleaseLevel)
 	UpstreamBinaryAt(t, UpstreamVersion, "etcd")
 	code, out := runTool(t, "upgradelab", "run", "--runtime", "process", "--workdir", work,
 		"--plan", "../upgradelab/plan/examples/upstream-roundtrip.yaml", "--plan", "../upgradelab/plan/examples/mixed-3.6.yaml",
 		"--binary", "3.6="+ours,
-		"--binary", "upstream-3.5.17="+UpstreamBinaryAt(t, Upstream35Version, "etcd"))
+		"--binary", "upstream-3.5.35="+UpstreamBinaryAt(t, Upstream35Version, "etcd"))
 	// upstream-3.6.16 is given by no --binary: the lab builds it from the module proxy (the
 	// build is shared with UpstreamBinaryAt, so here it finds it built).
 	if code != 0 || !strings.Contains(out, "upstream etcd v3.6.16: building from the Go module proxy, or taken from") {
@@ -196,13 +196,13 @@ func TestUpgradeLabMixesImplementations(t *testing.T) {
 func TestUpgradeLabProvesRefusals(t *testing.T) {
 	work := t.TempDir()
 	binDir := filepath.Dir(Binary(t, "etcd"))
-	Binary(t, "etcd-last-release")
+	ServerAt(t, OldestLevel)
 	p := filepath.Join(work, "refuse.yaml")
 	os.WriteFile(p, []byte(`name: refusals
 members: 3
 start: "3.6"
 steps:
-  - refuse: {member: m1, version: "3.5", error: "has storage version 3.6, newer than this etcd 3.5.0"}
+  - refuse: {member: m1, version: "3.5", error: "has storage version 3.6, newer than this etcd 3.5.35"}
   - refuse: {join: true, version: "3.5", error: "cannot join the cluster: etcd 3.5 is older than the cluster version 3.6"}
   - expect: {cluster: "3.6", server: "3.6"}
 `), 0o644)
@@ -226,13 +226,13 @@ steps:
 func TestUpgradeLabMatrixSideBySide(t *testing.T) {
 	work := t.TempDir()
 	binDir := filepath.Dir(Binary(t, "etcd"))
-	Binary(t, "etcd-last-release")
+	ServerAt(t, OldestLevel)
 	UpstreamBinaryAt(t, UpstreamVersion, "etcd")
 	UpstreamBinaryAt(t, Upstream35Version, "etcd")
 	matrix := filepath.Join(work, "matrix.yaml")
 	os.WriteFile(matrix, []byte(`subjects:
   ours: {"3.5": "3.5", "3.6": "3.6"}
-  upstream: {"3.5": upstream-3.5.17, "3.6": upstream-3.6.16}
+  upstream: {"3.5": upstream-3.5.35, "3.6": upstream-3.6.16}
 plans: [upgrade, upgrade-with-crash]
 members: [1]
 generate: {from: "3.5", to: "3.6", faults: [compact, kill], faultRate: 1, seeds: [5], members: 1}
@@ -300,11 +300,11 @@ generate: {from: "3.5", to: "3.6", faults: [compact, kill], faultRate: 1, seeds:
 }
 
 // With authentication on, the upgrade from 3.5 and the downgrade back keep users, roles and
-// permissions: our binaries at both levels, and upstream 3.5.17 upgraded to ours and back.
+// permissions: our binaries at both levels, and upstream 3.5.35 upgraded to ours and back.
 func TestUpgradeLabAuthRoundTrip(t *testing.T) {
 	for name, binaries := range map[string][]string{
 		"ours":            {"--bin-dir", filepath.Dir(Binary(t, "etcd"))},
-		"upstream-3.5.17": {"--binary", "3.5=" + UpstreamBinaryAt(t, Upstream35Version, "etcd"), "--binary", "3.6=" + Binary(t, "etcd")},
+		"upstream-3.5.35": {"--binary", "3.5=" + UpstreamBinaryAt(t, Upstream35Version, "etcd"), "--binary", "3.6=" + ServerAt(t, LastReleaseLevel)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			work := t.TempDir()

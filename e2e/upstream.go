@@ -10,11 +10,12 @@ import (
 	"etcdx/upgradelab/cluster"
 )
 
-// UpstreamVersion is the upstream etcd release the interchange tests compare against;
-// Upstream35Version is the 3.5 release the mixed-implementation upgrade tests start from.
+// Upstream's current patch release of each line, the references of the differential tests:
+// UpstreamVersion (3.6) is what most interchange tests compare our 3.6 level against.
 const (
 	UpstreamVersion   = "v3.6.16"
-	Upstream35Version = "v3.5.17"
+	Upstream35Version = "v3.5.35"
+	Upstream37Version = "v3.7.3"
 )
 
 // upstreamBuild is one release's binaries, built once per test process (and cached per machine).
@@ -48,7 +49,7 @@ func UpstreamBinary(t testing.TB, name string) string {
 	return UpstreamBinaryAt(t, UpstreamVersion, name)
 }
 
-// UpstreamBinaryAt returns the path of upstream etcd, etcdctl or etcdutl at version ("v3.5.17"),
+// UpstreamBinaryAt returns the path of upstream etcd, etcdctl or etcdutl at version ("v3.5.35"),
 // built once per machine from the Go module proxy. When the proxy cannot be reached the test is
 // skipped with a message saying so; any other failure fails the test.
 func UpstreamBinaryAt(t testing.TB, version, name string) string {

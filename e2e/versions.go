@@ -9,45 +9,51 @@ import (
 	"testing"
 	"time"
 
+	"etcdx/pkg/buildinfo"
 	"etcdx/upgradelab/cluster"
 )
 
-// The levels make build produces: bin/etcd and bin/etcd-last-release.
+// The levels make build produces: bin/etcd, bin/etcd-last-release and bin/etcd-3.5. Each binary
+// reports the upstream patch release of its level (etcdx/pkg/buildinfo).
 const (
-	CurrentVersion     = "3.6.0"
-	LastReleaseVersion = "3.5.0"
+	CurrentLevel     = "3.7"
+	LastReleaseLevel = "3.6"
+	OldestLevel      = "3.5"
 )
+
+// levelBinaries names the binary make build leaves for each level.
+var levelBinaries = map[string]string{CurrentLevel: "etcd", LastReleaseLevel: "etcd-last-release", OldestLevel: "etcd-" + OldestLevel}
+
+// ReleaseOf is the server version a binary of ours at level reports ("3.6" -> "3.6.16").
+func ReleaseOf(level string) string { return buildinfo.UpstreamRelease(level) }
 
 var (
 	atMu    sync.Mutex
 	atBuilt = map[string]string{}
 )
 
-// ServerAt returns an etcd binary built from this tree at version v: bin/etcd or
-// bin/etcd-last-release when v is their level, otherwise built once per test process.
-func ServerAt(t testing.TB, v string) string {
+// ServerAt returns an etcd binary built from this tree at level ("3.6"): the one make build
+// left for it, otherwise built once per test process.
+func ServerAt(t testing.TB, level string) string {
 	t.Helper()
-	switch v {
-	case CurrentVersion:
-		return Binary(t, "etcd")
-	case LastReleaseVersion:
-		return Binary(t, "etcd-last-release")
+	if name, ok := levelBinaries[level]; ok {
+		return Binary(t, name)
 	}
 	atMu.Lock()
 	defer atMu.Unlock()
-	if p, ok := atBuilt[v]; ok {
+	if p, ok := atBuilt[level]; ok {
 		return p
 	}
-	dir, err := os.MkdirTemp("", "e2e-etcd-"+v+"-")
+	dir, err := os.MkdirTemp("", "e2e-etcd-"+level+"-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, "etcd")
-	out, err := exec.Command("go", "build", "-o", p, "-ldflags", "-X etcdx/pkg/buildinfo.Version="+v, "etcdx/server").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", p, "-ldflags", "-X etcdx/pkg/buildinfo.Level="+level, "etcdx/server").CombinedOutput()
 	if err != nil {
-		t.Fatalf("build etcd at %s: %v\n%s", v, err, out)
+		t.Fatalf("build etcd at %s: %v\n%s", level, err, out)
 	}
-	atBuilt[v] = p
+	atBuilt[level] = p
 	return p
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"etcdx/etcdutl/offline"
+	"etcdx/pkg/buildinfo"
 	"etcdx/pkg/table"
 	"etcdx/server/version"
 )
@@ -159,7 +160,7 @@ func hashkv(args []string, stdout io.Writer) error {
 	case "json":
 		return json.NewEncoder(stdout).Encode(res)
 	case "table":
-		table.Write(stdout, []string{"HASH", "HASH REVISION", "COMPACT REVISION"},
+		table.Write(stdout, table.ForLevel(buildinfo.Level), []string{"HASH", "HASH REVISION", "COMPACT REVISION"},
 			[][]string{{fmt.Sprint(res.Hash), fmt.Sprint(res.HashRevision), fmt.Sprint(res.CompactRevision)}})
 	default:
 		fmt.Fprintf(stdout, "%d, %d, %d\n", res.Hash, res.HashRevision, res.CompactRevision)

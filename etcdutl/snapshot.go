@@ -9,6 +9,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"etcdx/etcdutl/offline"
+	"etcdx/pkg/buildinfo"
 	"etcdx/pkg/table"
 	"etcdx/server/membership"
 )
@@ -78,7 +79,7 @@ func status(args []string, stdout io.Writer) error {
 	case "json":
 		return json.NewEncoder(stdout).Encode(st)
 	case "table":
-		table.Write(stdout, []string{"HASH", "REVISION", "TOTAL KEYS", "TOTAL SIZE", "VERSION"},
+		table.Write(stdout, table.ForLevel(buildinfo.Level), []string{"HASH", "REVISION", "TOTAL KEYS", "TOTAL SIZE", "VERSION"},
 			[][]string{{fmt.Sprintf("%x", st.Hash), fmt.Sprint(st.Revision), fmt.Sprint(st.TotalKey), size, st.Version}})
 	default:
 		fmt.Fprintf(stdout, "%x, %d, %d, %s, %s\n", st.Hash, st.Revision, st.TotalKey, size, st.Version)

@@ -28,6 +28,10 @@ standin="path:$PWD/nix/nixpkgs-standin"
 flake=(--override-input nixpkgs "$standin" --no-write-lock-file)
 system=$(nix eval --impure --raw --expr builtins.currentSystem)
 version=$(cat VERSION)
+# The upstream etcd release the default level implements (pkg/buildinfo: Level and its table).
+level=$(sed -n 's/^var Level = "\(3\.[0-9]*\)"$/\1/p' pkg/buildinfo/buildinfo.go)
+etcdversion=$(sed -n "s/^\t\"$level\": \"\(3\.[0-9]*\.[0-9]*\)\",\$/\1/p" pkg/buildinfo/buildinfo.go)
+[ -n "$etcdversion" ] || { echo "nix-check: cannot read the default level's upstream release from pkg/buildinfo" >&2; exit 1; }
 if [ -z "$(git status --porcelain --untracked-files=no)" ]; then
 	revision=$(git rev-parse --short=7 HEAD)
 else
@@ -102,20 +106,21 @@ default=$(outpath default) etcd=$(outpath etcd) etcdctl=$(outpath etcdctl) etcdu
 discovery=$(outpath discovery) upgradelab=$(outpath upgradelab) image=$(outpath etcd-image) dimage=$(outpath discovery-image)
 ls -l "$default/bin"
 
-step "binaries: static, stamped $version at $revision"
+step "binaries: static, etcd $etcdversion, stamped release $version at $revision"
 for b in "$etcd/bin/etcd" "$etcdctl/bin/etcdctl" "$etcdutl/bin/etcdutl" "$discovery/bin/discovery" "$upgradelab/bin/upgradelab"; do
 	go version -m "$b" | grep 'CGO_ENABLED=0' >/dev/null || { echo "nix-check: $b was built with cgo" >&2; exit 1; }
 done
 "$etcd/bin/etcd" --version
-"$etcd/bin/etcd" --version | grep "etcd Version: $version" >/dev/null || { echo "nix-check: etcd is not stamped $version" >&2; exit 1; }
+"$etcd/bin/etcd" --version | grep "^etcd Version: $etcdversion$" >/dev/null || { echo "nix-check: etcd does not report $etcdversion" >&2; exit 1; }
+"$etcd/bin/etcd" --version | grep "^Implementation: etcdx $version (git $revision)$" >/dev/null || { echo "nix-check: etcd is not stamped release $version" >&2; exit 1; }
 "$etcd/bin/etcd" --version | grep "Git SHA: $revision" >/dev/null || { echo "nix-check: etcd is not stamped with revision $revision" >&2; exit 1; }
-"$etcdctl/bin/etcdctl" version | grep "etcdctl version: $version" >/dev/null
-"$etcdutl/bin/etcdutl" version | grep "etcdutl version: $version" >/dev/null
-"$discovery/bin/discovery" version | grep "discovery Version: $version" >/dev/null
+"$etcdctl/bin/etcdctl" version | grep "etcdctl version: $etcdversion" >/dev/null
+"$etcdutl/bin/etcdutl" version | grep "etcdutl version: $etcdversion" >/dev/null
+"$discovery/bin/discovery" version | grep "Implementation: etcdx $version" >/dev/null
 "$upgradelab/bin/upgradelab" plans | grep "^upgrade " >/dev/null
 
 step "nix run .#etcdctl -- version"
-shows "etcdctl version: $version" nix run --no-write-lock-file "$(pkg etcdctl)" -- version
+shows "etcdctl version: $etcdversion" nix run --no-write-lock-file "$(pkg etcdctl)" -- version
 
 step "checks.$system.unit: the unit tests, built as the flake's check"
 nix build --no-write-lock-file --no-link "$w#checks.$system.unit"
@@ -133,7 +138,7 @@ if docker info >/dev/null 2>&1; then
 	docker load <"$image"
 	cleanup+=("docker rmi -f '$tag' >/dev/null 2>&1 || true")
 	shows "Git SHA: $revision" docker run --rm "$tag" --version
-	docker run --rm --entrypoint /bin/etcdctl "$tag" version | grep "etcdctl version: $version" >/dev/null
+	docker run --rm --entrypoint /bin/etcdctl "$tag" version | grep "etcdctl version: $etcdversion" >/dev/null
 	echo "image $tag loads and runs"
 
 	step "discovery image: a member in the etcd image bootstraps through it"

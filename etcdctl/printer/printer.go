@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"etcdx/etcdctl/cli"
+	"etcdx/pkg/buildinfo"
 	"etcdx/pkg/table"
 )
 
@@ -66,7 +67,7 @@ func (p *Printer) Print(r any) error {
 	case "table":
 		if t, ok := r.(tabler); ok {
 			hdr, rows := t.Table()
-			table.Write(p.W, hdr, rows)
+			table.Write(p.W, table.ForLevel(buildinfo.Level), hdr, rows)
 			return nil
 		}
 

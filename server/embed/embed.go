@@ -12,6 +12,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"etcdx/pkg/buildinfo"
 	"etcdx/server/etcdserver"
 	"etcdx/server/features"
 	"etcdx/server/httpapi"
@@ -394,6 +396,13 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 	if quota > etcdserver.MaxQuotaBackendBytes {
 		lg.Warn("quota exceeds the maximum value", "quota-size-bytes", quota, "quota-maximum-size-bytes", int64(etcdserver.MaxQuotaBackendBytes))
 	}
+	// Upstream's start-up event, with the version this level reports and, as an extra field,
+	// this implementation's own release and commit.
+	lg.Info("starting an etcd server", "etcd-version", buildinfo.Version, "git-sha", buildinfo.GitSHA,
+		"go-version", runtime.Version(), "go-os", runtime.GOOS, "go-arch", runtime.GOARCH,
+		"max-cpu-set", runtime.GOMAXPROCS(0), "max-cpu-available", runtime.NumCPU(),
+		"name", cfg.Name, "data-dir", cfg.Dir, "initial-cluster-state", cfg.InitialClusterState,
+		"implementation", buildinfo.Identity())
 	srv, err := etcdserver.New(etcdserver.Config{
 		Name: cfg.Name, DataDir: cfg.Dir, WalDir: cfg.WalDir, PeerURLs: cfg.AdvertisePeerUrls, ClientURLs: cfg.AdvertiseClientUrls,
 		InitialCluster: ic, InitialClusterToken: token, NewCluster: cfg.InitialClusterState == "new", Discover: discover,
@@ -539,7 +548,9 @@ func (e *Etcd) serve() error {
 		}
 		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 		m := cmux.New(l)
-		grpcL := m.MatchWithWriters(cmux.HTTP2MatchHeaderFieldSendSettings("content-type", "application/grpc"))
+		// As upstream: every HTTP/2 connection is gRPC's, whatever content type its first
+		// request names (a client may send application/grpc+proto), the rest is HTTP's.
+		grpcL := m.Match(cmux.HTTP2())
 		httpL := m.Match(cmux.Any())
 		e.grpcServers = append(e.grpcServers, gs)
 		e.httpServers = append(e.httpServers, hs)

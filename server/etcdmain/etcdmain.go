@@ -258,7 +258,7 @@ func Main(args []string, environ []string, stdout, stderr io.Writer) int {
 		}
 		return ExitFailed
 	}
-	if err := version.CheckBuild(buildinfo.Version); err != nil {
+	if err := version.CheckBuild(buildinfo.Level); err != nil {
 		lg.Error("refusing to start", "error", err.Error())
 		return ExitFailed
 	}

@@ -11,6 +11,7 @@ import (
 	"etcdx/server/embed"
 	"etcdx/server/features"
 	"etcdx/server/membership"
+	"etcdx/server/version"
 )
 
 // flagValues is the parsed command line: the member's configuration and what surrounds it.
@@ -146,7 +147,7 @@ func newFlagSet(out io.Writer) *flagValues {
 	fs.BoolVar(&c.EnableGRPCGateway, "enable-grpc-gateway", c.EnableGRPCGateway, "Serve the /v3 JSON gateway on client URLs.")
 	fs.DurationVar(&c.RaftReadTimeout, "raft-read-timeout", c.RaftReadTimeout, "Read timeout on each peer connection.")
 	fs.DurationVar(&c.RaftWriteTimeout, "raft-write-timeout", c.RaftWriteTimeout, "Write timeout on each peer connection.")
-	fs.Var(&c.Features, "feature-gates", "Comma-separated Name=true|false server feature gates: "+strings.Join(features.Names(), ", ")+".")
+	fs.Var(&c.Features, "feature-gates", "Comma-separated Name=true|false server feature gates: "+strings.Join(features.Names(version.Local()), ", ")+".")
 
 	// URLs.
 	fs.Var(urlsValue{listValue{&c.ListenPeerUrls}}, "listen-peer-urls", "List of URLs to listen on for peer traffic.")
@@ -236,7 +237,21 @@ func newFlagSet(out io.Writer) *flagValues {
 	fs.DurationVar(&c.LeaseCheckpointInterval, "lease-checkpoint-interval", c.LeaseCheckpointInterval, "Interval at which the leader checkpoints remaining lease TTLs (ours: upstream has no flag for it).")
 	fv.ours["lease-checkpoint-interval"] = true
 
-	// Deprecated spellings: the same fields under their 3.5 names.
+	if !version.NoExperimentalFlags.Built(version.Local()) {
+		addExperimentalFlags(fv)
+	}
+
+	fs.BoolVar(&fv.showVersion, "version", false, "Print the version and exit.")
+	fs.StringVar(&fv.configFile, "config-file", "", "Path to the server configuration file. Other command line flags and environment variables are then ignored.")
+
+	fs.Usage = func() {}
+	return fv
+}
+
+// addExperimentalFlags adds the deprecated spellings that upstream 3.6 still takes: the same
+// fields under their 3.5 names, and the --experimental-* booleans that stand for feature gates.
+func addExperimentalFlags(fv *flagValues) {
+	fs, c := fv.fs, fv.cfg
 	renamed := func(old, now string) {
 		f := fs.Lookup(now)
 		fs.Var(f.Value, old, "Deprecated: use --"+now+".")
@@ -267,10 +282,4 @@ func newFlagSet(out io.Writer) *flagValues {
 		fs.BoolVar(b, name, *b, fmt.Sprintf("Deprecated: use --feature-gates=%s=true|false.", f))
 		fv.experimental[name] = b
 	}
-
-	fs.BoolVar(&fv.showVersion, "version", false, "Print the version and exit.")
-	fs.StringVar(&fv.configFile, "config-file", "", "Path to the server configuration file. Other command line flags and environment variables are then ignored.")
-
-	fs.Usage = func() {}
-	return fv
 }

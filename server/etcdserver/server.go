@@ -45,6 +45,10 @@ var (
 	ErrDuplicateKey    = errors.New("etcdserver: duplicate key given in txn request")
 	ErrNotLeader       = errors.New("etcdserver: not leader")
 	ErrCorrupt         = errors.New("etcdserver: corrupt cluster")
+	ErrTooManyRequests = errors.New("etcdserver: too many requests")
+	// ErrTimeoutWaitAppliedIndex: a leader renewing a lease waited too long for its applied
+	// index to reach what was committed.
+	ErrTimeoutWaitAppliedIndex = errors.New("etcdserver: request timed out, waiting for the applied index took too long")
 )
 
 // Server is one member.
@@ -812,6 +816,9 @@ const tracerName = "etcdx/server/etcdserver"
 
 // propose sends r through raft and waits for the applier's result.
 func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (*applyResult, error) {
+	if exceedsRequestLimit(s.appliedIndex.Load(), s.committedIndex.Load(), r, s.cfg.Features.Enabled(features.PriorityRequest)) {
+		return nil, ErrTooManyRequests
+	}
 	id := s.reqIDs.next()
 	r.Header = &pb.RequestHeader{ID: id}
 	// Every member checks the caller's permissions again when it applies the entry; Authenticate

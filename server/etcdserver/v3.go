@@ -284,6 +284,9 @@ func (s *Server) LeaseRenew(ctx context.Context, id int64) (int64, error) {
 		return -1, err
 	}
 	if s.Leader() == s.id {
+		if err := s.waitForLease(ctx, id); err != nil {
+			return -1, err
+		}
 		return s.renewLocal(id)
 	}
 	body, _ := (&pb.LeaseKeepAliveRequest{ID: id}).Marshal()

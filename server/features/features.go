@@ -1,5 +1,6 @@
-// Package features holds the server's feature gates: upstream 3.6's gate names and defaults,
-// set with --feature-gates=Name=true,... or through the deprecated --experimental-* flags
+// Package features holds the server's feature gates: upstream's gate names and defaults at each
+// level (a gate exists from the level that brought it: 3.6's gates, then 3.7's), set with
+// --feature-gates=Name=true,... or, below 3.7, through the deprecated --experimental-* flags
 // that each stand for one gate.
 package features
 
@@ -8,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"etcdx/server/version"
 )
 
 // Feature is a gate's name, as upstream spells it.
@@ -22,6 +25,10 @@ const (
 	LeaseCheckpoint              Feature = "LeaseCheckpoint"
 	LeaseCheckpointPersist       Feature = "LeaseCheckpointPersist"
 	SetMemberLocalAddr           Feature = "SetMemberLocalAddr"
+	// Upstream 3.7's: a leader renews a lease it knows without waiting for its applied index to
+	// catch up; a lease revocation is still accepted when the applied index lags further.
+	FastLeaseKeepAlive Feature = "FastLeaseKeepAlive"
+	PriorityRequest    Feature = "PriorityRequest"
 
 	// allAlpha and allBeta set every gate of that stage at once.
 	allAlpha Feature = "AllAlpha"
@@ -38,16 +45,30 @@ const (
 type spec struct {
 	def   bool
 	stage stage
+	since version.Level // the level that brought the gate; zero for 3.6's
 }
 
 var known = map[Feature]spec{
-	StopGRPCServiceOnDefrag:      {false, alpha},
-	InitialCorruptCheck:          {false, alpha},
-	CompactHashCheck:             {false, alpha},
-	TxnModeWriteWithSharedBuffer: {true, beta},
-	LeaseCheckpoint:              {false, alpha},
-	LeaseCheckpointPersist:       {false, alpha},
-	SetMemberLocalAddr:           {false, alpha},
+	StopGRPCServiceOnDefrag:      {false, alpha, version.Level{}},
+	InitialCorruptCheck:          {false, alpha, version.Level{}},
+	CompactHashCheck:             {false, alpha, version.Level{}},
+	TxnModeWriteWithSharedBuffer: {true, beta, version.Level{}},
+	LeaseCheckpoint:              {false, alpha, version.Level{}},
+	LeaseCheckpointPersist:       {false, alpha, version.Level{}},
+	SetMemberLocalAddr:           {false, alpha, version.Level{}},
+	FastLeaseKeepAlive:           {true, beta, version.V3_7},
+	PriorityRequest:              {false, alpha, version.V3_7},
+}
+
+// at lists the gates a binary at level has.
+func at(level version.Level) map[Feature]spec {
+	out := map[Feature]spec{}
+	for f, s := range known {
+		if !level.Less(s.since) {
+			out[f] = s
+		}
+	}
+	return out
 }
 
 // ExperimentalFlags maps each deprecated --experimental-* boolean flag to the gate it sets.
@@ -60,23 +81,45 @@ var ExperimentalFlags = map[string]Feature{
 	"experimental-enable-lease-checkpoint-persist":   LeaseCheckpointPersist,
 }
 
-// Gates is the set of gates a member runs with. The zero value has upstream's defaults. It
-// is a flag.Value for --feature-gates.
+// binaryLevel is the level this binary was built at, read once (Enabled is on request paths).
+var binaryLevel = version.Local()
+
+// Gates is the set of gates a member runs with. The zero value has upstream's defaults at this
+// binary's level. It is a flag.Value for --feature-gates.
 type Gates struct {
-	set map[Feature]bool
+	// Level is whose gates these are; zero means this binary's level.
+	Level version.Level
+	set   map[Feature]bool
 	// given is the --feature-gates text as the operator wrote it.
 	given string
 }
 
-// Enabled says whether f is on.
+func (g *Gates) level() version.Level {
+	if g == nil || g.Level.IsZero() {
+		return binaryLevel
+	}
+	return g.Level
+}
+
+// spec is f's definition, if the gates' level has f.
+func (g *Gates) spec(f Feature) (spec, bool) {
+	s, ok := known[f]
+	return s, ok && !g.level().Less(s.since)
+}
+
+// Enabled says whether f is on. A gate the level does not have is off: its behaviour is the
+// level's own (a 3.6 member renews leases as 3.6 does).
 func (g *Gates) Enabled(f Feature) bool {
-	if g == nil {
-		return known[f].def
+	s, ok := g.spec(f)
+	if !ok {
+		return false
 	}
-	if v, ok := g.set[f]; ok {
-		return v
+	if g != nil {
+		if v, ok := g.set[f]; ok {
+			return v
+		}
 	}
-	return known[f].def
+	return s.def
 }
 
 // Status is one gate's state, for etcd_server_feature_enabled.
@@ -88,30 +131,25 @@ type Status struct {
 // All lists every gate (the stage-wide switches too, as upstream exports them).
 func (g *Gates) All() []Status {
 	out := []Status{{string(allAlpha), "ALPHA", g != nil && g.set[allAlpha]}, {string(allBeta), "BETA", g != nil && g.set[allBeta]}}
-	for f, s := range known {
-		st := "ALPHA"
-		if s.stage == beta {
-			st = "BETA"
-		}
-		on := s.def
-		if g != nil {
-			on = g.Enabled(f)
-		}
-		out = append(out, Status{string(f), st, on})
+	for f, s := range at(g.level()) {
+		out = append(out, Status{string(f), s.stage.String(), g.Enabled(f)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
-// Names lists every gate with its default, for the help text.
-func Names() []string {
+func (s stage) String() string {
+	if s == beta {
+		return "BETA"
+	}
+	return "ALPHA"
+}
+
+// Names lists every gate of level with its default, for the help text.
+func Names(level version.Level) []string {
 	var out []string
-	for f, s := range known {
-		st := "ALPHA"
-		if s.stage == beta {
-			st = "BETA"
-		}
-		out = append(out, fmt.Sprintf("%s=true|false (%s - default=%t)", f, st, s.def))
+	for f, s := range at(level) {
+		out = append(out, fmt.Sprintf("%s=true|false (%s - default=%t)", f, s.stage, s.def))
 	}
 	sort.Strings(out)
 	return append([]string{"AllAlpha=true|false (ALPHA - default=false)", "AllBeta=true|false (BETA - default=false)"}, out...)
@@ -144,7 +182,7 @@ func (g *Gates) Set(value string) error {
 
 func (g *Gates) apply(m map[Feature]bool) error {
 	for k := range m {
-		if _, ok := known[k]; !ok && k != allAlpha && k != allBeta {
+		if _, ok := g.spec(k); !ok && k != allAlpha && k != allBeta {
 			return fmt.Errorf("unrecognized feature gate: %s", k)
 		}
 	}
@@ -158,7 +196,7 @@ func (g *Gates) apply(m map[Feature]bool) error {
 	}{{allAlpha, alpha}, {allBeta, beta}} {
 		if v, ok := m[all.f]; ok {
 			g.set[all.f] = v
-			for f, s := range known {
+			for f, s := range at(g.level()) {
 				if s.stage == all.s {
 					g.set[f] = v
 				}

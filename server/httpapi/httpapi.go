@@ -32,6 +32,9 @@ type Versions struct {
 	Server  string `json:"etcdserver"`
 	Cluster string `json:"etcdcluster"`
 	Storage string `json:"storage,omitempty"`
+	// Implementation is ours alone (upstream's readers ignore a field they do not know): this
+	// implementation's name, release and commit.
+	Implementation string `json:"implementation,omitempty"`
 }
 
 // VersionSource reports the replicated cluster version and the local storage version; zero
@@ -49,7 +52,7 @@ func VersionHandler(vs VersionSource) http.Handler {
 			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		v := Versions{Server: buildinfo.Version, Cluster: NotDecided}
+		v := Versions{Server: buildinfo.Version, Cluster: NotDecided, Implementation: buildinfo.Identity()}
 		if cv := vs.ClusterVersion(); !cv.IsZero() {
 			v.Cluster = cv.Full()
 		}

@@ -35,6 +35,8 @@ var errorTable = []struct {
 	{etcdserver.ErrNotLeader, rpctypes.ErrGRPCNotLeader},
 	{etcdserver.ErrStopped, rpctypes.ErrGRPCStopped},
 	{etcdserver.ErrTimeout, rpctypes.ErrGRPCTimeout},
+	{etcdserver.ErrTooManyRequests, rpctypes.ErrGRPCRequestTooManyRequests},
+	{etcdserver.ErrTimeoutWaitAppliedIndex, rpctypes.ErrGRPCTimeoutWaitAppliedIndex},
 	{etcdserver.ErrBadTransferee, rpctypes.ErrGRPCBadLeaderTransferee},
 	{membership.ErrMemberNotFound, rpctypes.ErrGRPCMemberNotFound},
 	{membership.ErrMemberExist, rpctypes.ErrGRPCMemberExist},

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"etcdx/server/etcdserver"
+	"etcdx/server/version"
 )
 
 // Options tune the gRPC server.
@@ -61,7 +62,7 @@ func NewServer(s *etcdserver.Server, o Options) *grpc.Server {
 		grpc.ChainStreamInterceptor(countStream(s), learnerStreamGate(s), leaderStreamGate(s, lw), authStream(s)))
 	gs := grpc.NewServer(opts...)
 	h := header{s: s}
-	pb.RegisterKVServer(gs, &kvServer{s: s, hdr: h})
+	gs.RegisterService(kvService(version.Local()), &kvServer{s: s, hdr: h})
 	pb.RegisterWatchServer(gs, &watchServer{s: s, hdr: h, progressInterval: o.WatchProgressNotifyInterval,
 		maxRequestBytes: int(cfg.MaxRequestBytes)})
 	pb.RegisterLeaseServer(gs, &leaseServer{s: s, hdr: h})

@@ -13,6 +13,12 @@ const (
 	// LeaseCheckpointPersist: lease checkpoints also write the remaining TTL to the lease bucket,
 	// so it survives restarts of every member, not only leader changes.
 	LeaseCheckpointPersist
+	// RangeStream: the KV.RangeStream RPC serves a range in chunks. Upstream serves it by binary
+	// alone (a 3.7 member in a 3.6 cluster answers it), so it is checked with Built, not On.
+	RangeStream
+	// NoExperimentalFlags: upstream 3.7 removed the --experimental-* spellings of its flags and
+	// the --experimental-* booleans that stood for feature gates (3.6 warned they would go).
+	NoExperimentalFlags
 )
 
 var features = map[Feature]struct {
@@ -22,6 +28,8 @@ var features = map[Feature]struct {
 	StorageVersion:         {"storage-version", V3_6},
 	Downgrade:              {"downgrade", V3_6},
 	LeaseCheckpointPersist: {"lease-checkpoint-persist", V3_6},
+	RangeStream:            {"range-stream", V3_7},
+	NoExperimentalFlags:    {"no-experimental-flags", V3_7},
 }
 
 func (f Feature) String() string { return features[f].name }

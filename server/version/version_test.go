@@ -40,6 +40,10 @@ func TestFeaturesFollowTheClusterVersion(t *testing.T) {
 			t.Errorf("feature %v: level %v", f, f.Level())
 		}
 	}
+	// RangeStream comes with 3.7 binaries: none below, every one from 3.7 on.
+	if RangeStream.Level() != V3_7 || RangeStream.Built(V3_6) || !RangeStream.Built(V3_7) || RangeStream.String() != "range-stream" {
+		t.Errorf("RangeStream: level %v, built at 3.6 %v", RangeStream.Level(), RangeStream.Built(V3_6))
+	}
 }
 
 func TestCheckRun(t *testing.T) {
@@ -123,10 +127,10 @@ func TestCheckStartAndJoin(t *testing.T) {
 }
 
 func TestCheckBuild(t *testing.T) {
-	for v, want := range map[string]string{"3.5.0": "", "3.6.2": "", "3.7.0": "",
-		"3.4.0": "this binary was built as 3.4.0, but the tree implements levels 3.5 to 3.7",
-		"3.8.0": "this binary was built as 3.8.0, but the tree implements levels 3.5 to 3.7",
-		"x":     `this binary was built with version "x"`} {
+	for v, want := range map[string]string{"3.5": "", "3.6": "", "3.7": "",
+		"3.4": "this binary was built as 3.4, but the tree implements levels 3.5 to 3.7",
+		"3.8": "this binary was built as 3.8, but the tree implements levels 3.5 to 3.7",
+		"x":   `this binary was built with level "x"`} {
 		err := CheckBuild(v)
 		if want == "" && err != nil || want != "" && (err == nil || !strings.HasPrefix(err.Error(), want)) {
 			t.Errorf("CheckBuild(%s) = %v; want %q", v, err, want)

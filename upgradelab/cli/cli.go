@@ -139,7 +139,7 @@ func commonFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	fs.StringVar(&f.binDir, "bin-dir", "", "Directory whose etcd* binaries are used, each for the version and the level its --version reports.")
-	fs.StringSliceVar(&f.binaryArgs, "binary", nil, "SUBJECT=PATH: the etcd binary for a level (3.5=/opt/etcd-3.5/etcd), a version (3.5.17=...) or a name plans use as a subject (upstream-3.5.17=...); overrides --bin-dir.")
+	fs.StringSliceVar(&f.binaryArgs, "binary", nil, "SUBJECT=PATH: the etcd binary for a level (3.5=/opt/etcd-3.5/etcd), a version (3.5.35=...) or a name plans use as a subject (upstream-3.5.35=...); overrides --bin-dir.")
 	fs.StringVar(&f.runtime, "runtime", "auto", "Where members run: container (a Docker engine), process (local processes on loopback; no partitions), netns (local processes, each in a network namespace; root), or auto (containers when an engine answers, else processes, in namespaces when the plan partitions).")
 	fs.DurationVar(&f.maxStall, "max-stall", 0, "Fail a run when any step stalls writes longer than this (0: no bound; a plan's thresholds win).")
 	fs.IntVar(&f.maxFailed, "max-failed", 0, "Fail a run when more requests than this fail (0: no bound; a plan's thresholds win).")

@@ -23,7 +23,7 @@ func TestLoadMatrix(t *testing.T) {
 	p := writeMatrix(t, `
 subjects:
   ours: {"3.5": ../bin/etcd-last-release, "3.6": /opt/etcd}
-  upstream: {"3.5": upstream-3.5.17, "3.6": upstream-3.6.16}
+  upstream: {"3.5": upstream-3.5.35, "3.6": upstream-3.6.16}
 plans: [upgrade, plans/faults.yaml]
 members: [3, 5]
 generate: {from: "3.5", to: "3.6", faults: [kill, freeze], seeds: [7, 8]}

@@ -19,7 +19,7 @@ var versionLine = regexp.MustCompile(`(?m)^etcd Version: ((3\.[0-9]+)\.[0-9]+)`)
 // its checksum (so a report names exactly what ran).
 type Binary struct {
 	Path string `json:"path"`
-	// Version is the full version --version prints (3.5.17), Level its major.minor.
+	// Version is the full version --version prints (3.5.35), Level its major.minor.
 	Version string `json:"version"`
 	Level   string `json:"level"`
 	SHA256  string `json:"sha256"`
@@ -60,11 +60,11 @@ func Level(bin string) (string, error) {
 	return b.Level, err
 }
 
-// IsLevel says whether a subject names a level (3.6) rather than a version (3.5.17) or a
-// binary (upstream-3.5.17).
+// IsLevel says whether a subject names a level (3.6) rather than a version (3.5.35) or a
+// binary (upstream-3.5.35).
 func IsLevel(s string) bool { return levelName.MatchString(s) }
 
-// IsVersion says whether a subject is a full version (3.5.17).
+// IsVersion says whether a subject is a full version (3.5.35).
 func IsVersion(s string) bool { return fullVersion.MatchString(s) }
 
 var (

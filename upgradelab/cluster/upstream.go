@@ -14,7 +14,7 @@ import (
 // proxy did not answer.
 var ErrProxyUnreachable = errors.New("the Go module proxy is unreachable")
 
-// UpstreamSubject matches subjects that name an upstream release: upstream-3.5.17.
+// UpstreamSubject matches subjects that name an upstream release: upstream-3.5.35.
 var UpstreamSubject = regexp.MustCompile(`^upstream-(3\.[0-9]+\.[0-9]+)$`)
 
 // upstreamPackages are the main packages of upstream's binaries.
@@ -33,7 +33,7 @@ func UpstreamDir(version string) string {
 	return filepath.Join(cache, "etcdx-upstream", version)
 }
 
-// BuildUpstream builds upstream etcd, etcdctl and etcdutl at version ("v3.5.17") from the Go
+// BuildUpstream builds upstream etcd, etcdctl and etcdutl at version ("v3.5.35") from the Go
 // module proxy, static (CGO_ENABLED=0, so they run in FROM-scratch images), once per machine,
 // and returns their directory. Each binary appears there whole or not at all, so concurrent
 // builders do not see half-written files.

@@ -21,8 +21,8 @@ type Plan struct {
 	Description string `json:"description"`
 	// Members is the cluster size (the command line may override it).
 	Members int `json:"members"`
-	// Start is the subject every member starts as: a level (3.6), a full version (3.5.17) or
-	// the name of a binary given on the command line (e.g. upstream-3.5.17).
+	// Start is the subject every member starts as: a level (3.6), a full version (3.5.35) or
+	// the name of a binary given on the command line (e.g. upstream-3.5.35).
 	Start string `json:"start"`
 	// Thresholds fail the run when availability falls short (the command line may set them
 	// too; the plan's win).

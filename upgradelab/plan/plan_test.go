@@ -36,7 +36,7 @@ func TestPlansAreValidated(t *testing.T) {
 	base := "name: x\nmembers: 3\nstart: \"3.5\"\nsteps:\n"
 	cases := map[string]string{
 		"  - replace: {version: \"3.6\"}\n    wait: 1s\n":                    "exactly one of",
-		"  - replace: {version: \"4\"}\n":                                    "is not a level like 3.6, a version like 3.5.17",
+		"  - replace: {version: \"4\"}\n":                                    "is not a level like 3.6, a version like 3.5.35",
 		"  - replace: {version: \"3.6\", members: [m4]}\n":                   `no member "m4" (members here are m1, m2, m3 or leader)`,
 		"  - kill: boss\n":                                                   `no member "boss" (members here are m1, m2, m3 or leader, follower)`,
 		"  - restart: leader\n":                                              `no member "leader" (members here are m1, m2, m3 or all)`,
@@ -74,7 +74,7 @@ func TestPlansAreValidated(t *testing.T) {
 func TestEveryStepKindParses(t *testing.T) {
 	p, err := Parse([]byte(`name: all-kinds
 members: 3
-start: "3.5.17"
+start: "3.5.35"
 thresholds: {maxStall: 2s, maxFailed: 10}
 steps:
   - replace: {version: "3.6", members: [m1]}
@@ -109,7 +109,7 @@ steps:
 			t.Errorf("step %d prints as %q", i+1, s)
 		}
 	}
-	if got := strings.Join(p.Subjects(), ","); got != "3.5.17,3.6,3.7,upstream-3.6.16" {
+	if got := strings.Join(p.Subjects(), ","); got != "3.5.35,3.6,3.7,upstream-3.6.16" {
 		t.Errorf("subjects %s", got)
 	}
 	if p.Thresholds.MaxStall != Duration(2*time.Second) || p.Steps[15].MaxStall != Duration(10*time.Second) {

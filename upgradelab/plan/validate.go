@@ -9,12 +9,12 @@ import (
 
 var (
 	level = regexp.MustCompile(`^3\.[0-9]+$`)
-	// subject is a level (3.6), a full version (3.5.17) or a named binary such as
-	// upstream-3.5.17.
+	// subject is a level (3.6), a full version (3.5.35) or a named binary such as
+	// upstream-3.5.35.
 	subject = regexp.MustCompile(`^(3\.[0-9]+(\.[0-9]+)?|[a-z][a-z0-9.-]*)$`)
 )
 
-const subjectHelp = "a level like 3.6, a version like 3.5.17 or a binary's name like upstream-3.5.17"
+const subjectHelp = "a level like 3.6, a version like 3.5.35 or a binary's name like upstream-3.5.35"
 
 // Validate checks the plan for a cluster of members (names m1..mN, then m<N+1>... for the
 // members steps add).

@@ -1,0 +1,109 @@
+package etcdserver
+
+import (
+	"bytes"
+	"context"
+	"math"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"etcdx/server/auth"
+)
+
+// firstChunkKeys is how many keys the first chunk of a RangeStream holds, as upstream's.
+const firstChunkKeys = 10
+
+// RangeStream serves r in chunks through send, as upstream 3.7's KV.RangeStream. Every chunk is
+// read at the revision the first one saw, from a read view of its own that is closed before the
+// chunk is sent: writes never wait for the client to take a chunk, and memory is bounded by a
+// chunk, not by the result. The last chunk carries the header, More and the Count that Range
+// answers for the same request; the others carry keys only.
+func (s *Server) RangeStream(ctx context.Context, r *pb.RangeRequest, send func(*pb.RangeResponse) error) error {
+	if !r.Serializable {
+		if err := s.LinearizableReadNotify(ctx); err != nil {
+			return err
+		}
+	}
+	req := *r // the chunks move its key, limit and revision
+	return s.checkedRead(ctx, func(in *auth.Info) error { return s.auth.IsRangePermitted(in, r.Key, r.RangeEnd) }, func() error {
+		return s.rangeChunks(ctx, &req, send)
+	})
+}
+
+func (s *Server) rangeChunks(ctx context.Context, req *pb.RangeRequest, send func(*pb.RangeResponse) error) error {
+	if req.CountOnly {
+		resp, err := s.readRange(req)
+		if err != nil {
+			return err
+		}
+		return send(&pb.RangeResponse{Header: &pb.ResponseHeader{Revision: resp.Header.Revision}, Count: resp.Count})
+	}
+	total := req.Limit
+	if total == 0 {
+		total = math.MaxInt64
+	}
+	req.Limit = min(firstChunkKeys, total)
+	var headerRev, sent int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		resp, err := s.readRange(req)
+		if err != nil {
+			return err
+		}
+		if headerRev == 0 {
+			// The header names the store's revision when the stream began; a request without a
+			// revision reads every chunk there, so later writes never show up half-way.
+			headerRev = resp.Header.Revision
+			if req.Revision == 0 {
+				req.Revision = headerRev
+			}
+		}
+		sent += int64(len(resp.Kvs))
+		var next []byte
+		if resp.More {
+			next = append(bytes.Clone(resp.Kvs[len(resp.Kvs)-1].Key), 0)
+		}
+		out := &pb.RangeResponse{Kvs: resp.Kvs}
+		done := !resp.More || sent == total
+		if done {
+			out.Header, out.More, out.Count = &pb.ResponseHeader{Revision: headerRev}, resp.More, sent
+			if resp.More {
+				rest, err := s.readRange(&pb.RangeRequest{Key: next, RangeEnd: req.RangeEnd, Revision: req.Revision, CountOnly: true})
+				if err != nil {
+					return err
+				}
+				out.Count += rest.Count
+			}
+		}
+		if err := send(out); err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+		req.Key = next
+		req.Limit = min(nextChunkKeys(req.Limit, resp.Size(), int(s.cfg.MaxRequestBytes)), total-sent)
+	}
+}
+
+// readRange answers one range from a read view of its own.
+func (s *Server) readRange(r *pb.RangeRequest) (*pb.RangeResponse, error) {
+	v := s.kv.Read()
+	defer v.End()
+	return applyRange(v, r)
+}
+
+// nextChunkKeys sizes the next chunk from the last one so that chunks land near target bytes
+// (the request size limit): it doubles below half the target and halves above twice it, and
+// stays put in between so chunks near the target do not swing. Never 0, which means no limit.
+func nextChunkKeys(last int64, lastBytes, target int) int64 {
+	switch {
+	case lastBytes < target/2:
+		last *= 2
+	case lastBytes > target*2:
+		last /= 2
+	}
+	return max(last, 1)
+}
