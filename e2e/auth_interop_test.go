@@ -48,11 +48,10 @@ func TestAuthSurvivesRestartAndRestore(t *testing.T) {
 	requireAliceRules(t, "restored at 3.5, upstream 3.5.35", []string{up35.ClientURL})
 }
 
-// A data dir with auth moves between upstream 3.6.16 and ours: each enforces what the other
+// A data dir with auth moves between upstream 3.7.3 and ours: each enforces what the other
 // stored, and users added by one log in on the other.
 func TestAuthDataDirInterchange(t *testing.T) {
 	m := NewMember(t)
-	m.Bin = ServerAt(t, LastReleaseLevel)
 	m.Start()
 	setupAuth(t, userClient(t, []string{m.ClientURL}, "", "", nil))
 	if err := m.Stop(); err != nil {
@@ -71,7 +70,7 @@ func TestAuthDataDirInterchange(t *testing.T) {
 	if err := m.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	m.Bin = ServerAt(t, LastReleaseLevel)
+	m.Bin = Binary(t, "etcd")
 	m.Start()
 	requireAliceRules(t, "ours on upstream's data", []string{m.ClientURL})
 	if _, err := userClient(t, []string{m.ClientURL}, "bob", "bobpw", nil).Get(Ctx(t), "/a/1"); err != nil {

@@ -12,11 +12,18 @@ import (
 	"etcdx/upgradelab/cluster"
 )
 
-// TestConfigFileAsUpstream starts upstream 3.6.16 and ours on the same kind of YAML config
-// file, written as upstream documents it (durations in nanoseconds, lists as YAML lists, nested
-// sections, deprecated keys), and checks both took the settings.
+// TestConfigFileAsUpstream starts upstream and ours of each of 3.6 and 3.7 on the same kind of
+// YAML config file, written as upstream documents it (durations in nanoseconds, lists as YAML
+// lists, nested sections; at 3.6 the deprecated experimental- keys, which 3.7 no longer has), and
+// checks both took the settings.
 func TestConfigFileAsUpstream(t *testing.T) {
-	for _, bin := range []string{UpstreamBinary(t, "etcd"), Binary(t, "etcd")} {
+	keys36 := "experimental-watch-progress-notify-interval: 2000000000\nexperimental-snapshot-catch-up-entries: 100"
+	keys37 := "watch-progress-notify-interval: 2000000000\nsnapshot-catchup-entries: 100"
+	for _, c := range []struct{ bin, keys string }{
+		{UpstreamBinaryAt(t, Upstream36Version, "etcd"), keys36}, {ServerAt(t, LastReleaseLevel), keys36},
+		{UpstreamBinaryAt(t, Upstream37Version, "etcd"), keys37}, {ServerAt(t, CurrentLevel), keys37},
+	} {
+		bin := c.bin
 		dir := t.TempDir()
 		client := fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
 		peer := fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
@@ -34,8 +41,7 @@ initial-cluster-state: new
 snapshot-count: 5000
 heartbeat-interval: 50
 election-timeout: 500
-experimental-watch-progress-notify-interval: 2000000000
-experimental-snapshot-catch-up-entries: 100
+%[6]s
 log-outputs: [%[5]s]
 log-level: info
 max-wals: 3
@@ -48,7 +54,7 @@ socket-options:
   reuse-port: true
 client-transport-security:
   client-cert-auth: false
-`, filepath.Join(dir, "data"), client, peer, metrics, logFile)
+`, filepath.Join(dir, "data"), client, peer, metrics, logFile, c.keys)
 		path := filepath.Join(dir, "etcd.yaml")
 		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)

@@ -67,7 +67,7 @@ func requireUpstreamFiles(t *testing.T, dataDir, who string) {
 // starts under upstream's, with every key, revision and member kept.
 func TestDataDirInterchangeWithUpstream(t *testing.T) {
 	for _, c := range []struct{ level, upstream, below string }{
-		{LastReleaseLevel, UpstreamVersion, OldestLevel},
+		{LastReleaseLevel, Upstream36Version, OldestLevel},
 		{CurrentLevel, Upstream37Version, LastReleaseLevel},
 	} {
 		t.Run(c.level, func(t *testing.T) { dataDirInterchange(t, c.level, c.upstream, c.below) })

@@ -41,7 +41,8 @@ func runEtcdBin(t *testing.T, bin string, env []string, args ...string) (int, st
 	return 0, string(out)
 }
 
-// TestBadFlagsAsUpstream runs bad command lines on upstream 3.6.16 and ours: the exit status
+// TestBadFlagsAsUpstream runs bad command lines on upstream and ours of the same line (3.7, or the
+// line a case names): the exit status
 // is upstream's (2 when the flag parser rejects the line, 1 when verification fails) and the
 // output names the problem. Where upstream starts anyway or panics, ours refuses with exit 1 or
 // 2 naming the flag (docs/compatibility.md lists these), and upstream is not run.
@@ -54,43 +55,52 @@ func TestBadFlagsAsUpstream(t *testing.T) {
 		upstream int // upstream's status, or upstreamStarts
 		ours     int
 		want     string
+		at       string // the level, when not the current one
 	}{
-		{nil, []string{"--no-such-flag"}, 2, 2, "flag provided but not defined: -no-such-flag"},
-		{nil, []string{"-snapshot-count", "many"}, 2, 2, `invalid value "many" for flag -snapshot-count`},
-		{nil, []string{"--initial-cluster-state", "sideways"}, 2, 2, "-initial-cluster-state"},
-		{nil, []string{"--listen-client-urls", "ftp://127.0.0.1:1", "--advertise-client-urls", "http://127.0.0.1:1"}, 2, 2, "-listen-client-urls"},
-		{nil, []string{"--feature-gates", "Foo=true"}, 2, 2, "unrecognized feature gate: Foo"},
-		{nil, []string{"--heartbeat-interval", "300", "--election-timeout", "1000"}, 1, 1, "--election-timeout"},
-		{[]string{"ETCD_SNAPSHOT_COUNT=lots"}, nil, 1, 1, "ETCD_SNAPSHOT_COUNT"},
-		{[]string{"ETCD_NAME=x"}, []string{"--name", "y"}, 1, 1, "ETCD_NAME"},
-		{nil, []string{"--config-file", filepath.Join(dir, "missing.yaml")}, 1, 1, "missing.yaml"},
-		{nil, []string{"positional"}, 1, 1, `\"positional\" is not a valid flag`},
-		{nil, []string{"--listen-client-urls", "http://127.0.0.1:1"}, 1, 1, "--advertise-client-urls is required when --listen-client-urls is set explicitly"},
-		{nil, []string{"--listen-client-urls", "https://127.0.0.1:1", "--advertise-client-urls", "https://127.0.0.1:1"}, 1, 1, "--cert-file and --key-file are not set"},
-		{nil, []string{"--experimental-snapshot-catchup-entries", "5", "--snapshot-catchup-entries", "6"}, 1, 1, "cannot set --experimental-snapshot-catchup-entries and --snapshot-catchup-entries at the same time"},
-		{nil, []string{"--experimental-initial-corrupt-check=false", "--feature-gates", "InitialCorruptCheck=false"}, 1, 1, "cannot specify both flags"},
-		{nil, []string{"--logger", "capnslog"}, 1, 1, "--logger=capnslog is removed in v3.5"},
-		{nil, []string{"--log-format", "xml"}, 1, 1, "unknown log format: xml"},
-		{nil, []string{"--log-outputs", "default,stdout"}, 1, 1, "multi logoutput"},
-		{nil, []string{"--enable-log-rotation"}, 1, 1, "--log-outputs requires a single file path"},
-		{nil, []string{"--tls-min-version", "TLS1.1"}, 1, 1, "unexpected TLS version"},
-		{nil, []string{"--tls-min-version", "TLS1.3", "--tls-max-version", "TLS1.2"}, 1, 1, "min version (TLS1.3) is greater than max version (TLS1.2)"},
-		{nil, []string{"--auth-token", "fancy"}, 1, 1, "auth: invalid auth options"},
-		{nil, []string{"--discovery-fallback", "proxy"}, 1, 1, "v2 proxy is deprecated"},
+		{nil, []string{"--no-such-flag"}, 2, 2, "flag provided but not defined: -no-such-flag", ""},
+		{nil, []string{"-snapshot-count", "many"}, 2, 2, `invalid value "many" for flag -snapshot-count`, ""},
+		{nil, []string{"--initial-cluster-state", "sideways"}, 2, 2, "-initial-cluster-state", ""},
+		{nil, []string{"--listen-client-urls", "ftp://127.0.0.1:1", "--advertise-client-urls", "http://127.0.0.1:1"}, 2, 2, "-listen-client-urls", ""},
+		{nil, []string{"--feature-gates", "Foo=true"}, 2, 2, "unrecognized feature gate: Foo", ""},
+		{nil, []string{"--heartbeat-interval", "300", "--election-timeout", "1000"}, 1, 1, "--election-timeout", ""},
+		{[]string{"ETCD_SNAPSHOT_COUNT=lots"}, nil, 1, 1, "ETCD_SNAPSHOT_COUNT", ""},
+		{[]string{"ETCD_NAME=x"}, []string{"--name", "y"}, 1, 1, "ETCD_NAME", ""},
+		{nil, []string{"--config-file", filepath.Join(dir, "missing.yaml")}, 1, 1, "missing.yaml", ""},
+		{nil, []string{"positional"}, 1, 1, `\"positional\" is not a valid flag`, ""},
+		{nil, []string{"--listen-client-urls", "http://127.0.0.1:1"}, 1, 1, "--advertise-client-urls is required when --listen-client-urls is set explicitly", ""},
+		{nil, []string{"--listen-client-urls", "https://127.0.0.1:1", "--advertise-client-urls", "https://127.0.0.1:1"}, 1, 1, "--cert-file and --key-file are not set", ""},
+		{nil, []string{"--experimental-snapshot-catchup-entries", "5", "--snapshot-catchup-entries", "6"}, 1, 1, "cannot set --experimental-snapshot-catchup-entries and --snapshot-catchup-entries at the same time", LastReleaseLevel},
+		{nil, []string{"--experimental-initial-corrupt-check=false", "--feature-gates", "InitialCorruptCheck=false"}, 1, 1, "cannot specify both flags", LastReleaseLevel},
+		// 3.7 removed the experimental spellings and added gates 3.6 does not know.
+		{nil, []string{"--experimental-snapshot-catchup-entries", "5"}, 2, 2, "flag provided but not defined: -experimental-snapshot-catchup-entries", ""},
+		{nil, []string{"--experimental-initial-corrupt-check"}, 2, 2, "flag provided but not defined: -experimental-initial-corrupt-check", ""},
+		{nil, []string{"--feature-gates", "PriorityRequest=true"}, 2, 2, "unrecognized feature gate: PriorityRequest", LastReleaseLevel},
+		{nil, []string{"--logger", "capnslog"}, 1, 1, "--logger=capnslog is removed in v3.5", ""},
+		{nil, []string{"--log-format", "xml"}, 1, 1, "unknown log format: xml", ""},
+		{nil, []string{"--log-outputs", "default,stdout"}, 1, 1, "multi logoutput", ""},
+		{nil, []string{"--enable-log-rotation"}, 1, 1, "--log-outputs requires a single file path", ""},
+		{nil, []string{"--tls-min-version", "TLS1.1"}, 1, 1, "unexpected TLS version", ""},
+		{nil, []string{"--tls-min-version", "TLS1.3", "--tls-max-version", "TLS1.2"}, 1, 1, "min version (TLS1.3) is greater than max version (TLS1.2)", ""},
+		{nil, []string{"--auth-token", "fancy"}, 1, 1, "auth: invalid auth options", ""},
+		{nil, []string{"--discovery-fallback", "proxy"}, 1, 1, "v2 proxy is deprecated", ""},
 		// Upstream panics here (exit 2); ours says which level it wants.
-		{nil, []string{"--log-level", "loud"}, upstreamStarts, 1, "unknown log level"},
+		{nil, []string{"--log-level", "loud"}, upstreamStarts, 1, "unknown log level", ""},
 		// Upstream starts with these and ignores or misreads the setting.
-		{nil, []string{"--auto-compaction-mode", "revision", "--auto-compaction-retention", "1h"}, upstreamStarts, 1, "--auto-compaction-retention"},
-		{nil, []string{"--cert-file", "/nonexistent.crt"}, upstreamStarts, 1, "--cert-file and --key-file must be given together"},
-		{nil, []string{"--cert-file", "/nonexistent.crt", "--key-file", "/nonexistent.key"}, upstreamStarts, 1, "--cert-file/--key-file"},
-		{nil, []string{"--peer-client-cert-auth", "--peer-cert-file", "a", "--peer-key-file", "b"}, upstreamStarts, 1, "--peer-client-cert-auth requires --peer-trusted-ca-file"},
-		{nil, []string{"--metrics", "loud"}, upstreamStarts, 2, "-metrics"},
-		{nil, []string{"--backend-bbolt-freelist-type", "list"}, upstreamStarts, 2, "-backend-bbolt-freelist-type"},
+		{nil, []string{"--auto-compaction-mode", "revision", "--auto-compaction-retention", "1h"}, upstreamStarts, 1, "--auto-compaction-retention", ""},
+		{nil, []string{"--cert-file", "/nonexistent.crt"}, upstreamStarts, 1, "--cert-file and --key-file must be given together", ""},
+		{nil, []string{"--cert-file", "/nonexistent.crt", "--key-file", "/nonexistent.key"}, upstreamStarts, 1, "--cert-file/--key-file", ""},
+		{nil, []string{"--peer-client-cert-auth", "--peer-cert-file", "a", "--peer-key-file", "b"}, upstreamStarts, 1, "--peer-client-cert-auth requires --peer-trusted-ca-file", ""},
+		{nil, []string{"--metrics", "loud"}, upstreamStarts, 2, "-metrics", ""},
+		{nil, []string{"--backend-bbolt-freelist-type", "list"}, upstreamStarts, 2, "-backend-bbolt-freelist-type", ""},
 	}
-	up := UpstreamBinary(t, "etcd")
 	for _, c := range cases {
+		level := c.at
+		if level == "" {
+			level = CurrentLevel
+		}
+		up := UpstreamBinaryAt(t, "v"+ReleaseOf(level), "etcd")
 		args := append([]string{"--data-dir", filepath.Join(dir, "d")}, c.args...)
-		code, out := runEtcdBin(t, Binary(t, "etcd"), c.env, args...)
+		code, out := runEtcdBin(t, ServerAt(t, level), c.env, args...)
 		if code != c.ours || !strings.Contains(out, c.want) {
 			t.Errorf("etcd %v (env %v): exit %d, output %q; want exit %d naming %q", c.args, c.env, code, out, c.ours, c.want)
 		}

@@ -49,7 +49,7 @@ func requireSameHashKV(t *testing.T, c *Cluster) {
 // A cluster of upstream 3.6.16 members and ours: ours is a peer like any other, whichever side
 // leads, through leader kills and member changes issued through either implementation.
 func TestMixedClusterWithUpstream36(t *testing.T) {
-	up := UpstreamBinaryAt(t, UpstreamVersion, "etcd")
+	up := UpstreamBinaryAt(t, Upstream36Version, "etcd")
 	c := NewCluster(t, 3, "--snapshot-count", "200")
 	c.Members[0].Bin = up
 	c.Members[2].Bin = up
@@ -109,7 +109,7 @@ func TestMixedClusterWithUpstream36(t *testing.T) {
 // Member changes in a mixed cluster: a learner of ours added through an upstream member,
 // promoted through ours; an upstream learner added through ours and promoted; a member removed.
 func TestMixedClusterMembershipChanges(t *testing.T) {
-	up := UpstreamBinaryAt(t, UpstreamVersion, "etcd")
+	up := UpstreamBinaryAt(t, Upstream36Version, "etcd")
 	c := NewCluster(t, 2)
 	c.Members[0].Bin = up
 	c.Start()
@@ -252,7 +252,7 @@ func moveLeaderTo(t *testing.T, c *Cluster, m *Member) {
 // A member that fell too far behind is brought back with a database snapshot, sent by the other
 // implementation: upstream's leader to our member, and our leader to an upstream member.
 func TestMixedClusterSnapshotCatchUp(t *testing.T) {
-	up := UpstreamBinaryAt(t, UpstreamVersion, "etcd")
+	up := UpstreamBinaryAt(t, Upstream36Version, "etcd")
 	c := NewCluster(t, 3, "--snapshot-count", "100", "--snapshot-catchup-entries", "100")
 	c.Members[0].Bin = up
 	c.Members[2].Bin = up
@@ -289,7 +289,7 @@ func TestMixedClusterSnapshotCatchUp(t *testing.T) {
 // Lease keep-alives and time-to-live asked of a follower are forwarded to the leader with
 // upstream's peer requests, whichever implementation leads and whichever is asked.
 func TestMixedClusterLeaseForwarding(t *testing.T) {
-	up := UpstreamBinaryAt(t, UpstreamVersion, "etcd")
+	up := UpstreamBinaryAt(t, Upstream36Version, "etcd")
 	c := NewCluster(t, 3)
 	c.Members[0].Bin = up
 	c.Members[2].Bin = up
@@ -328,7 +328,7 @@ func TestMixedClusterLeaseForwarding(t *testing.T) {
 // A downgrade in a mixed 3.6 cluster, enabled and cancelled through either implementation,
 // then completed: every member's storage follows, whichever implementation it runs.
 func TestMixedClusterDowngrade(t *testing.T) {
-	up, up35 := UpstreamBinaryAt(t, UpstreamVersion, "etcd"), UpstreamBinaryAt(t, Upstream35Version, "etcd")
+	up, up35 := UpstreamBinaryAt(t, Upstream36Version, "etcd"), UpstreamBinaryAt(t, Upstream35Version, "etcd")
 	c := NewCluster(t, 3)
 	c.Members[0].Bin = up
 	c.Members[2].Bin = up

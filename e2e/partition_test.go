@@ -184,7 +184,7 @@ func partitionRounds(t *testing.T) int {
 // comparison is read, and recorded in docs/operations.md).
 func TestPartitionedLeaderRejoinsWithoutLoss(t *testing.T) {
 	rounds := partitionRounds(t)
-	impls := []struct{ name, bin string }{{"ours", Binary(t, "etcd")}, {"upstream " + UpstreamVersion, UpstreamBinary(t, "etcd")}}
+	impls := []struct{ name, bin string }{{"ours", Binary(t, "etcd")}, {"upstream " + Upstream36Version, UpstreamBinary(t, "etcd")}}
 	heals := map[string][]string{}
 	for _, impl := range impls {
 		t.Run(impl.name, func(t *testing.T) {

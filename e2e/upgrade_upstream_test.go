@@ -249,7 +249,7 @@ func upgradeAndBack(t *testing.T, next string) map[string][]string {
 func TestUpgradeUpstream35ToOursAndBack(t *testing.T) {
 	var ours, theirs map[string][]string
 	t.Run("ours", func(t *testing.T) { ours = upgradeAndBack(t, ServerAt(t, LastReleaseLevel)) })
-	t.Run("upstream 3.6.16", func(t *testing.T) { theirs = upgradeAndBack(t, UpstreamBinaryAt(t, UpstreamVersion, "etcd")) })
+	t.Run("upstream 3.6.16", func(t *testing.T) { theirs = upgradeAndBack(t, UpstreamBinaryAt(t, Upstream36Version, "etcd")) })
 	if t.Failed() {
 		return
 	}

@@ -114,12 +114,12 @@ func TestUpgradeLabContainerFaults(t *testing.T) {
 	ours := filepath.Join(work, "ours.yaml")
 	theirs := filepath.Join(work, "upstream.yaml")
 	os.WriteFile(ours, []byte(strings.NewReplacer("%START%", "3.5", "%TO%", "3.6", "container-faults", "container-faults-ours").Replace(faultsPlan)), 0o644)
-	os.WriteFile(theirs, []byte(strings.NewReplacer("%START%", Upstream35Version[1:], "%TO%", UpstreamVersion[1:], "container-faults", "container-faults-upstream").Replace(faultsPlan)), 0o644)
+	os.WriteFile(theirs, []byte(strings.NewReplacer("%START%", Upstream35Version[1:], "%TO%", Upstream36Version[1:], "container-faults", "container-faults-upstream").Replace(faultsPlan)), 0o644)
 	code, out := runTool(t, "upgradelab", "run", "--runtime", "container", "--workdir", work,
 		"--plan", ours, "--plan", theirs,
 		"--binary", "3.6="+ServerAt(t, LastReleaseLevel), "--binary", "3.5="+ServerAt(t, OldestLevel),
 		"--binary", Upstream35Version[1:]+"="+UpstreamBinaryAt(t, Upstream35Version, "etcd"),
-		"--binary", UpstreamVersion[1:]+"="+UpstreamBinaryAt(t, UpstreamVersion, "etcd"))
+		"--binary", Upstream36Version[1:]+"="+UpstreamBinaryAt(t, Upstream36Version, "etcd"))
 	t.Logf("upgradelab:\n%s", out)
 	if code != 0 {
 		t.Fatalf("upgradelab run: exit %d", code)

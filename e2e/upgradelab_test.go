@@ -167,7 +167,7 @@ steps:
 func TestUpgradeLabMixesImplementations(t *testing.T) {
 	work := t.TempDir()
 	ours := ServerAt(t, LastReleaseLevel)
-	UpstreamBinaryAt(t, UpstreamVersion, "etcd")
+	UpstreamBinaryAt(t, Upstream36Version, "etcd")
 	code, out := runTool(t, "upgradelab", "run", "--runtime", "process", "--workdir", work,
 		"--plan", "../upgradelab/plan/examples/upstream-roundtrip.yaml", "--plan", "../upgradelab/plan/examples/mixed-3.6.yaml",
 		"--binary", "3.6="+ours,
@@ -227,7 +227,7 @@ func TestUpgradeLabMatrixSideBySide(t *testing.T) {
 	work := t.TempDir()
 	binDir := filepath.Dir(Binary(t, "etcd"))
 	ServerAt(t, OldestLevel)
-	UpstreamBinaryAt(t, UpstreamVersion, "etcd")
+	UpstreamBinaryAt(t, Upstream36Version, "etcd")
 	UpstreamBinaryAt(t, Upstream35Version, "etcd")
 	matrix := filepath.Join(work, "matrix.yaml")
 	os.WriteFile(matrix, []byte(`subjects:

@@ -10,12 +10,14 @@ import (
 	"etcdx/upgradelab/cluster"
 )
 
-// Upstream's current patch release of each line, the references of the differential tests:
-// UpstreamVersion (3.6) is what most interchange tests compare our 3.6 level against.
+// Upstream's current patch release of each line, the references of the differential tests.
 const (
-	UpstreamVersion   = "v3.6.16"
 	Upstream35Version = "v3.5.35"
+	Upstream36Version = "v3.6.16"
 	Upstream37Version = "v3.7.3"
+	// CurrentUpstream is the release bin/etcd's level implements: what UpstreamBinary and the
+	// bench compare our default build against.
+	CurrentUpstream = Upstream37Version
 )
 
 // upstreamBuild is one release's binaries, built once per test process (and cached per machine).
@@ -43,10 +45,10 @@ func upstreamAt(version string) *upstreamBuild {
 	return b
 }
 
-// UpstreamBinary returns the path of upstream etcd, etcdctl or etcdutl at UpstreamVersion.
+// UpstreamBinary returns the path of upstream etcd, etcdctl or etcdutl at CurrentUpstream.
 func UpstreamBinary(t testing.TB, name string) string {
 	t.Helper()
-	return UpstreamBinaryAt(t, UpstreamVersion, name)
+	return UpstreamBinaryAt(t, CurrentUpstream, name)
 }
 
 // UpstreamBinaryAt returns the path of upstream etcd, etcdctl or etcdutl at version ("v3.5.35"),
@@ -64,11 +66,11 @@ func UpstreamBinaryAt(t testing.TB, version, name string) string {
 	return filepath.Join(b.dir, name)
 }
 
-// BuildUpstream builds upstream etcd, etcdctl and etcdutl at UpstreamVersion (cached under the
+// BuildUpstream builds upstream etcd, etcdctl and etcdutl at CurrentUpstream (cached under the
 // user cache dir, by cluster.BuildUpstream) and returns their directory. unreachable is set, with err nil, when the proxy
 // cannot be reached.
 func BuildUpstream() (dir, unreachable string, err error) {
-	b := upstreamAt(UpstreamVersion)
+	b := upstreamAt(CurrentUpstream)
 	return b.dir, b.unreachable, b.err
 }
 

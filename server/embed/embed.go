@@ -36,6 +36,7 @@ import (
 	"etcdx/server/tracing"
 	"etcdx/server/transport"
 	"etcdx/server/v3rpc"
+	"etcdx/server/version"
 )
 
 // Config mirrors the etcd command line; field names follow upstream's config file keys.
@@ -490,13 +491,17 @@ func (e *Etcd) serve() error {
 	rpcMetrics := grpcprom.NewServerMetrics(metricOpts...)
 	reg.MustRegister(rpcMetrics)
 	traffic := v3rpc.NewTrafficCounter(reg)
+	var watchLoop *v3rpc.WatchLoopMetrics
+	if version.Metrics37.Built(version.Local()) {
+		watchLoop = v3rpc.NewWatchLoopMetrics(reg)
+	}
 	for _, l := range e.clients {
 		opts := e.cfg.grpcOptions()
 		if e.tracer != nil {
 			opts = append(opts, grpc.StatsHandler(e.tracer.StatsHandler()))
 		}
 		gs := v3rpc.NewServer(s, v3rpc.Options{WatchProgressNotifyInterval: e.cfg.WatchProgressNotifyInterval,
-			Metrics: rpcMetrics, Traffic: traffic, ExtraServerOptions: opts,
+			Metrics: rpcMetrics, Traffic: traffic, WatchLoop: watchLoop, ExtraServerOptions: opts,
 			StopGRPCServiceOnDefrag:     e.cfg.Features.Enabled(features.StopGRPCServiceOnDefrag),
 			WarningUnaryRequestDuration: e.cfg.WarningUnaryRequestDuration})
 		creds := insecure.NewCredentials()

@@ -9,6 +9,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"etcdx/server/auth"
+	"etcdx/server/version"
 	"etcdx/server/schema"
 )
 
@@ -155,9 +156,13 @@ func (s *Server) WatchPermitted(ctx context.Context, key, rangeEnd []byte) error
 
 // ---- permission checks of replicated requests (at apply, on every member) ----
 
-// needsAdmin lists the requests only root may make.
+// needsAdmin lists the requests only root may make. AuthStatus is root's below 3.7 and
+// anyone's from 3.7 (decided by the member that answers it: it changes nothing).
 func needsAdmin(r *pb.InternalRaftRequest) bool {
-	return r.AuthEnable != nil || r.AuthDisable != nil || r.AuthStatus != nil || r.AuthUserAdd != nil ||
+	if r.AuthStatus != nil {
+		return !version.OpenAuthStatus.Built(version.Local())
+	}
+	return r.AuthEnable != nil || r.AuthDisable != nil || r.AuthUserAdd != nil ||
 		r.AuthUserDelete != nil || r.AuthUserChangePassword != nil || r.AuthUserGrantRole != nil ||
 		r.AuthUserRevokeRole != nil || r.AuthRoleAdd != nil || r.AuthRoleGrantPermission != nil ||
 		r.AuthRoleRevokePermission != nil || r.AuthRoleDelete != nil || r.AuthUserList != nil || r.AuthRoleList != nil

@@ -44,6 +44,7 @@ type metrics struct {
 	snapDBFsync, snapDBSave      prometheus.Histogram
 	applyDuration                *prometheus.HistogramVec
 	rangeDuration                *prometheus.HistogramVec
+	requestDuration              *prometheus.HistogramVec // level 3.7 on
 	clientRequests               *prometheus.CounterVec
 	healthSuccess, healthFailure prometheus.Counter
 	heartbeatSendFailures        prometheus.Counter
@@ -133,6 +134,11 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	if version.Metrics37.Built(version.Local()) {
+		m.requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "etcd_server_request_duration_seconds", Help: "Response latency distribution in seconds for each type.",
+			Buckets: ms}, []string{"type", "success"})
+		reg.MustRegister(m.requestDuration)
+	}
 	m.serverVersion.WithLabelValues(buildinfo.Version).Set(1)
 	return m
 }

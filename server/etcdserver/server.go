@@ -815,7 +815,7 @@ func (s *Server) v2StoreDoc() ([]byte, error) {
 const tracerName = "etcdx/server/etcdserver"
 
 // propose sends r through raft and waits for the applier's result.
-func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (*applyResult, error) {
+func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (_ *applyResult, err error) {
 	if exceedsRequestLimit(s.appliedIndex.Load(), s.committedIndex.Load(), r, s.cfg.Features.Enabled(features.PriorityRequest)) {
 		return nil, ErrTooManyRequests
 	}
@@ -832,6 +832,7 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (*apply
 			r.Header.Username, r.Header.AuthRevision = in.Username, in.Revision
 		}
 	}
+	defer func(start time.Time) { s.m.observeRequest(requestType(r), start, err) }(time.Now())
 	data, err := r.Marshal()
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)

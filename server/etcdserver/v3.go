@@ -36,6 +36,7 @@ func (s *Server) Range(ctx context.Context, r *pb.RangeRequest) (resp *pb.RangeR
 	start := time.Now()
 	defer func() {
 		s.m.rangeDuration.WithLabelValues(strconv.FormatBool(err == nil)).Observe(time.Since(start).Seconds())
+		s.m.observeRequest("Range", start, err)
 	}()
 	if !r.Serializable {
 		if err := s.LinearizableReadNotify(ctx); err != nil {
@@ -88,23 +89,7 @@ func (s *Server) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, er
 		return nil, err
 	}
 	if txnReadOnly(r) {
-		if !txnSerializable(r) {
-			if err := s.LinearizableReadNotify(ctx); err != nil {
-				return nil, err
-			}
-		}
-		var resp *pb.TxnResponse
-		err := s.checkedRead(ctx, func(in *auth.Info) error { return s.checkTxnAuth(in, r) }, func() error {
-			v := s.kv.Read()
-			defer v.End()
-			var err error
-			resp, err = s.readOnlyTxn(v, r)
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		return resp, nil
+		return s.readTxn(ctx, r)
 	}
 	if txnHasPuts(r) {
 		if err := s.checkQuota(ctx, r.Size()); err != nil {
@@ -112,6 +97,27 @@ func (s *Server) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, er
 		}
 	}
 	return proposeAs[*pb.TxnResponse](ctx, s, &pb.InternalRaftRequest{Txn: r})
+}
+
+// readTxn serves a transaction that writes nothing like a read, without raft.
+func (s *Server) readTxn(ctx context.Context, r *pb.TxnRequest) (resp *pb.TxnResponse, err error) {
+	defer func(start time.Time) { s.m.observeRequest("ReadonlyTxn", start, err) }(time.Now())
+	if !txnSerializable(r) {
+		if err := s.LinearizableReadNotify(ctx); err != nil {
+			return nil, err
+		}
+	}
+	err = s.checkedRead(ctx, func(in *auth.Info) error { return s.checkTxnAuth(in, r) }, func() error {
+		v := s.kv.Read()
+		defer v.End()
+		var err error
+		resp, err = s.readOnlyTxn(v, r)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
 func (s *Server) readOnlyTxn(v kvView, r *pb.TxnRequest) (*pb.TxnResponse, error) {

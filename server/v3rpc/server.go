@@ -24,6 +24,8 @@ type Options struct {
 	Metrics *grpcprom.ServerMetrics
 	// Traffic counts client bytes (NewTrafficCounter).
 	Traffic *TrafficCounter
+	// WatchLoop times the watch send loop (NewWatchLoopMetrics; level 3.7 on, nil below).
+	WatchLoop *WatchLoopMetrics
 	// WatchProgressNotifyInterval is how often watchers that asked for progress hear of it.
 	WatchProgressNotifyInterval time.Duration
 	ExtraServerOptions          []grpc.ServerOption
@@ -64,7 +66,7 @@ func NewServer(s *etcdserver.Server, o Options) *grpc.Server {
 	h := header{s: s}
 	gs.RegisterService(kvService(version.Local()), &kvServer{s: s, hdr: h})
 	pb.RegisterWatchServer(gs, &watchServer{s: s, hdr: h, progressInterval: o.WatchProgressNotifyInterval,
-		maxRequestBytes: int(cfg.MaxRequestBytes)})
+		maxRequestBytes: int(cfg.MaxRequestBytes), loop: o.WatchLoop})
 	pb.RegisterLeaseServer(gs, &leaseServer{s: s, hdr: h})
 	gh := newGRPCHealth(cfg.Logger, o.StopGRPCServiceOnDefrag)
 	pb.RegisterMaintenanceServer(gs, &maintenanceServer{s: s, hdr: h, health: gh})

@@ -21,6 +21,7 @@ type watchServer struct {
 	hdr              header
 	progressInterval time.Duration
 	maxRequestBytes  int
+	loop             *WatchLoopMetrics
 }
 
 // invalidWatchID is clientv3.InvalidWatchID: a creation that failed, or a stream-wide progress.
@@ -183,6 +184,7 @@ func (sw *watchStream) sendLoop() error {
 	for {
 		select {
 		case r := <-sw.ctrl:
+			start := time.Now()
 			if err := sw.gs.Send(r); err != nil {
 				return err
 			}
@@ -199,15 +201,19 @@ func (sw *watchStream) sendLoop() error {
 				delete(created, r.WatchId)
 				delete(pending, r.WatchId)
 			}
+			sw.ws.loop.sentControl(start)
 		case wr := <-sw.mws.Chan():
 			if wr.WatchID != invalidWatchID && !created[wr.WatchID] {
 				pending[wr.WatchID] = append(pending[wr.WatchID], wr)
 				continue
 			}
+			start := time.Now()
 			if err := sw.sendEvents(wr); err != nil {
 				return err
 			}
+			sw.ws.loop.sentEvents(start, len(wr.Events))
 		case <-tick.C:
+			start := time.Now()
 			sw.mu.Lock()
 			for id, o := range sw.opts {
 				if o.progress && !sw.sentSince[id] {
@@ -216,6 +222,7 @@ func (sw *watchStream) sendLoop() error {
 			}
 			clear(sw.sentSince)
 			sw.mu.Unlock()
+			sw.ws.loop.requestedProgress(start)
 		case <-sw.closec:
 			return nil
 		}

@@ -19,6 +19,11 @@ const (
 	// NoExperimentalFlags: upstream 3.7 removed the --experimental-* spellings of its flags and
 	// the --experimental-* booleans that stood for feature gates (3.6 warned they would go).
 	NoExperimentalFlags
+	// Metrics37: the metric families upstream 3.7 added, etcd_server_request_duration_seconds and
+	// the watch send loop's etcd_debugging_server_watch_send_loop_* histograms.
+	Metrics37
+	// OpenAuthStatus: upstream 3.7 answers AuthStatus to any caller (3.6 only to root).
+	OpenAuthStatus
 )
 
 var features = map[Feature]struct {
@@ -30,6 +35,8 @@ var features = map[Feature]struct {
 	LeaseCheckpointPersist: {"lease-checkpoint-persist", V3_6},
 	RangeStream:            {"range-stream", V3_7},
 	NoExperimentalFlags:    {"no-experimental-flags", V3_7},
+	Metrics37:              {"metrics-3.7", V3_7},
+	OpenAuthStatus:         {"open-auth-status", V3_7},
 }
 
 func (f Feature) String() string { return features[f].name }

@@ -103,7 +103,7 @@ func main() {
 	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member and three-member workloads and of the watch delivery, and an execution trace of the compaction's start with its slow requests (first round), in this directory")
 	flag.DurationVar(&o.profileFor, "pprof-seconds", 3*time.Second, "length of each CPU profile")
 	flag.Parse()
-	upstreamVersion := e2e.UpstreamVersion
+	upstreamVersion := e2e.CurrentUpstream
 	if *upstream == "" {
 		dir, unreachable, err := e2e.BuildUpstream()
 		if unreachable != "" || err != nil {
