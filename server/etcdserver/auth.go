@@ -9,8 +9,8 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"etcdx/server/auth"
-	"etcdx/server/version"
 	"etcdx/server/schema"
+	"etcdx/server/version"
 )
 
 // openAuth loads users and roles from the backend and starts the token provider; a new file
