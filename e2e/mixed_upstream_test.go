@@ -46,10 +46,21 @@ func requireSameHashKV(t *testing.T, c *Cluster) {
 	}
 }
 
-// A cluster of upstream 3.6.16 members and ours: ours is a peer like any other, whichever side
-// leads, through leader kills and member changes issued through either implementation.
-func TestMixedClusterWithUpstream36(t *testing.T) {
-	up := UpstreamBinaryAt(t, Upstream36Version, "etcd")
+// upstreamPeers are the upstream releases our default build (3.7) runs beside in one cluster:
+// 3.6.16 (the cluster stays at 3.6) and 3.7.3.
+var upstreamPeers = []struct{ release, cluster string }{{Upstream36Version, "3.6"}, {Upstream37Version, "3.7"}}
+
+// A cluster of upstream members (3.6.16, then 3.7.3) and ours: ours is a peer like any other,
+// whichever side leads, through leader kills and member changes issued through either
+// implementation.
+func TestMixedClusterWithUpstream(t *testing.T) {
+	for _, p := range upstreamPeers {
+		t.Run(p.release, func(t *testing.T) { mixedClusterWithUpstream(t, p.release, p.cluster) })
+	}
+}
+
+func mixedClusterWithUpstream(t *testing.T, release, clusterVersion string) {
+	up := UpstreamBinaryAt(t, release, "etcd")
 	c := NewCluster(t, 3, "--snapshot-count", "200")
 	c.Members[0].Bin = up
 	c.Members[2].Bin = up
@@ -79,7 +90,7 @@ func TestMixedClusterWithUpstream36(t *testing.T) {
 		t.Fatalf("the upstream member does not show our member's published attributes: %v", r.Members)
 	}
 	// The cluster version is decided whoever leads.
-	waitStatus(t, c, "cluster version 3.6", 20*time.Second, func(cv, _ string) bool { return cv == "3.6.0" })
+	waitStatus(t, c, "cluster version "+clusterVersion, 20*time.Second, func(cv, _ string) bool { return cv == clusterVersion+".0" })
 
 	// Kill -9 the leader under writes, whichever implementation it runs, three times.
 	for round := 0; round < 3; round++ {
@@ -106,10 +117,17 @@ func TestMixedClusterWithUpstream36(t *testing.T) {
 	}
 }
 
-// Member changes in a mixed cluster: a learner of ours added through an upstream member,
-// promoted through ours; an upstream learner added through ours and promoted; a member removed.
+// Member changes in a mixed cluster (with upstream 3.6.16, then 3.7.3): a learner of ours added
+// through an upstream member, promoted through ours; an upstream learner added through ours and
+// promoted; a member removed.
 func TestMixedClusterMembershipChanges(t *testing.T) {
-	up := UpstreamBinaryAt(t, Upstream36Version, "etcd")
+	for _, p := range upstreamPeers {
+		t.Run(p.release, func(t *testing.T) { mixedClusterMembershipChanges(t, p.release) })
+	}
+}
+
+func mixedClusterMembershipChanges(t *testing.T, release string) {
+	up := UpstreamBinaryAt(t, release, "etcd")
 	c := NewCluster(t, 2)
 	c.Members[0].Bin = up
 	c.Start()

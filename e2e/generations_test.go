@@ -1,0 +1,191 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// impl is one member's binary on the path: ours at a level, or upstream's release of that line.
+type impl struct {
+	upstream bool
+	level    string
+}
+
+func (i impl) bin(t *testing.T) string {
+	if i.upstream {
+		return UpstreamBinaryAt(t, "v"+ReleaseOf(i.level), "etcd")
+	}
+	return ServerAt(t, i.level)
+}
+
+func (i impl) String() string {
+	if i.upstream {
+		return "upstream " + ReleaseOf(i.level)
+	}
+	return "ours " + i.level
+}
+
+// alternating is the binary member k runs at level on the path: ours and upstream's in turn,
+// starting with the other side at each stop, so every member changes implementation as well as
+// version at every swap.
+func alternating(level string, k, stop int) impl {
+	return impl{upstream: (k+stop)%2 == 0, level: level}
+}
+
+// TestThreeGenerationsAlternating takes one three-member cluster from 3.5 to 3.7 and back to 3.5,
+// one minor and one member at a time, with ours and upstream's current releases (3.5.35, 3.6.16,
+// 3.7.3) alternating on every member: each swap changes a member's implementation too, so the
+// path holds 3.6.16 -> ours 3.7 -> downgrade -> 3.6.16 in place and ours 3.6 -> upstream 3.7.3 ->
+// ours 3.6. A writing and reading load runs throughout: no acknowledged write may be lost, and
+// every member's hashkv is equal after every swap.
+func TestThreeGenerationsAlternating(t *testing.T) {
+	c := NewCluster(t, 3, "--snapshot-count", "300")
+	for k, m := range c.Members {
+		m.Bin = alternating(OldestLevel, k, 0).bin(t)
+	}
+	c.Start()
+	waitStatus(t, c, "cluster version 3.5", 20*time.Second, func(v, _ string) bool { return v == "3.5.0" })
+	fillKeyspace(t, c.Client())
+	load := startSteadyLoad(t, c, "gens", 4)
+
+	var phases []phase
+	swapTo := func(level string, stop int) {
+		t.Helper()
+		for k, m := range c.Members {
+			next := alternating(level, k, stop)
+			began := time.Now()
+			if err := m.Stop(); err != nil {
+				t.Fatalf("stop %s: %v\n%s", m.Name, err, m.LogTail(20))
+			}
+			m.Bin = next.bin(t)
+			m.Start()
+			phases = append(phases, phase{member: m.Name, impl: map[bool]string{true: "upstream", false: "ours"}[next.upstream],
+				what: "swap to " + next.String(), from: began, to: time.Now()})
+			requireSameHashKV(t, c)
+			t.Logf("%s now runs %s", m.Name, next)
+		}
+	}
+	versions := func(what, cluster, storage string) {
+		t.Helper()
+		waitStatus(t, c, what, 30*time.Second, func(v, s string) bool { return v == cluster && (storage == "*" || s == storage) })
+		requireSameHashKV(t, c)
+	}
+	downgrade := func(through *Member, target string) {
+		t.Helper()
+		if _, err := through.Client().Downgrade(Ctx(t), clientv3.DowngradeEnable, target); err != nil {
+			t.Fatalf("downgrade enable %s through %s (%s): %v", target, through.Name, through.Bin, err)
+		}
+	}
+
+	swapTo(LastReleaseLevel, 1)
+	versions("cluster and storage 3.6", "3.6.0", "3.6.0")
+	swapTo(CurrentLevel, 2)
+	versions("cluster and storage 3.7", "3.7.0", "3.7.0")
+
+	downgrade(c.Members[0], LastReleaseLevel) // through whichever implementation m1 runs now
+	versions("cluster and storage back to 3.6", "3.6.0", "3.6.0")
+	swapTo(LastReleaseLevel, 3)
+	versions("cluster 3.6 with 3.6 binaries", "3.6.0", "3.6.0")
+	waitDowngradeDone(t, c)
+
+	downgrade(c.Members[1], OldestLevel) // through the other implementation
+	versions("cluster and storage back to 3.5", "3.5.0", "*")
+	swapTo(OldestLevel, 4)
+	versions("cluster 3.5 with 3.5 binaries", "3.5.0", "*")
+
+	acked := load.end()
+	checkAcked(t, c.Client(), "gens", acked)
+	failed := blame(load.failed, phases)
+	t.Logf("%d acknowledged writes kept over 12 swaps and two downgrades; failed requests: ours %d, upstream %d, no member change %d",
+		len(acked), len(failed["ours"]), len(failed["upstream"]), len(failed["no member change"]))
+	if len(acked) < 200 {
+		t.Fatalf("too little load: %d acknowledged writes", len(acked))
+	}
+}
+
+// waitDowngradeDone waits until every member reports no downgrade in progress.
+func waitDowngradeDone(t *testing.T, c *Cluster) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, m := range c.Members {
+		for {
+			st, err := m.Client().Status(Ctx(t), m.ClientURL)
+			if err == nil && (st.DowngradeInfo == nil || !st.DowngradeInfo.Enabled) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still reports a downgrade in progress: %+v, %v", m.Name, st, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
+
+// TestSkipVersionJoinRefused: a member two minors away from the cluster version is refused when
+// it joins, ours and upstream's alike: a 3.7 member into a 3.5 cluster, a 3.5 member into a 3.7
+// cluster. Upstream 3.7.3 is refused at every peer handshake ("incompatible version") and keeps
+// retrying; upstream 3.5.35 exits ("incompatible with current running cluster"); ours exits at
+// once in both, saying why and what to do.
+func TestSkipVersionJoinRefused(t *testing.T) {
+	for _, c := range []struct {
+		cluster, joiner string
+		want            string // ours says
+		upstreamStays   bool   // upstream's joiner stays up, refused at every peer handshake
+		upstreamSays    string
+	}{
+		{OldestLevel, CurrentLevel, "cannot join the cluster: etcd 3.7 is more than one minor version newer than the cluster version 3.5: upgrade one minor version at a time (every member to 3.6 first)",
+			true, "incompatible version"},
+		{CurrentLevel, OldestLevel, "cannot join the cluster: etcd 3.5 is older than the cluster version 3.7",
+			false, "incompatible with current running cluster"},
+	} {
+		t.Run(c.joiner+" into "+c.cluster, func(t *testing.T) {
+			cl := clusterAt(t, 1, c.cluster)
+			first := cl.Members[0]
+			for _, joiner := range []impl{{upstream: false, level: c.joiner}, {upstream: true, level: c.joiner}} {
+				n := NewMember(t)
+				n.Name = "m2"
+				n.Bin = joiner.bin(t)
+				// A learner: the member that never starts does not count towards the quorum.
+				add, err := first.Client().MemberAddAsLearner(Ctx(t), []string{n.PeerURL})
+				if err != nil {
+					t.Fatal(err)
+				}
+				n.InitialCluster = first.Name + "=" + first.PeerURL + "," + n.Name + "=" + n.PeerURL
+				n.Extra = []string{"--initial-cluster-state", "existing"}
+				if err := n.StartNoWait(); err != nil {
+					t.Fatal(err)
+				}
+				if joiner.upstream && c.upstreamStays {
+					// Refused at the peer handshake, upstream's joiner stays up, retrying.
+					deadline := time.Now().Add(20 * time.Second)
+					for !strings.Contains(n.Log(), c.upstreamSays) {
+						if time.Now().After(deadline) || !n.Running() {
+							t.Fatalf("%s joining a %s cluster was not refused for its version\n%s", joiner, c.cluster, n.LogTail(60))
+						}
+						time.Sleep(200 * time.Millisecond)
+					}
+					if n.WaitHealthy(2*time.Second) == nil {
+						t.Fatalf("%s joined a %s cluster", joiner, c.cluster)
+					}
+					n.Kill()
+				} else {
+					// Ours stops at once and says why and what to do; so does upstream, here.
+					want := c.want
+					if joiner.upstream {
+						want = c.upstreamSays
+					}
+					code, err := n.Wait(30 * time.Second)
+					if err != nil || code == 0 || !n.LogHas(want) {
+						t.Fatalf("%s joining a %s cluster: exit %d, %v; want a refusal saying %q\n%s", joiner, c.cluster, code, err, want, n.LogTail(40))
+					}
+				}
+				if _, err := first.Client().MemberRemove(Ctx(t), add.Member.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
