@@ -87,7 +87,7 @@ func TestUpgradeLabRunsEveryBuiltinPlan(t *testing.T) {
 			t.Errorf("run %s: final versions of %d members, want %d", r.Plan, len(r.FinalVersions), r.Members)
 		}
 	}
-	for _, want := range []string{"upgrade", "downgrade", "downgrade-cancel", "upgrade-with-crash"} {
+	for _, want := range []string{"upgrade", "downgrade", "downgrade-cancel", "upgrade-with-crash", "three-generations"} {
 		if !plans[want] {
 			t.Errorf("plan %s did not run; output:\n%s", want, out)
 		}

@@ -102,7 +102,7 @@ func TestExampleMatrixIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plans) != 5 || len(m.Sets()) != 2 {
+	if len(plans) != 6 || len(m.Sets()) != 2 { // upgrade, downgrade, three-generations, faults, two seeded 3.6 -> 3.7
 		t.Fatalf("%d plans, %d sets", len(plans), len(m.Sets()))
 	}
 	for _, p := range plans {

@@ -18,7 +18,7 @@ func TestBuiltinPlansParse(t *testing.T) {
 			t.Errorf("plan %s has no description", p.Name)
 		}
 	}
-	for _, want := range []string{"upgrade", "downgrade", "downgrade-cancel", "upgrade-with-crash"} {
+	for _, want := range []string{"upgrade", "downgrade", "downgrade-cancel", "upgrade-with-crash", "three-generations"} {
 		if !names[want] {
 			t.Errorf("built-in plan %s missing (have %v)", want, names)
 		}
@@ -29,6 +29,9 @@ func TestBuiltinPlansParse(t *testing.T) {
 	}
 	if got := strings.Join(p.Subjects(), ","); got != "3.5,3.6" {
 		t.Errorf("downgrade needs levels %s, want 3.5,3.6", got)
+	}
+	if p, err = Load("three-generations"); err != nil || strings.Join(p.Subjects(), ",") != "3.5,3.6,3.7" || p.Validate() != nil {
+		t.Errorf("three-generations: %v, levels %v", err, p.Subjects())
 	}
 }
 
