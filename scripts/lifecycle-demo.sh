@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
 # Walks a local 3-member cluster through the procedures in docs/upgrade.md and docs/downgrade.md,
-# printing each command and its output (the docs quote a run of this script):
-#   upgrade    3.5 -> 3.6, one member at a time
-#   downgrade  3.6 -> 3.5 (validate, enable, wait for storage 3.5, swap binaries)
-# Needs bin/ from `make build` and an etcdctl 3.6 ($ETCDCTL, default: etcdctl on PATH).
+# printing each command and its output (the docs quote runs of this script):
+#   upgrade    FROM -> TO, one member at a time
+#   downgrade  TO -> FROM (validate, enable, wait for the storage to follow, swap binaries)
+# FROM and TO are levels (default 3.5 and 3.6). Each member's binary at each level is ours from
+# bin/ (`make build`), or, in OLD_BINS and NEW_BINS (three paths each), any etcd binaries: the
+# docs' 3.6 -> 3.7 run mixes upstream's and ours. ETCDCTL is the etcdctl (default bin/etcdctl).
 set -euo pipefail
 bin=${BIN:-bin}
-ctl=${ETCDCTL:-etcdctl}
+ctl=${ETCDCTL:-$bin/etcdctl}
+from=${FROM:-3.5}
+to=${TO:-3.6}
+ours() { # the binary make build leaves for a level
+	case $1 in
+	3.7) echo "$bin/etcd" ;;
+	3.6) echo "$bin/etcd-last-release" ;;
+	*) echo "$bin/etcd-$1" ;;
+	esac
+}
+read -r -a old <<<"${OLD_BINS:-$(ours "$from") $(ours "$from") $(ours "$from")}"
+read -r -a new <<<"${NEW_BINS:-$(ours "$to") $(ours "$to") $(ours "$to")}"
+name() { "$1" --version | head -1 | sed 's/etcd Version: //' | { read -r v; if "$1" --version | grep -q '^Implementation: etcdx'; then echo "etcdx $v"; else echo "upstream $v"; fi; }; }
 run=$(mktemp -d)
 cluster="d1=http://127.0.0.1:12380,d2=http://127.0.0.1:22380,d3=http://127.0.0.1:32380"
 eps="http://127.0.0.1:12379,http://127.0.0.1:22379,http://127.0.0.1:32379"
 declare -A pid
 trap 'kill -TERM "${pid[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$run"' EXIT
 
-show() { echo "\$ $*" | sed "s#$bin/#bin/#g; s#$ctl#etcdctl#g; s#$run#/var/lib/etcd-demo#g"; "$@" 2>&1 | sed "s#$run#/var/lib/etcd-demo#g"; echo; }
+show() { echo "\$ $*" | sed "s#$ctl#etcdctl#g; s#$bin/#bin/#g; s#$run#/var/lib/etcd-demo#g"; "$@" 2>&1 | sed "s#$run#/var/lib/etcd-demo#g"; echo; }
 start() { # start <i> <binary>
 	"$2" --name "d$1" --data-dir "$run/d$1" \
 		--listen-client-urls "http://127.0.0.1:${1}2379" --advertise-client-urls "http://127.0.0.1:${1}2379" \
@@ -27,17 +41,17 @@ logline() { grep -h "$1" "$run"/d*.log | head -1 | cut -c1-220; }
 status() { show "$ctl" --endpoints "$eps" endpoint status -w table; }
 version() { show curl -s "http://127.0.0.1:${1}2379/version"; }
 
-echo "## upgrade 3.5 -> 3.6"
-for i in 1 2 3; do start $i "$bin/etcd-last-release"; done
+echo "## upgrade $from -> $to"
+for i in 1 2 3; do start $i "${old[$((i - 1))]}"; done
 for i in 1 2 3; do healthy $i; done
 sleep 2
 version 1
 status
-show "$ctl" --endpoints "$eps" put /demo/written-at-3.5 yes
+show "$ctl" --endpoints "$eps" put "/demo/written-at-$from" yes
 for i in 1 2 3; do
-	echo "# member d$i: stop the 3.5 binary, start 3.6 on the same data dir"
+	echo "# member d$i: stop $(name "${old[$((i - 1))]}"), start $(name "${new[$((i - 1))]}") on the same data dir"
 	stop $i
-	start $i "$bin/etcd"
+	start $i "${new[$((i - 1))]}"
 	healthy $i
 	sleep 2
 	version $i
@@ -51,9 +65,9 @@ logline "is lower than the local etcd version"
 logline "is not up-to-date"
 echo
 
-echo "## downgrade 3.6 -> 3.5"
-show "$ctl" --endpoints "$eps" downgrade validate 3.5
-show "$ctl" --endpoints "$eps" downgrade enable 3.5
+echo "## downgrade $to -> $from"
+show "$ctl" --endpoints "$eps" downgrade validate "$from"
+show "$ctl" --endpoints "$eps" downgrade enable "$from"
 sleep 3
 status
 echo "# log lines"
@@ -61,9 +75,9 @@ logline "lowering the cluster version for the downgrade"
 logline "the member is ready to be downgraded"
 echo
 for i in 1 2 3; do
-	echo "# member d$i: stop the 3.6 binary, start 3.5 on the same data dir"
+	echo "# member d$i: stop $(name "${new[$((i - 1))]}"), start $(name "${old[$((i - 1))]}") on the same data dir"
 	stop $i
-	start $i "$bin/etcd-last-release"
+	start $i "${old[$((i - 1))]}"
 	healthy $i
 	sleep 1
 done
@@ -71,4 +85,4 @@ sleep 3
 version 1
 status
 logline "the cluster has been downgraded"
-show "$ctl" --endpoints "$eps" get /demo/written-at-3.5
+show "$ctl" --endpoints "$eps" get "/demo/written-at-$from"
