@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -187,5 +188,54 @@ func TestSkipVersionJoinRefused(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestV2EntriesOf35ReplayedAt37: upstream 3.5's leader proposes a v2 SYNC request twice a second,
+// as a bare etcdserverpb.Request entry. Upstream 3.6 still decodes such entries; upstream 3.7.3
+// does not, and panics (`unmarshal should never fail`) replaying a WAL that still holds some: a
+// member taken 3.5 -> 3.6 -> 3.7 before a raft snapshot passed them (fewer than --snapshot-count
+// entries, 10,000 by default, since the upgrade to 3.6). Ours at 3.7 replays them as the no-ops
+// they are, and starts.
+func TestV2EntriesOf35ReplayedAt37(t *testing.T) {
+	m := NewMember(t)
+	m.Bin = UpstreamBinaryAt(t, Upstream35Version, "etcd")
+	m.Start()
+	writeN(t, m.Client(), "v35", 20)
+	time.Sleep(2 * time.Second) // several SYNC entries
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	m.Bin = ServerAt(t, LastReleaseLevel)
+	m.Start()
+	(&Cluster{t: t, Members: []*Member{m}}).WaitVersions("3.6.0", "3.6.0", 10*time.Second)
+	writeN(t, m.Client(), "v36", 20)
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Upstream 3.7.3 on a copy of the data dir.
+	up := NewMember(t)
+	up.Name, up.PeerURL, up.InitialCluster = m.Name, m.PeerURL, m.InitialCluster
+	up.Bin = UpstreamBinaryAt(t, Upstream37Version, "etcd")
+	if out, err := exec.Command("cp", "-a", m.DataDir+"/.", up.DataDir).CombinedOutput(); err != nil {
+		t.Fatalf("copy the data dir: %v\n%s", err, out)
+	}
+	if err := up.StartNoWait(); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := up.Wait(30 * time.Second); err != nil || code == 0 || !up.LogHas("unmarshal should never fail") {
+		t.Errorf("upstream 3.7.3 on a data dir with 3.5's v2 entries: exit %d, %v (it panicked replaying them when this test was written)\n%s", code, err, up.LogTail(10))
+	}
+
+	// Ours at 3.7 on the original.
+	m.Bin = ServerAt(t, CurrentLevel)
+	m.Start()
+	(&Cluster{t: t, Members: []*Member{m}}).WaitVersions("3.7.0", "3.7.0", 10*time.Second)
+	if countPrefix(t, m, "v35") != 20 || countPrefix(t, m, "v36") != 20 {
+		t.Fatal("keys missing at 3.7")
+	}
+	if m.LogHas("skipping undecodable raft entry") {
+		t.Errorf("ours called 3.5's v2 entries undecodable\n%s", m.LogTail(20))
 	}
 }
