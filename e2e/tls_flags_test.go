@@ -198,17 +198,18 @@ func TestPeerSkipClientSANVerification(t *testing.T) {
 }
 
 // TestCipherSuites: with --cipher-suites (and TLS 1.2) a client offering only other suites
-// is refused.
+// is refused. The names are upstream's: Go's, and the short CHACHA20_POLY1305 names upstream
+// also takes.
 func TestCipherSuites(t *testing.T) {
 	certs := NewCerts(t)
-	// HTTP/2 needs an AES-128-GCM suite, so that is the one allowed (upstream cannot start otherwise either).
-	m := tlsMember(t, certs, "--cipher-suites", "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "--tls-max-version", "TLS1.2")
+	// HTTP/2 needs an AES-128-GCM suite, so that one is allowed (upstream cannot start otherwise either).
+	m := tlsMember(t, certs, "--cipher-suites", "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305", "--tls-max-version", "TLS1.2")
 	m.Start()
 	addr := strings.TrimPrefix(m.ClientURL, "https://")
 	for _, c := range []struct {
 		suite uint16
 		ok    bool
-	}{{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, true}, {tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, false}} {
+	}{{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, true}, {tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, true}, {tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, false}} {
 		cfg := certs.ClientTLS(t, true)
 		cfg.MaxVersion, cfg.CipherSuites = tls.VersionTLS12, []uint16{c.suite}
 		conn, err := tls.Dial("tcp", addr, cfg)

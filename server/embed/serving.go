@@ -17,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 
+	upstreamtls "go.etcd.io/etcd/client/pkg/v3/tlsutil"
 	"golang.org/x/sys/unix"
 
 	"etcdx/server/auth"
@@ -40,26 +41,6 @@ func tlsVersion(v string) (uint16, error) {
 	return 0, fmt.Errorf("unexpected TLS version %q (must be one of: TLS1.2, TLS1.3)", v)
 }
 
-// cipherSuites reads --cipher-suites by the names Go gives them (upstream's names).
-func cipherSuites(names []string) ([]uint16, error) {
-	byName := map[string]uint16{}
-	for _, s := range tls.CipherSuites() {
-		byName[s.Name] = s.ID
-	}
-	for _, s := range tls.InsecureCipherSuites() {
-		byName[s.Name] = s.ID
-	}
-	var ids []uint16
-	for _, n := range names {
-		id, ok := byName[n]
-		if !ok {
-			return nil, fmt.Errorf("unexpected TLS cipher suite %q", n)
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
-}
-
 // validateServing checks the serving, TLS-hardening and authentication flags.
 func (c *Config) validateServing() error {
 	minV, err := tlsVersion(c.TLSMinVersion)
@@ -76,9 +57,14 @@ func (c *Config) validateServing() error {
 	if minV == tls.VersionTLS13 && len(c.CipherSuites) > 0 {
 		return errors.New("cipher suites cannot be configured when only TLS1.3 is enabled")
 	}
-	ids, err := cipherSuites(c.CipherSuites)
-	if err != nil {
-		return err
+	// Upstream's own parser (Go's names, and the short CHACHA20_POLY1305 names upstream takes);
+	// none given stays nil, Go's choice (an empty list would leave HTTP/2 no suite).
+	var ids []uint16
+	if len(c.CipherSuites) > 0 {
+		var err error
+		if ids, err = upstreamtls.GetCipherSuites(c.CipherSuites); err != nil {
+			return err
+		}
 	}
 	for _, info := range []*tlsutil.Info{&c.ClientTLSInfo, &c.PeerTLSInfo} {
 		info.CipherSuites, info.MinVersion, info.MaxVersion = ids, minV, maxV
