@@ -284,8 +284,8 @@ func membershipDuringDowngrade(t *testing.T, h hop) {
 	m4.Bin = ServerAt(t, h.to)
 	m4.InitialCluster = c.Members[0].InitialCluster + ",m4=" + m4.PeerURL
 	m4.Extra = []string{"--initial-cluster-state", "existing"}
-	add, err := cl.MemberAddAsLearner(Ctx(t), []string{m4.PeerURL})
-	if err != nil {
+	var add *clientv3.MemberAddResponse
+	if err := retryUnhealthy(func() (err error) { add, err = cl.MemberAddAsLearner(Ctx(t), []string{m4.PeerURL}); return err }); err != nil {
 		t.Fatalf("member add during a downgrade: %v", err)
 	}
 	if err := m4.StartNoWait(); err != nil {

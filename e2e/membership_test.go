@@ -26,8 +26,9 @@ func TestMembershipChanges(t *testing.T) {
 	m4.Name = "m4"
 	m4.InitialCluster = c.Members[0].InitialCluster + ",m4=" + m4.PeerURL
 	m4.Extra = []string{"--initial-cluster-state", "existing"}
-	add, err := cl.MemberAddAsLearner(ctx, []string{m4.PeerURL})
-	if err != nil {
+	// A young cluster refuses it until every peer has been connected upstream's health interval.
+	var add *clientv3.MemberAddResponse
+	if err := retryUnhealthy(func() (err error) { add, err = cl.MemberAddAsLearner(ctx, []string{m4.PeerURL}); return err }); err != nil {
 		t.Fatal(err)
 	}
 	if !add.Member.IsLearner || len(add.Members) != 4 {
@@ -69,6 +70,7 @@ func TestMembershipChanges(t *testing.T) {
 
 	// Promote through any member (a follower forwards to the leader).
 	var pr *clientv3.MemberPromoteResponse
+	var err error
 	deadline = time.Now().Add(15 * time.Second)
 	for {
 		pr, err = c.Members[1].Client().MemberPromote(ctx, add.Member.ID)
@@ -222,7 +224,10 @@ func TestMaxLearners(t *testing.T) {
 	c.Start()
 	cl := c.Client()
 	for i := 1; i <= 2; i++ {
-		if _, err := cl.MemberAddAsLearner(Ctx(t), []string{fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))}); err != nil {
+		if err := retryUnhealthy(func() error {
+			_, err := cl.MemberAddAsLearner(Ctx(t), []string{fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))})
+			return err
+		}); err != nil {
 			t.Fatalf("learner %d with --max-learners 2: %v", i, err)
 		}
 	}
@@ -235,5 +240,40 @@ func TestMaxLearners(t *testing.T) {
 	}
 	if code, err := m.Wait(10 * time.Second); code == 0 || err != nil || !m.LogHas("--max-learners: 0 is invalid, value must be greater than 0") {
 		t.Fatalf("--max-learners 0: exit %d, %v\n%s", code, err, m.LogTail(5))
+	}
+}
+
+// TestLearnerAddWhileVotersAreDown: with --strict-reconfig-check (the default) a learner is added
+// only while the member asked is connected to a quorum of the voters counting the newcomer as
+// absent, as upstream 3.5 to 3.7 decide it: three voters with one down refuse, five with one down
+// accept, five with two down refuse. Ours and upstream 3.7.3 answer alike.
+func TestLearnerAddWhileVotersAreDown(t *testing.T) {
+	for _, c := range []struct {
+		voters, down int
+		refused      bool
+	}{{3, 1, true}, {5, 1, false}, {5, 2, true}} {
+		for _, up := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d voters, %d down, upstream %v", c.voters, c.down, up), func(t *testing.T) {
+				cl := NewCluster(t, c.voters)
+				if up {
+					for _, m := range cl.Members {
+						m.Bin = UpstreamBinary(t, "etcd")
+					}
+				}
+				cl.Start()
+				time.Sleep(6 * time.Second) // peers count as connected after upstream's 5 s health interval
+				for _, m := range cl.Members[c.voters-c.down:] {
+					m.Kill()
+				}
+				if !c.refused {
+					// A quorum is left: ask once it has a leader again (a killed leader leaves an election).
+					cl.Leader(15 * time.Second)
+				}
+				_, err := cl.Members[0].Client().MemberAddAsLearner(Ctx(t), []string{fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))})
+				if c.refused != (err != nil) || c.refused && !errors.Is(err, rpctypes.ErrUnhealthy) {
+					t.Fatalf("learner add: %v, want refused %v (unhealthy cluster)", err, c.refused)
+				}
+			})
+		}
 	}
 }

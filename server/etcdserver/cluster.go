@@ -396,15 +396,20 @@ func (s *Server) peerView() membership.PeerView {
 		Active:    func(id uint64) bool { return !s.tr.ActiveSince(id).IsZero() }}
 }
 
-// mayAddMember applies the strict reconfiguration check (--strict-reconfig-check) to a new voter.
+// mayAddMember applies the strict reconfiguration check (--strict-reconfig-check) to a new member,
+// voter or learner.
 func (s *Server) mayAddMember(learner bool) error {
-	if !s.cfg.StrictReconfigCheck || learner {
+	if !s.cfg.StrictReconfigCheck {
 		return nil
 	}
-	err := s.mem.CheckAddVoter(s.peerView())
+	err := s.mem.CheckAdd(learner, s.peerView())
 	var ue *membership.UnhealthyError
-	if errors.As(err, &ue) {
-		s.log.Warn("rejecting member add: not every voting member is connected", "connected", ue.Connected, "voters", ue.Voters)
+	switch {
+	case errors.As(err, &ue):
+		s.log.Warn("rejecting member add request; local member has not been connected to majority peers, reconfigure breaks active quorum",
+			"local-member-id", fmt.Sprintf("%x", s.id), "connected", ue.Connected, "voters", ue.Voters, "error", err.Error())
+	case err != nil:
+		s.log.Warn("rejecting member add request; not enough healthy members", "local-member-id", fmt.Sprintf("%x", s.id), "error", err.Error())
 	}
 	return err
 }

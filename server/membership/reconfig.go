@@ -53,16 +53,20 @@ func (m *Membership) startedVoters(except uint64) (started, voters int) {
 	return started, voters
 }
 
-// CheckAddVoter is upstream's strict check before adding a voter: the started voters must still
-// be a quorum once the new, unstarted voter counts (a second member may always join a first),
-// and every voter must be connected.
-func (m *Membership) CheckAddVoter(pv PeerView) error {
-	started, voters := m.startedVoters(0)
-	voters++ // the new member, not started yet
-	if !(started == 1 && voters == 2) && started < voters/2+1 {
-		return ErrNotEnoughStartedMembers
+// CheckAdd is upstream's strict check before adding a member (3.5 to 3.7 alike). For a voter,
+// the started voters must still be a quorum once the new, unstarted voter counts (a second member
+// may always join a first). For a learner too, the member checking must be connected to a quorum
+// of the voters with the new member counted as one that is not there: 3 voters with one down
+// refuse, 4 or 5 with one down accept, 5 with two down refuse. A single voter always may add.
+func (m *Membership) CheckAdd(learner bool, pv PeerView) error {
+	if !learner {
+		started, voters := m.startedVoters(0)
+		voters++ // the new member, not started yet
+		if !(started == 1 && voters == 2) && started < voters/2+1 {
+			return ErrNotEnoughStartedMembers
+		}
 	}
-	if c, v := m.connectedVoters(pv); c < v {
+	if c, v := m.connectedVoters(pv); v > 1 && c < (v+1)/2+1 {
 		return &UnhealthyError{Connected: c, Voters: v}
 	}
 	return nil

@@ -34,27 +34,35 @@ func voters(started ...bool) *Membership {
 	return FromState(st)
 }
 
-func TestCheckAddVoter(t *testing.T) {
+func TestCheckAdd(t *testing.T) {
 	cases := []struct {
-		name string
-		m    *Membership
-		pv   PeerView
-		want error
+		name    string
+		m       *Membership
+		learner bool
+		pv      PeerView
+		want    error
 	}{
-		{"second member joins the first", voters(true), view(nil), nil},
-		{"healthy three", voters(true, true, true), view([]uint64{2, 3}), nil},
-		{"two of three started: 2 < quorum of 4", voters(true, true, false), view([]uint64{2, 3}), ErrNotEnoughStartedMembers},
-		{"one voter not connected", voters(true, true, true), view([]uint64{2}), ErrUnhealthy},
-		{"one voter only just reconnected", voters(true, true, true), view([]uint64{2}, 3), ErrUnhealthy},
+		{"second member joins the first", voters(true), false, view(nil), nil},
+		{"a learner joins a single voter", voters(true), true, view(nil), nil},
+		{"healthy three", voters(true, true, true), false, view([]uint64{2, 3}), nil},
+		{"two of three started: 2 < quorum of 4", voters(true, true, false), false, view([]uint64{2, 3}), ErrNotEnoughStartedMembers},
+		{"a learner does not need the voters started", voters(true, true, false), true, view([]uint64{2, 3}), nil},
+		{"three, one down: 2 < quorum of 4", voters(true, true, true), false, view([]uint64{2}), ErrUnhealthy},
+		{"three, one down: a learner too", voters(true, true, true), true, view([]uint64{2}), ErrUnhealthy},
+		{"three, one only just reconnected", voters(true, true, true), true, view([]uint64{2}, 3), ErrUnhealthy},
+		{"four, one down: 3 = quorum of 5", voters(true, true, true, true), true, view([]uint64{2, 3}), nil},
+		{"five, one down: 4 = quorum of 6", voters(true, true, true, true, true), true, view([]uint64{2, 3, 4}), nil},
+		{"five, one down: a voter too", voters(true, true, true, true, true), false, view([]uint64{2, 3, 4}), nil},
+		{"five, two down: 3 < quorum of 6", voters(true, true, true, true, true), true, view([]uint64{2, 3}), ErrUnhealthy},
 	}
 	for _, c := range cases {
-		err := c.m.CheckAddVoter(c.pv)
+		err := c.m.CheckAdd(c.learner, c.pv)
 		if !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 	}
 	var ue *UnhealthyError
-	if err := voters(true, true, true).CheckAddVoter(view([]uint64{2})); !errors.As(err, &ue) || ue.Connected != 2 || ue.Voters != 3 || err.Error() != "etcdserver: unhealthy cluster" {
+	if err := voters(true, true, true).CheckAdd(true, view([]uint64{2})); !errors.As(err, &ue) || ue.Connected != 2 || ue.Voters != 3 || err.Error() != "etcdserver: unhealthy cluster" {
 		t.Errorf("unhealthy refusal %v", err)
 	}
 	if ErrNotEnoughStartedMembers.Error() != "etcdserver: re-configuration failed due to not enough started members" {
