@@ -45,11 +45,10 @@ func corruptValue(t *testing.T, dataDir, old, new string) {
 	}
 }
 
-// TestInitialCorruptCheck: with --experimental-initial-corrupt-check (kubeadm's manifests set
-// it), a member restarting with data that differs from its peers' refuses to start, as
+// TestInitialCorruptCheck: with the InitialCorruptCheck gate (kubeadm's manifests set it), a member restarting with data that differs from its peers' refuses to start, as
 // upstream; with the same data it starts after logging that the check passed.
 func TestInitialCorruptCheck(t *testing.T) {
-	c := NewCluster(t, 3, "--experimental-initial-corrupt-check=true")
+	c := NewCluster(t, 3, "--feature-gates=InitialCorruptCheck=true")
 	c.Start()
 	cl := c.Client()
 	if _, err := cl.Put(Ctx(t), "k", "precious-value"); err != nil {
@@ -131,7 +130,7 @@ func TestPeriodicCorruptCheckRaisesAlarm(t *testing.T) {
 // latest compacted revision across members; the member whose copy differs gets the CORRUPT
 // alarm (the other two agree), as upstream.
 func TestCompactHashCheck(t *testing.T) {
-	c := NewCluster(t, 3, "--experimental-compact-hash-check-enabled", "--compact-hash-check-time", "300ms")
+	c := NewCluster(t, 3, "--feature-gates=CompactHashCheck=true", "--compact-hash-check-time", "300ms")
 	c.Start()
 	cl := c.Client()
 	for i := 0; i < 10; i++ {

@@ -429,7 +429,7 @@ func TestKill9LoopAndFrozenLeader(t *testing.T) {
 
 // TestPageCycleRefusedByInitialCorruptCheck: a database page that points back at its parent
 // makes bbolt's first read loop for ever, so a member on it would hang at start with nothing in
-// its log. With --experimental-initial-corrupt-check the member walks the page tree first and
+// its log. With the InitialCorruptCheck gate the member walks the page tree first and
 // exits 1 naming the damage.
 func TestPageCycleRefusedByInitialCorruptCheck(t *testing.T) {
 	m := NewMember(t)
@@ -462,7 +462,7 @@ func TestPageCycleRefusedByInitialCorruptCheck(t *testing.T) {
 	if err := os.WriteFile(db, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m.Extra = append(m.Extra, "--experimental-initial-corrupt-check=true")
+	m.Extra = append(m.Extra, "--feature-gates=InitialCorruptCheck=true")
 	if err := m.StartNoWait(); err != nil {
 		t.Fatal(err)
 	}

@@ -469,11 +469,21 @@ func TestListenClientHTTPURLs(t *testing.T) {
 	}
 }
 
-// TestStopGRPCServiceOnDefrag: with the gate (or its --experimental- flag) the gRPC health
-// service reports NOT_SERVING while a defragmentation runs, as upstream logs it.
+// TestStopGRPCServiceOnDefrag: with the gate (or, at 3.6, its --experimental- flag) the gRPC
+// health service reports NOT_SERVING while a defragmentation runs, as upstream logs it.
 func TestStopGRPCServiceOnDefrag(t *testing.T) {
-	for _, gate := range []bool{true, false} {
-		m := NewMember(t, fmt.Sprintf("--experimental-stop-grpc-service-on-defrag=%t", gate))
+	for _, c := range []struct {
+		gate  bool
+		flag  string
+		level string
+	}{
+		{true, "--feature-gates=StopGRPCServiceOnDefrag=true", CurrentLevel},
+		{false, "--feature-gates=StopGRPCServiceOnDefrag=false", CurrentLevel},
+		{true, "--experimental-stop-grpc-service-on-defrag=true", LastReleaseLevel},
+	} {
+		gate := c.gate
+		m := NewMember(t, c.flag)
+		m.Bin = ServerAt(t, c.level)
 		m.Start()
 		if _, err := m.Client().Defragment(Ctx(t), m.ClientURL); err != nil {
 			t.Fatal(err)

@@ -47,9 +47,10 @@ func TestKubeadmStaticPodCommandLine(t *testing.T) {
 	for _, v := range []struct {
 		name  string
 		gates []string
+		level string // the 3.5 manifest's experimental flags are gone at 3.7, as upstream's
 	}{
-		{"etcd-3.5-manifest", []string{"--experimental-initial-corrupt-check=true", "--experimental-watch-progress-notify-interval=5s"}},
-		{"etcd-3.6-manifest", []string{"--feature-gates=InitialCorruptCheck=true", "--watch-progress-notify-interval=5s"}},
+		{"etcd-3.5-manifest", []string{"--experimental-initial-corrupt-check=true", "--experimental-watch-progress-notify-interval=5s"}, LastReleaseLevel},
+		{"etcd-3.6-manifest", []string{"--feature-gates=InitialCorruptCheck=true", "--watch-progress-notify-interval=5s"}, CurrentLevel},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -57,7 +58,7 @@ func TestKubeadmStaticPodCommandLine(t *testing.T) {
 			peer := fmt.Sprintf("https://127.0.0.1:%d", FreePort(t))
 			metrics := fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
 			m := &Member{t: t, Member: &cluster.Member{Name: "node1", DataDir: filepath.Join(dir, "etcd"), ClientURL: client,
-				PeerURL: peer, MetricsURL: metrics, Bin: Binary(t, "etcd"), TLS: certs.ClientTLS(t, true),
+				PeerURL: peer, MetricsURL: metrics, Bin: ServerAt(t, v.level), TLS: certs.ClientTLS(t, true),
 				Flags: kubeadmFlags("node1", filepath.Join(dir, "etcd"), client, peer, metrics, certs, v.gates)}}
 			t.Cleanup(m.Kill)
 			for run := 0; run < 2; run++ {
