@@ -32,6 +32,7 @@ import (
 	"etcdx/server/httpapi"
 	"etcdx/server/logutil"
 	"etcdx/server/membership"
+	"etcdx/server/recipes"
 	"etcdx/server/tlsutil"
 	"etcdx/server/tracing"
 	"etcdx/server/transport"
@@ -316,6 +317,8 @@ type Etcd struct {
 	tracer *tracing.Tracer
 	// selfConns are the gateway's connections to this member's own listeners.
 	selfConns []*grpc.ClientConn
+	// recipes serve the lock and election services, one per client listener.
+	recipes []*recipes.Services
 
 	errc      chan error
 	closeOnce sync.Once
@@ -500,14 +503,10 @@ func (e *Etcd) serve() error {
 		if e.tracer != nil {
 			opts = append(opts, grpc.StatsHandler(e.tracer.StatsHandler()))
 		}
-		gs := v3rpc.NewServer(s, v3rpc.Options{WatchProgressNotifyInterval: e.cfg.WatchProgressNotifyInterval,
-			Metrics: rpcMetrics, Traffic: traffic, WatchLoop: watchLoop, ExtraServerOptions: opts,
-			StopGRPCServiceOnDefrag:     e.cfg.Features.Enabled(features.StopGRPCServiceOnDefrag),
-			WarningUnaryRequestDuration: e.cfg.WarningUnaryRequestDuration})
 		creds := insecure.NewCredentials()
 		if e.secure[l] {
-			// The gateway's loopback connection to this same listener: it presents our own
-			// certificate (for --client-cert-auth) and need not verify the host name.
+			// The loopback connection to this same listener (the gateway's and the recipes'): it
+			// presents our own certificate (for --client-cert-auth) and need not verify the host.
 			ctls, err := e.cfg.ClientTLSInfo.ClientConfig()
 			if err != nil {
 				return err
@@ -526,6 +525,14 @@ func (e *Etcd) serve() error {
 			return fmt.Errorf("gateway connection: %w", err)
 		}
 		e.selfConns = append(e.selfConns, conn)
+		// Upstream's lock and election services, run on that connection (it is dialled lazily,
+		// once the listener serves).
+		rec := recipes.New(conn, v3rpc.GatewayMark)
+		e.recipes = append(e.recipes, rec)
+		gs := v3rpc.NewServer(s, v3rpc.Options{WatchProgressNotifyInterval: e.cfg.WatchProgressNotifyInterval,
+			Metrics: rpcMetrics, Traffic: traffic, WatchLoop: watchLoop, ExtraServerOptions: opts,
+			StopGRPCServiceOnDefrag:     e.cfg.Features.Enabled(features.StopGRPCServiceOnDefrag),
+			WarningUnaryRequestDuration: e.cfg.WarningUnaryRequestDuration, Register: rec.Register})
 		h, err := httpapi.Handler(s, conn, e.cfg.EnableGRPCGateway)
 		if err != nil {
 			return err
@@ -720,6 +727,9 @@ func (e *Etcd) Close() {
 			go func(hs *http.Server) { defer wg.Done(); hs.Shutdown(ctx) }(hs)
 		}
 		wg.Wait()
+		for _, r := range e.recipes {
+			r.Close()
+		}
 		for _, c := range e.selfConns {
 			c.Close()
 		}

@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	gw "go.etcd.io/etcd/api/v3/etcdserverpb/gw"
+	electiongw "go.etcd.io/etcd/server/v3/etcdserver/api/v3election/v3electionpb/gw"
+	lockgw "go.etcd.io/etcd/server/v3/etcdserver/api/v3lock/v3lockpb/gw"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -205,6 +207,7 @@ func Handler(s *etcdserver.Server, conn *grpc.ClientConn, gateway bool) (http.Ha
 	for _, reg := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
 		gw.RegisterKVHandler, gw.RegisterWatchHandler, gw.RegisterLeaseHandler,
 		gw.RegisterClusterHandler, gw.RegisterMaintenanceHandler, gw.RegisterAuthHandler,
+		lockgw.RegisterLockHandler, electiongw.RegisterElectionHandler, // /v3/lock/*, /v3/election/*
 	} {
 		if err := reg(ctx, gwmux, conn); err != nil {
 			return nil, fmt.Errorf("register gateway: %w", err)

@@ -33,6 +33,9 @@ type Options struct {
 	StopGRPCServiceOnDefrag bool
 	// WarningUnaryRequestDuration: unary calls that take longer are logged (0: upstream's 300 ms).
 	WarningUnaryRequestDuration time.Duration
+	// Register adds services built elsewhere (the lock and election recipes), before the
+	// metrics are initialized.
+	Register func(*grpc.Server)
 }
 
 // NewServer returns a gRPC server with every v3 service registered for s.
@@ -73,6 +76,9 @@ func NewServer(s *etcdserver.Server, o Options) *grpc.Server {
 	pb.RegisterClusterServer(gs, &clusterServer{s: s, hdr: h})
 	pb.RegisterAuthServer(gs, &authServer{s: s, hdr: h})
 	healthpb.RegisterHealthServer(gs, gh.hs)
+	if o.Register != nil {
+		o.Register(gs)
+	}
 	if o.Metrics != nil {
 		o.Metrics.InitializeMetrics(gs) // every method shows up at zero, as dashboards expect
 	}
