@@ -3,8 +3,11 @@ package e2e
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -55,10 +58,10 @@ func TestHTTPEndpoints(t *testing.T) {
 			t.Fatalf("%s: %d %s", u, code, body)
 		}
 	}
-	if body := httpGet(t, m.ClientURL+"/livez"); body != "ok" {
+	if body := httpGet(t, m.ClientURL+"/livez"); body != "ok\n" {
 		t.Fatalf("/livez: %q", body)
 	}
-	if body := httpGet(t, m.ClientURL+"/readyz?verbose"); !strings.Contains(body, "[+]linearizable_read ok") || !strings.Contains(body, "readyz check passed") {
+	if body := httpGet(t, m.ClientURL+"/readyz?verbose"); !strings.Contains(body, "[+]linearizable_read ok") || !strings.HasSuffix(body, "\nok\n") {
 		t.Fatalf("/readyz?verbose: %q", body)
 	}
 
@@ -103,5 +106,55 @@ func TestHTTPEndpoints(t *testing.T) {
 	}
 	if code, _ := httpDo(t, "GET", m.MetricsURL+"/health", ""); code != 200 {
 		t.Fatalf("metrics listener /health: %d", code)
+	}
+}
+
+// probeAnswers asks a member's health endpoints a list of questions, healthy and then with the
+// CORRUPT alarm raised, and returns each answer: status, the headers a probe reads, and the body
+// with its check lines sorted (upstream prints them in map order).
+func probeAnswers(t *testing.T, m *Member) []string {
+	t.Helper()
+	paths := []string{"/health", "/health?serializable=true", "/health?exclude=CORRUPT", "/livez", "/livez?verbose",
+		"/readyz", "/readyz?verbose", "/readyz?verbose&exclude=data_corruption", "/readyz?exclude=nope",
+		"/readyz/data_corruption", "/readyz/non_learner?verbose", "/livez/serializable_read", "/readyz/nope"}
+	ask := func(phase string) []string {
+		var out []string
+		for _, p := range paths {
+			resp, err := http.Get(m.ClientURL + p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			lines := strings.Split(string(b), "\n")
+			sort.Strings(lines)
+			out = append(out, fmt.Sprintf("%s %s: %d %s %s %q", phase, p, resp.StatusCode, resp.Header.Get("Content-Type"),
+				resp.Header.Get("X-Content-Type-Options"), strings.Join(lines, "|")))
+		}
+		return out
+	}
+	out := ask("healthy")
+	if _, err := m.Client().Maintenance.AlarmList(Ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pb.NewMaintenanceClient(m.Client().ActiveConnection()).Alarm(Ctx(t), &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, Alarm: pb.AlarmType_CORRUPT}); err != nil {
+		t.Fatal(err)
+	}
+	return append(out, ask("corrupt")...)
+}
+
+// TestHealthProbesAsUpstream: /health, /livez and /readyz (verbose, excluded checks, each check
+// on its own path, the CORRUPT alarm) answer as upstream 3.7.3: status, content type, the lines.
+func TestHealthProbesAsUpstream(t *testing.T) {
+	up := NewMember(t)
+	up.Bin = UpstreamBinary(t, "etcd")
+	ours := NewMember(t)
+	up.Start()
+	ours.Start()
+	u, o := probeAnswers(t, up), probeAnswers(t, ours)
+	for i := range u {
+		if u[i] != o[i] {
+			t.Errorf("\n ours     %s\n upstream %s", o[i], u[i])
+		}
 	}
 }

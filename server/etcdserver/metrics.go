@@ -47,6 +47,8 @@ type metrics struct {
 	requestDuration              *prometheus.HistogramVec // level 3.7 on
 	clientRequests               *prometheus.CounterVec
 	healthSuccess, healthFailure prometheus.Counter
+	healthCheck                  *prometheus.GaugeVec
+	healthChecks                 *prometheus.CounterVec
 	heartbeatSendFailures        prometheus.Counter
 	learnerPromotions            prometheus.Counter
 	readIndexFailed, slowReads   prometheus.Counter
@@ -95,6 +97,8 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	m.clientRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "etcd_server_client_requests_total", Help: "The total number of client requests per client version."}, []string{"type", "client_api_version"})
 	m.healthSuccess = counter("etcd_server_health_success", "The total number of successful health checks")
 	m.healthFailure = counter("etcd_server_health_failures", "The total number of failed health checks")
+	m.healthCheck = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "etcd_server_healthcheck", Help: "The result of each kind of healthcheck."}, []string{"type", "name"})
+	m.healthChecks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "etcd_server_healthchecks_total", Help: "The total number of each kind of healthcheck."}, []string{"type", "name", "status"})
 	m.heartbeatSendFailures = counter("etcd_server_heartbeat_send_failures_total", "The total number of leader heartbeat send failures (likely overloaded from slow disk).")
 	m.learnerPromotions = counter("etcd_server_learner_promote_successes", "The total number of successful learner promotions while this member is leader.")
 	m.readIndexFailed = counter("etcd_server_read_indexes_failed_total", "The total number of failed read indexes seen.")
@@ -103,7 +107,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	goVersion := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "etcd_server_go_version", Help: "Which Go version server is running with. 1 for 'server_go_version' label with current version."}, []string{"server_go_version"})
 	goVersion.WithLabelValues(runtime.Version()).Set(1)
 	reg.MustRegister(m.leaseExpired, m.leaseTTL, m.walWrite, m.walWriteBytes, m.snapFsync, m.snapMarshal, m.snapDBFsync, m.snapDBSave,
-		m.applyDuration, m.rangeDuration, m.clientRequests, m.healthSuccess, m.healthFailure, m.heartbeatSendFailures,
+		m.applyDuration, m.rangeDuration, m.clientRequests, m.healthSuccess, m.healthFailure, m.healthCheck, m.healthChecks, m.heartbeatSendFailures,
 		m.learnerPromotions, m.readIndexFailed, m.slowReads, m.snapshotApplying, goVersion,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "etcd_server_is_learner", Help: "Whether or not this member is a learner. 1 if is, 0 otherwise."},
 			func() float64 {

@@ -61,6 +61,20 @@ func (s *Server) CountClientRequest(kind, apiVersion string) {
 	s.m.clientRequests.WithLabelValues(kind, apiVersion).Inc()
 }
 
+// ObserveHealthCheck records one /livez or /readyz check (kind) by name, as upstream's
+// etcd_server_healthcheck and etcd_server_healthchecks_total.
+func (s *Server) ObserveHealthCheck(kind, name string, ok bool) {
+	status, v := "error", 0.0
+	if ok {
+		status, v = "success", 1
+	}
+	s.m.healthCheck.WithLabelValues(kind, name).Set(v)
+	s.m.healthChecks.WithLabelValues(kind, name, status).Inc()
+}
+
+// RequestTimeout is how long a request may wait for raft (upstream's ReqTimeout).
+func (s *Server) RequestTimeout() time.Duration { return s.cfg.requestTimeout() }
+
 // ObserveHealth counts a /health answer.
 func (s *Server) ObserveHealth(ok bool) {
 	if ok {

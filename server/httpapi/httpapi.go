@@ -7,12 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
-	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	gw "go.etcd.io/etcd/api/v3/etcdserverpb/gw"
 	electiongw "go.etcd.io/etcd/server/v3/etcdserver/api/v3election/v3electionpb/gw"
 	lockgw "go.etcd.io/etcd/server/v3/etcdserver/api/v3lock/v3lockpb/gw"
@@ -67,128 +64,6 @@ func VersionHandler(vs VersionSource) http.Handler {
 	})
 }
 
-// health is the /health body.
-type health struct {
-	Health string `json:"health"`
-	Reason string `json:"reason"`
-}
-
-type check struct {
-	name string
-	run  func(ctx context.Context, r *http.Request) error
-}
-
-func checks(s *etcdserver.Server) map[string]check {
-	return map[string]check{
-		"leader": {"leader", func(context.Context, *http.Request) error {
-			if s.Leader() == 0 {
-				return fmt.Errorf("RAFT NO LEADER")
-			}
-			return nil
-		}},
-		"alarms": {"alarms", func(_ context.Context, r *http.Request) error {
-			excluded := map[string]bool{}
-			for _, a := range r.URL.Query()["exclude"] {
-				excluded[a] = true
-			}
-			var active []string
-			for _, a := range s.Alarms() {
-				if !excluded[a.Alarm.String()] {
-					active = append(active, a.Alarm.String())
-				}
-			}
-			if len(active) > 0 {
-				return fmt.Errorf("ALARM %s", strings.Join(active, ","))
-			}
-			return nil
-		}},
-		"corruption": {"data_corruption", func(context.Context, *http.Request) error {
-			for _, a := range s.Alarms() {
-				if a.Alarm == pb.AlarmType_CORRUPT {
-					return fmt.Errorf("CORRUPT alarm is active")
-				}
-			}
-			return nil
-		}},
-		"serializable": {"serializable_read", func(ctx context.Context, _ *http.Request) error {
-			_, err := s.Range(s.AsRoot(ctx), &pb.RangeRequest{Key: []byte("health"), Serializable: true})
-			return err
-		}},
-		"linearizable": {"linearizable_read", func(ctx context.Context, _ *http.Request) error {
-			_, err := s.Range(s.AsRoot(ctx), &pb.RangeRequest{Key: []byte("health")})
-			return err
-		}},
-	}
-}
-
-// HealthHandler answers /health as upstream: leader, alarms, and a read (linearizable unless
-// ?serializable=true).
-func HealthHandler(s *etcdserver.Server) http.Handler {
-	cs := checks(s)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		read := cs["linearizable"]
-		if r.URL.Query().Get("serializable") == "true" {
-			read = cs["serializable"]
-		}
-		h := health{Health: "true"}
-		for _, c := range []check{cs["alarms"], cs["leader"], read} {
-			if err := c.run(ctx, r); err != nil {
-				h = health{Health: "false", Reason: err.Error()}
-				break
-			}
-		}
-		s.ObserveHealth(h.Health == "true")
-		w.Header().Set("Content-Type", "application/json")
-		if h.Health != "true" {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-		json.NewEncoder(w).Encode(h)
-	})
-}
-
-// probeHandler answers /livez and /readyz in the Kubernetes style: "ok", or with ?verbose one
-// line per check.
-func probeHandler(s *etcdserver.Server, kind string, names ...string) http.Handler {
-	cs := checks(s)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		excluded := map[string]bool{}
-		for _, e := range r.URL.Query()["exclude"] {
-			excluded[e] = true
-		}
-		var b strings.Builder
-		failed := false
-		for _, n := range names {
-			c := cs[n]
-			if excluded[c.name] {
-				fmt.Fprintf(&b, "[+]%s excluded: ok\n", c.name)
-				continue
-			}
-			if err := c.run(ctx, r); err != nil {
-				failed = true
-				fmt.Fprintf(&b, "[-]%s failed: %v\n", c.name, err)
-				continue
-			}
-			fmt.Fprintf(&b, "[+]%s ok\n", c.name)
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		if failed {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintf(w, "%s%s check failed\n", b.String(), kind)
-			return
-		}
-		if _, verbose := r.URL.Query()["verbose"]; verbose {
-			fmt.Fprintf(w, "%s%s check passed\n", b.String(), kind)
-			return
-		}
-		fmt.Fprint(w, "ok")
-	})
-}
-
 // Handler is the client listener's HTTP side. conn is a client connection to this member's own
 // gRPC server, used by the JSON gateway.
 func Handler(s *etcdserver.Server, conn *grpc.ClientConn, gateway bool) (http.Handler, error) {
@@ -229,7 +104,5 @@ func gatewayJSON() *runtime.JSONPb {
 // AddMetrics adds /metrics, /health, /livez and /readyz (what the metrics listener serves too).
 func AddMetrics(mux *http.ServeMux, s *etcdserver.Server) {
 	mux.Handle("/metrics", promhttp.HandlerFor(s.Config().Registry, promhttp.HandlerOpts{}))
-	mux.Handle("/health", HealthHandler(s))
-	mux.Handle("/livez", probeHandler(s, "livez", "serializable"))
-	mux.Handle("/readyz", probeHandler(s, "readyz", "corruption", "serializable", "linearizable"))
+	addHealth(mux, s)
 }

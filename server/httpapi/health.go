@@ -1,0 +1,188 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"etcdx/server/etcdserver"
+)
+
+// addHealth adds /health, /livez and /readyz (and each probe check on its own path, as
+// /readyz/data_corruption), answered as upstream answers them.
+func addHealth(mux *http.ServeMux, s *etcdserver.Server) {
+	mux.Handle("/health", HealthHandler(s))
+	read := func(serializable bool) func(context.Context) error {
+		return func(ctx context.Context) error {
+			_, err := s.Range(s.AsRoot(ctx), &pb.RangeRequest{KeysOnly: true, Limit: 1, Serializable: serializable})
+			return err
+		}
+	}
+	for _, p := range []probe{
+		{kind: "livez", checks: []probeCheck{{"serializable_read", read(true)}}},
+		{kind: "readyz", checks: []probeCheck{
+			{"data_corruption", func(context.Context) error {
+				for _, a := range s.Alarms() {
+					if a.Alarm == pb.AlarmType_CORRUPT {
+						return fmt.Errorf("alarm activated: %s", a.Alarm)
+					}
+				}
+				return nil
+			}},
+			{"serializable_read", read(true)},
+			{"linearizable_read", read(false)},
+			{"non_learner", func(context.Context) error {
+				if s.IsLearner() {
+					return fmt.Errorf("not supported for learner")
+				}
+				return nil
+			}},
+		}},
+	} {
+		p.s = s
+		mux.Handle("/"+p.kind, p.handler(p.checks))
+		for _, c := range p.checks {
+			mux.Handle("/"+p.kind+"/"+c.name, p.handler([]probeCheck{c}))
+		}
+	}
+}
+
+// health is the /health body.
+type health struct {
+	Health string `json:"health"`
+	Reason string `json:"reason"`
+}
+
+// HealthHandler answers /health as upstream: the first active alarm not excluded (?exclude=NOSPACE),
+// a leader (unless ?serializable=true), then a read; only GET.
+func HealthHandler(s *etcdserver.Server) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", http.MethodGet)
+			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		serializable := r.URL.Query().Get("serializable") == "true"
+		h := checkHealth(r.Context(), s, excludedSet(r), serializable)
+		s.ObserveHealth(h.Health == "true")
+		d, _ := json.Marshal(h)
+		if h.Health != "true" {
+			s.Config().Logger.Warn("/health error", "output", string(d), "status-code", http.StatusServiceUnavailable)
+			http.Error(w, string(d), http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		w.Write(d) // no trailing newline, as upstream
+	})
+}
+
+func checkHealth(ctx context.Context, s *etcdserver.Server, excluded map[string]bool, serializable bool) health {
+	for _, a := range s.Alarms() {
+		if excluded[a.Alarm.String()] {
+			continue
+		}
+		switch a.Alarm {
+		case pb.AlarmType_NOSPACE:
+			return health{"false", "ALARM NOSPACE"}
+		case pb.AlarmType_CORRUPT:
+			return health{"false", "ALARM CORRUPT"}
+		default:
+			return health{"false", "ALARM UNKNOWN"}
+		}
+	}
+	if !serializable && s.Leader() == 0 {
+		return health{"false", "RAFT NO LEADER"}
+	}
+	ctx, cancel := context.WithTimeout(s.AsRoot(ctx), s.RequestTimeout())
+	defer cancel()
+	if _, err := s.Range(ctx, &pb.RangeRequest{KeysOnly: true, Limit: 1, Serializable: serializable}); err != nil {
+		return health{"false", "RANGE ERROR:" + err.Error()}
+	}
+	return health{Health: "true"}
+}
+
+// excludedSet is the ?exclude= values (repeatable).
+func excludedSet(r *http.Request) map[string]bool {
+	set := map[string]bool{}
+	for _, v := range r.URL.Query()["exclude"] {
+		if v != "" {
+			set[v] = true
+		}
+	}
+	return set
+}
+
+// probe is /livez or /readyz: named checks, each "[+]name ok" or "[-]name failed: reason".
+type probe struct {
+	s      *etcdserver.Server
+	kind   string
+	checks []probeCheck
+}
+
+type probeCheck struct {
+	name string
+	run  func(context.Context) error
+}
+
+// handler runs checks (less those the request excludes, on the root path), as upstream: "ok"
+// (with ?verbose each check's line first), or 503 with each check's line.
+func (p probe) handler(checks []probeCheck) http.Handler {
+	root := len(checks) == len(p.checks)
+	path := "/" + p.kind
+	if !root {
+		path += "/" + checks[0].name
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", http.MethodGet)
+			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		excluded := map[string]bool{}
+		if root {
+			excluded = excludedSet(r)
+		}
+		var b strings.Builder
+		failed := false
+		for _, c := range checks {
+			if excluded[c.name] {
+				delete(excluded, c.name)
+				continue
+			}
+			err := c.run(r.Context())
+			p.s.ObserveHealthCheck(p.kind, c.name, err == nil)
+			if err != nil {
+				failed = true
+				fmt.Fprintf(&b, "[-]%s failed: %v\n", c.name, err)
+			} else {
+				fmt.Fprintf(&b, "[+]%s ok\n", c.name)
+			}
+		}
+		if len(excluded) > 0 {
+			p.s.Config().Logger.Warn("some health checks cannot be excluded", "missing-health-checks", excludedNames(excluded))
+		}
+		if failed {
+			p.s.Config().Logger.Error("Health check error", "path", path, "reason", b.String(), "status-code", http.StatusServiceUnavailable)
+			http.Error(w, b.String(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if _, verbose := r.URL.Query()["verbose"]; verbose {
+			fmt.Fprint(w, b.String())
+		}
+		fmt.Fprint(w, "ok\n")
+	})
+}
+
+func excludedNames(set map[string]bool) string {
+	var q []string
+	for n := range set {
+		q = append(q, fmt.Sprintf("%q", n))
+	}
+	return strings.Join(q, ",")
+}
