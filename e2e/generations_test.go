@@ -191,12 +191,12 @@ func TestSkipVersionJoinRefused(t *testing.T) {
 	}
 }
 
-// TestV2EntriesOf35ReplayedAt37: upstream 3.5's leader proposes a v2 SYNC request twice a second,
-// as a bare etcdserverpb.Request entry. Upstream 3.6 still decodes such entries; upstream 3.7.3
-// does not, and panics (`unmarshal should never fail`) replaying a WAL that still holds some: a
-// member taken 3.5 -> 3.6 -> 3.7 before a raft snapshot passed them (fewer than --snapshot-count
-// entries, 10,000 by default, since the upgrade to 3.6). Ours at 3.7 replays them as the no-ops
-// they are, and starts.
+// TestV2EntriesOf35ReplayedAt37: upstream 3.5 publishes a member's name and client URLs through
+// the v2 API every time it starts, as a bare etcdserverpb.Request entry. Upstream 3.6 still
+// decodes such entries; upstream 3.7.3 does not, and panics (`unmarshal should never fail`)
+// replaying a WAL that still holds one: a member taken 3.5 -> 3.6 -> 3.7 before a raft snapshot
+// passed them (fewer than --snapshot-count entries, 10,000 by default, since a 3.5 member last
+// started). Ours at 3.7 starts.
 func TestV2EntriesOf35ReplayedAt37(t *testing.T) {
 	m := NewMember(t)
 	m.Bin = UpstreamBinaryAt(t, Upstream35Version, "etcd")
@@ -237,5 +237,50 @@ func TestV2EntriesOf35ReplayedAt37(t *testing.T) {
 	}
 	if m.LogHas("skipping undecodable raft entry") {
 		t.Errorf("ours called 3.5's v2 entries undecodable\n%s", m.LogTail(20))
+	}
+}
+
+// TestUpstream35MemberPublishesToOurs: an upstream 3.5 member publishes its name and client URLs
+// through the v2 API when it starts (a bare v2 request in the log). Ours, in the same cluster,
+// applies it as upstream 3.6 does, so a member added and started on upstream 3.5.35 is listed
+// by its name through our member.
+func TestUpstream35MemberPublishesToOurs(t *testing.T) {
+	up35 := UpstreamBinaryAt(t, Upstream35Version, "etcd")
+	c := NewCluster(t, 2)
+	c.Members[0].Bin = ServerAt(t, LastReleaseLevel)
+	c.Members[1].Bin = up35
+	c.Start()
+	ours := c.Members[0]
+	n := NewMember(t)
+	n.Name = "m3"
+	n.Bin = up35
+	n.InitialCluster = ours.InitialCluster + ",m3=" + n.PeerURL
+	n.Extra = []string{"--initial-cluster-state", "existing"}
+	if err := retryUnhealthy(func() error { _, err := ours.Client().MemberAdd(Ctx(t), []string{n.PeerURL}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	n.Start()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r, err := ours.Client().MemberList(Ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		named := false
+		for _, m := range r.Members {
+			if m.Name == "m3" && len(m.ClientURLs) == 1 && m.ClientURLs[0] == n.ClientURL {
+				named = true
+			}
+		}
+		if named {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("our member lists %v: the upstream 3.5 member's published attributes are missing\n%s", r.Members, ours.LogTail(20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if ours.LogHas("skipping undecodable raft entry") || ours.LogHas("does not apply") {
+		t.Errorf("our member skipped an entry of upstream 3.5\n%s", ours.LogTail(20))
 	}
 }

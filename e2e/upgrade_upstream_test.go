@@ -234,7 +234,8 @@ func upgradeAndBack(t *testing.T, next string) map[string][]string {
 		}
 	}
 	requireSameHashKV(t, c)
-	// Upstream 3.5's leader proposed v2 SYNC requests while ours ran beside it: ours knows them.
+	// Upstream 3.5 members published their attributes as v2 requests while ours ran beside them:
+	// ours applied them.
 	for _, m := range c.Members {
 		if m.LogHas("skipping undecodable raft entry") {
 			t.Errorf("%s found entries it could not decode\n%s", m.Name, m.LogTail(20))

@@ -3,6 +3,7 @@ package etcdserver
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -31,6 +32,32 @@ type applyResult struct {
 	applied, appliedAt time.Time
 }
 
+// decodeEntry reads a normal entry's request. Upstream 3.5 proposes a member's published
+// attributes (and may set the cluster version) as bare v2 requests: they become the v3 requests
+// upstream 3.6 applies in their place. ok is false for an entry with nothing to apply.
+func (s *Server) decodeEntry(e raftpb.Entry) (*pb.InternalRaftRequest, bool) {
+	var r pb.InternalRaftRequest
+	err := r.Unmarshal(e.Data)
+	if err == nil {
+		return &r, true
+	}
+	var v2 pb.Request
+	if v2.Unmarshal(e.Data) != nil || v2.Method == "" {
+		s.log.Error("skipping undecodable raft entry", "index", e.Index, "error", err)
+		return nil, false
+	}
+	v3, err := membership.FromV2(&v2)
+	switch {
+	case errors.Is(err, membership.ErrV2NoEffect):
+		s.log.Debug("skipping a v2 request of etcd 3.5 with no v3 effect", "index", e.Index, "method", v2.Method)
+		return nil, false
+	case err != nil:
+		s.log.Error("skipping a v2 request etcd 3.6 does not apply", "index", e.Index, "error", err.Error())
+		return nil, false
+	}
+	return v3, true
+}
+
 func (s *Server) applyEntry(e raftpb.Entry) {
 	if e.Index <= s.replayedTo {
 		s.replayApplied(e)
@@ -45,23 +72,16 @@ func (s *Server) applyEntry(e raftpb.Entry) {
 		if len(e.Data) == 0 {
 			break // a new leader's empty entry
 		}
-		var r pb.InternalRaftRequest
-		if err := r.Unmarshal(e.Data); err != nil {
-			// Upstream 3.5 proposes v2 requests (its leader's SYNC, twice a second) as bare
-			// etcdserverpb.Request entries; they change nothing in the v3 store.
-			if v2 := (pb.Request{}); v2.Unmarshal(e.Data) == nil && v2.Method != "" {
-				s.log.Debug("skipping a v2 request of etcd 3.5", "index", e.Index, "method", v2.Method)
-				break
-			}
-			s.log.Error("skipping undecodable raft entry", "index", e.Index, "error", err)
+		r, ok := s.decodeEntry(e)
+		if !ok {
 			break
 		}
 		if r.Header != nil {
 			id = r.Header.ID
 		}
 		opStart := time.Now()
-		res = s.applyRequest(b, &r, e.Index)
-		s.m.applyDuration.WithLabelValues("v3", requestOp(&r), strconv.FormatBool(res == nil || res.err == nil)).Observe(time.Since(opStart).Seconds())
+		res = s.applyRequest(b, r, e.Index)
+		s.m.applyDuration.WithLabelValues("v3", requestOp(r), strconv.FormatBool(res == nil || res.err == nil)).Observe(time.Since(opStart).Seconds())
 	case raftpb.EntryConfChange:
 		var cc raftpb.ConfChange
 		if err := cc.Unmarshal(e.Data); err != nil {

@@ -1,0 +1,55 @@
+package membership
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/membershippb"
+)
+
+// Upstream 3.5 proposes some changes as bare v2 requests (etcdserverpb.Request entries, not
+// wrapped in an InternalRaftRequest): every member publishes its name and client URLs that way
+// when it starts, and the cluster version may be set that way. Upstream 3.6 applies those two as
+// their v3 requests; anything else it refuses ("custom v2 content", which etcdutl check v2store
+// looks for), and a leader with v2 TTL keys proposes SYNC requests, which change no v3 state.
+
+var (
+	v2MemberAttributes = regexp.MustCompile(`^/0/members/([[:xdigit:]]{1,16})/attributes$`)
+	// ErrV2NoEffect is a v2 request with no v3 effect (SYNC).
+	ErrV2NoEffect = errors.New("a v2 request with no effect on the v3 store")
+)
+
+// v2ClusterVersionKey is where the v2 store keeps the cluster version.
+const v2ClusterVersionKey = "/0/version"
+
+// FromV2 is the v3 request upstream 3.6 applies for an upstream 3.5 v2 request r.
+func FromV2(r *pb.Request) (*pb.InternalRaftRequest, error) {
+	if r.Method == "SYNC" {
+		return nil, ErrV2NoEffect
+	}
+	if r.Method != http.MethodPut {
+		return nil, fmt.Errorf("custom v2 content: %s %s", r.Method, r.Path)
+	}
+	hdr := &pb.RequestHeader{ID: r.ID}
+	if m := v2MemberAttributes.FindStringSubmatch(r.Path); m != nil {
+		id, err := strconv.ParseUint(m[1], 16, 64)
+		if err != nil {
+			return nil, fmt.Errorf("v2 member attributes at %s: %w", r.Path, err)
+		}
+		var a v2Attributes
+		if err := json.Unmarshal([]byte(r.Val), &a); err != nil {
+			return nil, fmt.Errorf("v2 member attributes at %s: %w", r.Path, err)
+		}
+		return &pb.InternalRaftRequest{Header: hdr, ClusterMemberAttrSet: &membershippb.ClusterMemberAttrSetRequest{
+			Member_ID: id, MemberAttributes: &membershippb.Attributes{Name: a.Name, ClientUrls: a.ClientURLs}}}, nil
+	}
+	if r.Path == v2ClusterVersionKey {
+		return &pb.InternalRaftRequest{Header: hdr, ClusterVersionSet: &membershippb.ClusterVersionSetRequest{Ver: r.Val}}, nil
+	}
+	return nil, fmt.Errorf("custom v2 content: %s %s", r.Method, r.Path)
+}

@@ -1,0 +1,48 @@
+package membership
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+)
+
+func TestFromV2(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		r    pb.Request
+		want string // the converted request, or the error's start
+	}{
+		{"a member publishes", pb.Request{ID: 7, Method: "PUT", Path: "/0/members/8e9e05c52164694d/attributes", Val: `{"name":"m1","clientURLs":["http://127.0.0.1:2379"]}`},
+			"member 8e9e05c52164694d: m1 [http://127.0.0.1:2379]"},
+		{"the cluster version", pb.Request{ID: 8, Method: "PUT", Path: "/0/version", Val: "3.5.0"}, "cluster version 3.5.0"},
+		{"SYNC", pb.Request{Method: "SYNC"}, "a v2 request with no effect"},
+		{"a custom key", pb.Request{Method: "PUT", Path: "/1/foo", Val: "x"}, "custom v2 content: PUT /1/foo"},
+		{"a delete", pb.Request{Method: "DELETE", Path: "/0/version"}, "custom v2 content: DELETE /0/version"},
+		{"not the attributes", pb.Request{Method: "PUT", Path: "/0/members/8e9e05c52164694d/raftAttributes", Val: "{}"}, "custom v2 content"},
+		{"bad JSON", pb.Request{Method: "PUT", Path: "/0/members/1/attributes", Val: "{"}, "v2 member attributes at /0/members/1/attributes"},
+	} {
+		got, err := FromV2(&c.r)
+		var s string
+		switch {
+		case err != nil:
+			s = err.Error()
+		case got.ClusterMemberAttrSet != nil:
+			a := got.ClusterMemberAttrSet
+			s = fmt.Sprintf("member %x: %s %v", a.Member_ID, a.MemberAttributes.Name, a.MemberAttributes.ClientUrls)
+			if got.Header.ID != c.r.ID {
+				s += " (lost the request ID)"
+			}
+		case got.ClusterVersionSet != nil:
+			s = "cluster version " + got.ClusterVersionSet.Ver
+		}
+		if !strings.HasPrefix(s, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, s, c.want)
+		}
+	}
+	if _, err := FromV2(&pb.Request{Method: "SYNC"}); !errors.Is(err, ErrV2NoEffect) {
+		t.Errorf("SYNC: %v", err)
+	}
+}
