@@ -61,6 +61,7 @@ func TestEtcdctlMembershipAndMaintenance(t *testing.T) {
 	c.Start()
 	all := "--endpoints=" + strings.Join(c.Endpoints(), ",")
 	ep := "--endpoints=" + c.Members[0].ClientURL
+	c.WaitPeersSettled()
 
 	// member add prints the settings the new member starts with.
 	peer := fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))

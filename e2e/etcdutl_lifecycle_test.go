@@ -54,7 +54,7 @@ func etcdutlMigrateDownAndUp(t *testing.T, h hop) {
 	putN(t, m.Client(), "mig", 50)
 
 	// While the member runs, its data is off limits.
-	if code, out := etcdutl(t, "migrate", "--data-dir", m.DataDir, "--target-version", h.from); code != 1 || !strings.Contains(out, "in use by a running etcd") {
+	if code, out := etcdutl(t, "migrate", "--timeout", "1s", "--data-dir", m.DataDir, "--target-version", h.from); code != 1 || !strings.Contains(out, "in use by a running etcd") {
 		t.Fatalf("migrate under a running member: %d %s", code, out)
 	}
 	if err := m.Stop(); err != nil {
@@ -163,10 +163,10 @@ func TestEtcdutlHashkvDefragBackup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, out := etcdutl(t, "defrag", "--data-dir", m.DataDir); code != 1 || !strings.Contains(out, "in use by a running etcd") {
+	if code, out := etcdutl(t, "defrag", "--data-dir", m.DataDir, "--timeout", "1s"); code != 1 || !strings.Contains(out, "in use by a running etcd") {
 		t.Fatalf("defrag under a running member: %d %s", code, out)
 	}
-	if code, out := etcdutl(t, "hashkv", dbPath(m)); code != 1 || !strings.Contains(out, "in use by a running etcd") {
+	if code, out := etcdutl(t, "--timeout=1s", "hashkv", dbPath(m)); code != 1 || !strings.Contains(out, "in use by a running etcd") {
 		t.Fatalf("hashkv under a running member: %d %s", code, out)
 	}
 	if err := m.Stop(); err != nil {

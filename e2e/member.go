@@ -103,6 +103,17 @@ func NewMember(t testing.TB, extra ...string) *Member {
 type Cluster struct {
 	t       testing.TB
 	Members []*Member
+	started time.Time
+}
+
+// peerHealthInterval is how long a peer must have been connected before a member counts it
+// for a membership change (upstream's health interval, 5 s), with a margin.
+const peerHealthInterval = 5500 * time.Millisecond
+
+// WaitPeersSettled waits until the members' peers count as connected for membership changes,
+// as a freshly started cluster's do not (both implementations refuse an add as unhealthy).
+func (c *Cluster) WaitPeersSettled() {
+	time.Sleep(time.Until(c.started.Add(peerHealthInterval)))
 }
 
 // NewCluster prepares n members (m1..mn) that bootstrap one cluster; Start starts them.
@@ -125,6 +136,7 @@ func NewCluster(t testing.TB, n int, extra ...string) *Cluster {
 // Start launches every member, then waits until each is healthy (a member alone has no quorum).
 func (c *Cluster) Start() {
 	c.t.Helper()
+	c.started = time.Now()
 	for _, m := range c.Members {
 		if err := m.StartNoWait(); err != nil {
 			c.t.Fatal(err)

@@ -193,6 +193,7 @@ func TestStrictReconfigCheck(t *testing.T) {
 func TestQuickSuccessiveMemberChanges(t *testing.T) {
 	c := NewCluster(t, 3)
 	c.Start()
+	c.WaitPeersSettled()
 	clients := []*clientv3.Client{c.Members[0].Client(), c.Members[1].Client(), c.Members[2].Client()}
 	for i := 0; i < 6; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -261,7 +262,7 @@ func TestLearnerAddWhileVotersAreDown(t *testing.T) {
 					}
 				}
 				cl.Start()
-				time.Sleep(6 * time.Second) // peers count as connected after upstream's 5 s health interval
+				cl.WaitPeersSettled()
 				for _, m := range cl.Members[c.voters-c.down:] {
 					m.Kill()
 				}

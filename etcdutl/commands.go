@@ -3,12 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
 
 	"etcdx/etcdutl/offline"
 	"etcdx/pkg/buildinfo"
@@ -16,83 +15,125 @@ import (
 	"etcdx/server/version"
 )
 
-func migrate(args []string, stdout io.Writer) error {
-	fs := newFlags("migrate")
-	dataDir := fs.String("data-dir", "", "Path to the etcd data dir")
-	target := fs.String("target-version", "", `Target etcd version to migrate contents of data dir. Minimal value 3.5. Format "X.Y" for example 3.6.`)
-	force := fs.Bool("force", false, "Ignore migration failure and forcefully override storage version. Not recommended.")
-	if err := parseNoArgs(fs, args, 0); err != nil {
-		return err
+func migrateCommand(g *globals) *cobra.Command {
+	var dataDir, target string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Migrates schema of etcd data dir files to make them compatible with different etcd version",
+		RunE: runs(func(*cobra.Command, []string) error {
+			to, err := migrateTarget(target)
+			if err != nil {
+				return err
+			}
+			res, err := offline.Migrate(dataDir, to, force, g.lockTimeout)
+			if err != nil {
+				return err
+			}
+			for _, f := range res.Forced {
+				fmt.Fprintf(g.stdout, "forced past: %s\n", f)
+			}
+			if res.From == res.To {
+				fmt.Fprintf(g.stdout, "storage version of %s is already %s; nothing to do\n", dataDir, res.To)
+			} else {
+				fmt.Fprintf(g.stdout, "migrated storage version of %s from %s to %s\n", dataDir, res.From, res.To)
+			}
+			for _, a := range res.Actions {
+				fmt.Fprintf(g.stdout, "  %s\n", a)
+			}
+			if !res.ClusterTo.IsZero() {
+				fmt.Fprintf(g.stdout, "lowered the cluster version recorded in the data from %s to %s\n", res.ClusterFrom, res.ClusterTo)
+			}
+			return nil
+		}),
 	}
-	if err := required(map[string]string{"data-dir": *dataDir, "target-version": *target}); err != nil {
-		return err
-	}
-	to, err := migrateTarget(*target)
-	if err != nil {
-		return err
-	}
-	res, err := offline.Migrate(*dataDir, to, *force)
-	if err != nil {
-		return err
-	}
-	for _, f := range res.Forced {
-		fmt.Fprintf(stdout, "forced past: %s\n", f)
-	}
-	if res.From == res.To {
-		fmt.Fprintf(stdout, "storage version of %s is already %s; nothing to do\n", *dataDir, res.To)
-	} else {
-		fmt.Fprintf(stdout, "migrated storage version of %s from %s to %s\n", *dataDir, res.From, res.To)
-	}
-	for _, a := range res.Actions {
-		fmt.Fprintf(stdout, "  %s\n", a)
-	}
-	if !res.ClusterTo.IsZero() {
-		fmt.Fprintf(stdout, "lowered the cluster version recorded in the data from %s to %s\n", res.ClusterFrom, res.ClusterTo)
-	}
-	return nil
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "Path to the etcd data dir")
+	cmd.Flags().StringVar(&target, "target-version", "", `Target etcd version to migrate contents of data dir. Minimal value 3.5. Format "X.Y" for example 3.6.`)
+	cmd.Flags().BoolVar(&force, "force", false, "Ignore migration failure and forcefully override storage version. Not recommended.")
+	requireFlags(cmd, "data-dir", "target-version")
+	return cmd
 }
 
-func backup(args []string, stdout io.Writer) error {
-	fs := newFlags("backup")
-	dataDir := fs.String("data-dir", "", "Path to the etcd data dir")
-	backupDir := fs.String("backup-dir", "", "Path to the backup dir")
-	if err := parseNoArgs(fs, args, 0); err != nil {
-		return err
+// backupCommand is ours (upstream 3.5's legacy backup, gone from 3.6): a consistent copy of a
+// stopped member's data directory.
+func backupCommand(g *globals) *cobra.Command {
+	var dataDir, backupDir string
+	cmd := &cobra.Command{
+		Use:   "backup",
+		Short: "Consistent copy of a stopped member's data directory",
+		Args:  cobra.NoArgs,
+		RunE: runs(func(*cobra.Command, []string) error {
+			res, err := offline.Backup(dataDir, backupDir)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "backed up %s to %s: database %s, %d WAL segments, %d snapshot files\n",
+				dataDir, backupDir, humanize.Bytes(uint64(res.DBBytes)), res.WALFiles, res.SnapFiles)
+			return nil
+		}),
 	}
-	if err := required(map[string]string{"data-dir": *dataDir, "backup-dir": *backupDir}); err != nil {
-		return err
-	}
-	res, err := offline.Backup(*dataDir, *backupDir)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "backed up %s to %s: database %s, %d WAL segments, %d snapshot files\n",
-		*dataDir, *backupDir, humanize.Bytes(uint64(res.DBBytes)), res.WALFiles, res.SnapFiles)
-	return nil
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "Path to the etcd data dir")
+	cmd.Flags().StringVar(&backupDir, "backup-dir", "", "Path to the backup dir")
+	requireFlags(cmd, "data-dir", "backup-dir")
+	return hiddenAbove(cmd, "3.6")
 }
 
-// check prints what offline.Check found, problems first, and fails (exit 1) when there are any.
-func check(args []string, stdout io.Writer) error {
-	fs := newFlags("check")
-	dataDir := fs.String("data-dir", "", "Path to the etcd data dir")
-	format := outputFormat(fs)
-	if err := parseNoArgs(fs, args, 0); err != nil {
-		return err
+// checkCommand is ours with --data-dir (a read-only walk of a stopped member's WAL, snapshots and
+// database), and upstream 3.5's "check v2store".
+func checkCommand(g *globals) *cobra.Command {
+	var dataDir string
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "commands for checking properties",
+		Args:  cobra.NoArgs,
+		RunE: runs(func(cmd *cobra.Command, _ []string) error {
+			if dataDir == "" {
+				return usageError("required flag(s) \"data-dir\" not set")
+			}
+			return checkDataDir(g, dataDir)
+		}),
 	}
-	if err := required(map[string]string{"data-dir": *dataDir}); err != nil {
-		return err
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "Path to the etcd data dir")
+	cmd.AddCommand(checkV2StoreCommand(g))
+	return hiddenAbove(cmd, "3.6")
+}
+
+func checkV2StoreCommand(g *globals) *cobra.Command {
+	var dataDir, walDir string
+	cmd := &cobra.Command{
+		Use:   "v2store",
+		Short: "Check custom content in v2store",
+		RunE: runs(func(*cobra.Command, []string) error {
+			found, err := offline.CheckV2Store(dataDir, walDir)
+			if err != nil {
+				return err
+			}
+			if err := found.Err(); err != nil {
+				return err
+			}
+			fmt.Fprintln(g.stdout, "No custom content found in both v2store and WAL records.")
+			return nil
+		}),
 	}
-	f, err := format()
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "Required. A data directory not in use by etcd.")
+	cmd.Flags().StringVar(&walDir, "wal-dir", "", "Optional. A dedicated WAL directory.")
+	requireFlags(cmd, "data-dir")
+	return cmd
+}
+
+func checkDataDir(g *globals, dataDir string) error {
+	f, err := g.outputFormat()
 	if err != nil {
 		return err
 	}
-	if f == "table" {
-		return &exitErr{code: exitBadFeature, err: fmt.Errorf("table is not supported as output format")}
+	if f == "table" || f == "fields" {
+		return &exitErr{code: exitBadFeature, err: fmt.Errorf("%s is not supported as output format", f)}
 	}
-	r, err := offline.Check(*dataDir)
+	r, err := offline.Check(dataDir)
 	if err != nil {
 		return err
 	}
+	stdout := g.stdout
 	if f == "json" {
 		if err := json.NewEncoder(stdout).Encode(r); err != nil {
 			return err
@@ -111,79 +152,71 @@ func check(args []string, stdout io.Writer) error {
 		}
 	}
 	if len(r.Problems) > 0 {
-		return fmt.Errorf("%d problems found in %s", len(r.Problems), *dataDir)
+		return fmt.Errorf("%d problems found in %s", len(r.Problems), dataDir)
 	}
 	if f != "json" {
-		fmt.Fprintf(stdout, "no problems found in %s\n", *dataDir)
+		fmt.Fprintf(stdout, "no problems found in %s\n", dataDir)
 	}
 	return nil
 }
 
-func defrag(args []string, stdout io.Writer) error {
-	fs := newFlags("defrag")
-	dataDir := fs.String("data-dir", "", "Path to the etcd data dir")
-	if err := parseNoArgs(fs, args, 0); err != nil {
-		return err
+func defragCommand(g *globals) *cobra.Command {
+	var dataDir string
+	cmd := &cobra.Command{
+		Use:   "defrag",
+		Short: "Defragments the storage of the etcd",
+		RunE: runs(func(*cobra.Command, []string) error {
+			res, err := offline.Defrag(dataDir, g.lockTimeout)
+			if err != nil {
+				return err
+			}
+			// Upstream prints nothing on standard output; this note goes where its log goes.
+			fmt.Fprintf(g.stderr, "Finished defragmenting etcd data[%s] (%s -> %s)\n", dataDir,
+				humanize.Bytes(uint64(res.Before)), humanize.Bytes(uint64(res.After)))
+			return nil
+		}),
 	}
-	if err := required(map[string]string{"data-dir": *dataDir}); err != nil {
-		return err
-	}
-	res, err := offline.Defrag(*dataDir)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "Finished defragmenting etcd data[%s] (%s -> %s)\n", *dataDir,
-		humanize.Bytes(uint64(res.Before)), humanize.Bytes(uint64(res.After)))
-	return nil
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "Required. Defragments a data directory not in use by etcd.")
+	requireFlags(cmd, "data-dir")
+	return cmd
 }
 
-func hashkv(args []string, stdout io.Writer) error {
-	fs := newFlags("hashkv")
-	rev := fs.Int64("rev", 0, "maximum revision to hash (default: latest revision)")
-	format := outputFormat(fs)
-	file, err := oneFile(fs, args, "hashkv")
-	if err != nil {
-		return err
+func hashkvCommand(g *globals) *cobra.Command {
+	var rev int64
+	cmd := &cobra.Command{
+		Use:   "hashkv <filename>",
+		Short: "Prints the KV history hash of a given file",
+		Args:  cobra.ExactArgs(1),
+		RunE: runs(func(_ *cobra.Command, args []string) error {
+			f, err := g.outputFormat()
+			if err != nil {
+				return err
+			}
+			if rev < 0 {
+				return usageError("--rev must not be negative")
+			}
+			res, err := offline.HashKV(args[0], rev, g.lockTimeout)
+			if err != nil {
+				return err
+			}
+			switch f {
+			case "json":
+				return json.NewEncoder(g.stdout).Encode(res)
+			case "table":
+				table.Write(g.stdout, table.ForLevel(buildinfo.Level), []string{"HASH", "HASH REVISION", "COMPACT REVISION"},
+					[][]string{{fmt.Sprint(res.Hash), fmt.Sprint(res.HashRevision), fmt.Sprint(res.CompactRevision)}})
+			case "fields":
+				fmt.Fprintf(g.stdout, "\"Hash\" : %d\n\"Hash revision\" : %d\n\"Compact revision\" : %d\n", res.Hash, res.HashRevision, res.CompactRevision)
+			default:
+				fmt.Fprintf(g.stdout, "%d, %d, %d\n", res.Hash, res.HashRevision, res.CompactRevision)
+			}
+			return nil
+		}),
 	}
-	f, err := format()
-	if err != nil {
-		return err
-	}
-	if *rev < 0 {
-		return usageError("--rev must not be negative")
-	}
-	res, err := offline.HashKV(file, *rev)
-	if err != nil {
-		return err
-	}
-	switch f {
-	case "json":
-		return json.NewEncoder(stdout).Encode(res)
-	case "table":
-		table.Write(stdout, table.ForLevel(buildinfo.Level), []string{"HASH", "HASH REVISION", "COMPACT REVISION"},
-			[][]string{{fmt.Sprint(res.Hash), fmt.Sprint(res.HashRevision), fmt.Sprint(res.CompactRevision)}})
-	default:
-		fmt.Fprintf(stdout, "%d, %d, %d\n", res.Hash, res.HashRevision, res.CompactRevision)
-	}
-	return nil
+	cmd.Flags().Int64Var(&rev, "rev", 0, "maximum revision to hash (default: latest revision)")
+	return cmd
 }
 
-// required refuses flags given no value, naming them in order as cobra does.
-func required(flags map[string]string) error {
-	var missing []string
-	for name, v := range flags {
-		if v == "" {
-			missing = append(missing, name)
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	sort.Strings(missing)
-	return requiredFlags(missing...)
-}
-
-// migrateTarget reads --target-version as upstream does: "X.Y", at least 3.5, else 128.
 func migrateTarget(s string) (version.Level, error) {
 	if strings.Count(s, ".") != 1 {
 		return version.Level{}, badArgs(`wrong target version format, expected "X.Y", got %q`, s)

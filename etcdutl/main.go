@@ -1,5 +1,7 @@
 // Command etcdutl works on a stopped member's data and on snapshot files, offline. It never
-// changes its input unless the command exists to do so (restore writes a new data dir).
+// changes its input unless the command exists to do so (restore writes a new data dir). Its
+// command tree is upstream's, built with the same library (cobra on pflag): global flags before
+// or after the command, commands shortened to a prefix, help and completion.
 package main
 
 import (
@@ -7,9 +9,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
+	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 
 	"etcdx/pkg/buildinfo"
 )
@@ -22,20 +24,18 @@ const (
 	exitBadArgs    = 128
 )
 
-// exitErr is an error with its exit status; usage asks for the usage text after it, as upstream
-// prints it after a flag error.
+// exitErr is a command's failure with its exit status.
 type exitErr struct {
-	code  int
-	err   error
-	usage bool
+	code int
+	err  error
 }
 
 func (e *exitErr) Error() string { return e.err.Error() }
 func (e *exitErr) Unwrap() error { return e.err }
 
-// usageError is a command line etcdutl cannot parse (exit 1, usage follows).
+// usageError is a command line etcdutl cannot run (exit 1).
 func usageError(format string, a ...any) error {
-	return &exitErr{code: exitError, err: fmt.Errorf(format, a...), usage: true}
+	return &exitErr{code: exitError, err: fmt.Errorf(format, a...)}
 }
 
 // badArgs is upstream's ExitBadArgs (128).
@@ -43,154 +43,133 @@ func badArgs(format string, a ...any) error {
 	return &exitErr{code: exitBadArgs, err: fmt.Errorf(format, a...)}
 }
 
-// requiredFlags is cobra's refusal of missing required flags, which upstream etcdutl prints.
-func requiredFlags(names ...string) error {
-	return usageError("required flag(s) \"%s\" not set", strings.Join(names, `", "`))
-}
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const usage = `Usage: etcdutl <command> [flags]
+// globals are the flags every command takes, and where output goes.
+type globals struct {
+	stdout, stderr io.Writer
+	// format is -w/--write-out.
+	format string
+	// lockTimeout is --timeout (3.7): how long to wait for a member's database lock.
+	lockTimeout time.Duration
+}
 
-Commands:
-  backup --data-dir D --backup-dir B             consistent copy of a stopped member's data
-  check --data-dir D                             read a stopped member's WAL, snapshots and database
-                                                 and report every inconsistency (changes nothing)
-  defrag --data-dir D                            defragment a stopped member's database
-  hashkv <file> [--rev N]                        hash of the key-value store, as HashKV answers
-  migrate --data-dir D --target-version X.Y      move a stopped member's storage to another version
-  snapshot restore <file> --data-dir D ...       restore a snapshot into a new data directory
-  snapshot status <file>                         hash, revision, total keys, size, storage version
-  version                                        print the version
-
-Commands that print a result take -w/--write-out simple|json|table. A command may be shortened
-to a prefix that names only it ("etcdutl sn st" is snapshot status).
-`
-
+// run executes one command line and returns the exit status. As upstream's, a command line cobra
+// refuses is reported by cobra (the error and the usage) and then once more on its own; a
+// command's failure once.
 func run(args []string, stdout, stderr io.Writer) int {
-	err := dispatch(args, stdout)
+	g := &globals{stdout: stdout, stderr: stderr, lockTimeout: time.Second}
+	root := newRoot(g)
+	root.SetArgs(args)
+	// Help goes to standard output and a refused command line's usage to standard error, as
+	// cobra does by default (so stdout is the process's, here).
+	root.SetErr(stderr)
+	err := root.Execute()
 	if err == nil {
 		return 0
 	}
 	fmt.Fprintf(stderr, "Error: %v\n", err)
 	var e *exitErr
 	if errors.As(err, &e) {
-		if e.usage {
-			fmt.Fprint(stderr, usage)
-		}
 		return e.code
 	}
 	return exitError
 }
 
-// The commands, in upstream's order, then ours; snapshot's subcommands.
-var (
-	commandNames  = []string{"defrag", "snapshot", "hashkv", "version", "migrate", "backup", "check"}
-	snapshotNames = []string{"restore", "status"}
-)
+func newRoot(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:        "etcdutl",
+		Short:      "An administrative command line tool for etcd3.",
+		SuggestFor: []string{"etcdutl"},
+	}
+	// Upstream enables prefix matching process-wide; here it is this tree's.
+	cobra.EnablePrefixMatching = true
+	if buildinfo.AtLeast("3.7") {
+		root.PersistentFlags().DurationVar(&g.lockTimeout, "timeout", 10*time.Second, "time to wait to obtain a file lock on db file, 0 to block indefinitely")
+	}
+	root.PersistentFlags().StringVarP(&g.format, "write-out", "w", "simple", "set the output format (fields, json, protobuf, simple, table)")
+	root.RegisterFlagCompletionFunc("write-out", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return []string{"fields", "json", "protobuf", "simple", "table"}, cobra.ShellCompDirectiveDefault
+	})
+	root.AddCommand(defragCommand(g), snapshotCommand(g), hashkvCommand(g), versionCommand(g), completionCommand(),
+		migrateCommand(g), backupCommand(g), checkCommand(g))
+	// Help is the usage alone, as upstream's.
+	root.SetHelpTemplate(`{{.UsageString}}`)
+	return root
+}
 
-// resolve names the command w stands for: its exact name, or a prefix of exactly one name.
-func resolve(names []string, w string) string {
-	match := ""
-	for _, n := range names {
-		if n == w {
-			return n
+// runs wraps a command's work: once it runs, a failure is reported by run alone (no usage).
+func runs(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		err := f(cmd, args)
+		var e *exitErr
+		if err != nil && !errors.As(err, &e) {
+			err = &exitErr{code: exitError, err: err}
 		}
-		if strings.HasPrefix(n, w) {
-			if match != "" {
-				return ""
+		return err
+	}
+}
+
+// outputFormat is -w for a command that prints simple, json, table or fields.
+func (g *globals) outputFormat() (string, error) {
+	switch g.format {
+	case "simple", "json", "table", "fields":
+		return g.format, nil
+	case "protobuf":
+		return "", &exitErr{code: exitBadFeature, err: fmt.Errorf("protobuf not supported as output format")}
+	}
+	return "", &exitErr{code: exitBadFeature, err: fmt.Errorf("unsupported output format")}
+}
+
+func versionCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Prints the version of etcdutl",
+		RunE: runs(func(*cobra.Command, []string) error {
+			fmt.Fprintf(g.stdout, "etcdutl version: %s\nAPI version: %s\n", buildinfo.Version, buildinfo.APIVersion)
+			return nil
+		}),
+	}
+}
+
+func completionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:                   "completion [bash|zsh|fish|powershell]",
+		Short:                 "Generate completion script",
+		Long:                  "Writes the shell completion script for etcdutl, e.g. source <(etcdutl completion bash).",
+		DisableFlagsInUseLine: true,
+		ValidArgs:             []string{"bash", "zsh", "fish", "powershell"},
+		Args:                  cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs),
+		RunE: runs(func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			switch args[0] {
+			case "bash":
+				return cmd.Root().GenBashCompletion(out)
+			case "zsh":
+				return cmd.Root().GenZshCompletion(out)
+			case "fish":
+				return cmd.Root().GenFishCompletion(out, true)
 			}
-			match = n
+			return cmd.Root().GenPowerShellCompletionWithDesc(out)
+		}),
+	}
+}
+
+// requireFlags marks flags required, as upstream marks them.
+func requireFlags(cmd *cobra.Command, names ...string) {
+	for _, n := range names {
+		if err := cmd.MarkFlagRequired(n); err != nil {
+			panic(fmt.Sprintf("etcdutl: %s has no flag %s", cmd.Name(), n)) // a programming error
 		}
 	}
-	return match
 }
 
-func dispatch(args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stdout, usage)
-		return nil
-	}
-	switch args[0] {
-	case "--version":
-		args[0] = "version"
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		return nil
-	}
-	switch resolve(commandNames, args[0]) {
-	case "version":
-		fmt.Fprintf(stdout, "etcdutl version: %s\nAPI version: %s\n", buildinfo.Version, buildinfo.APIVersion)
-		return nil
-	case "snapshot":
-		sub := ""
-		if len(args) > 1 {
-			sub = resolve(snapshotNames, args[1])
-		}
-		switch sub {
-		case "restore":
-			return restore(args[2:], stdout)
-		case "status":
-			return status(args[2:], stdout)
-		}
-		// A group without (or with an unknown) subcommand shows its usage, as upstream.
-		fmt.Fprint(stdout, usage)
-		return nil
-	case "migrate":
-		return migrate(args[1:], stdout)
-	case "backup":
-		return backup(args[1:], stdout)
-	case "defrag":
-		return defrag(args[1:], stdout)
-	case "hashkv":
-		return hashkv(args[1:], stdout)
-	case "check":
-		return check(args[1:], stdout)
-	}
-	return &exitErr{code: exitError, err: fmt.Errorf("unknown command %q for \"etcdutl\"\nRun 'etcdutl --help' for usage.", args[0])}
-}
-
-func oneFile(fs *pflag.FlagSet, args []string, what string) (string, error) {
-	if err := parseNoArgs(fs, args, 1); err != nil {
-		return "", err
-	}
-	return fs.Arg(0), nil
-}
-
-// parseNoArgs parses flags and insists on exactly n positional arguments, refusing others with
-// upstream's statuses: snapshot status and restore say so with 128, the rest as cobra does (1).
-func parseNoArgs(fs *pflag.FlagSet, args []string, n int) error {
-	if err := fs.Parse(args); err != nil {
-		return &exitErr{code: exitError, err: err, usage: true}
-	}
-	switch {
-	case fs.NArg() == n:
-		return nil
-	case strings.HasPrefix(fs.Name(), "snapshot "):
-		return badArgs("%s requires exactly one argument", fs.Name())
-	case n == 0:
-		return usageError("%s takes no arguments, got %q", fs.Name(), fs.Args())
-	}
-	return usageError("accepts %d arg(s), received %d", n, fs.NArg())
-}
-
-// newFlags returns a flag set that reports errors instead of printing them.
-func newFlags(name string) *pflag.FlagSet {
-	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	return fs
-}
-
-// outputFormat registers -w/--write-out and returns a checker for its value.
-func outputFormat(fs *pflag.FlagSet) func() (string, error) {
-	f := fs.StringP("write-out", "w", "simple", "set the output format (simple, json, table)")
-	return func() (string, error) {
-		switch *f {
-		case "simple", "json", "table":
-			return *f, nil
-		}
-		return "", &exitErr{code: exitBadFeature, err: fmt.Errorf("unsupported output format")}
-	}
+// hiddenAbove hides a command of ours that upstream's tree at this level does not have, so help
+// lists upstream's commands; it still runs.
+func hiddenAbove(cmd *cobra.Command, level string) *cobra.Command {
+	cmd.Hidden = buildinfo.AtLeast(level)
+	return cmd
 }

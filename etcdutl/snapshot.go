@@ -3,10 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
 
 	"etcdx/etcdutl/offline"
 	"etcdx/pkg/buildinfo"
@@ -14,75 +14,90 @@ import (
 	"etcdx/server/membership"
 )
 
-func restore(args []string, stdout io.Writer) error {
-	fs := newFlags("snapshot restore")
-	dataDir := fs.String("data-dir", "", "Path to the output data directory (default <name>.etcd)")
-	name := fs.String("name", membership.DefaultName, "Human-readable name for this member")
-	initialCluster := fs.String("initial-cluster", "", "Initial cluster configuration for restore bootstrap (default <name>=<initial-advertise-peer-urls>)")
-	token := fs.String("initial-cluster-token", membership.DefaultToken, "Initial cluster token for the etcd cluster during restore bootstrap")
-	peerURLs := fs.StringSlice("initial-advertise-peer-urls", []string{membership.DefaultPeerURL}, "List of this member's peer URLs to advertise to the rest of the cluster")
-	skipHash := fs.Bool("skip-hash-check", false, "Ignore snapshot integrity hash value (required if copied from data directory)")
-	bump := fs.Int64("bump-revision", 0, "How much to increase the latest revision after restore")
-	markCompacted := fs.Bool("mark-compacted", false, "Mark the latest revision after restore as the point of scheduled compaction (required if --bump-revision > 0)")
-	file, err := oneFile(fs, args, "snapshot restore")
-	if err != nil {
-		return err
+func snapshotCommand(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "snapshot <subcommand>",
+		Short: "Manages etcd node snapshots",
 	}
-	if *bump < 0 {
-		return badArgs("--bump-revision must not be negative")
-	}
-	if *bump > 0 && !*markCompacted {
-		return badArgs("--mark-compacted is required if --bump-revision > 0")
-	}
-	dir := *dataDir
-	if dir == "" {
-		dir = *name + ".etcd"
-	}
-	ic := *initialCluster
-	if ic == "" {
-		var parts []string
-		for _, u := range *peerURLs {
-			parts = append(parts, *name+"="+u)
-		}
-		ic = strings.Join(parts, ",")
-	}
-	cluster, err := membership.ParseInitialCluster(ic)
-	if err != nil {
-		return usageError("--initial-cluster: %v", err)
-	}
-	if err := offline.Restore(offline.RestoreConfig{SnapshotPath: file, DataDir: dir, Name: *name, PeerURLs: *peerURLs,
-		InitialCluster: cluster, InitialClusterToken: *token, SkipHashCheck: *skipHash,
-		BumpRevision: *bump, MarkCompacted: *markCompacted}); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "restored snapshot %s into %s (member %s)\n", file, dir, *name)
-	return nil
+	cmd.AddCommand(snapshotRestoreCommand(g), snapshotStatusCommand(g))
+	return cmd
 }
 
-func status(args []string, stdout io.Writer) error {
-	fs := newFlags("snapshot status")
-	format := outputFormat(fs)
-	file, err := oneFile(fs, args, "snapshot status")
-	if err != nil {
-		return err
+func snapshotRestoreCommand(g *globals) *cobra.Command {
+	var dataDir, walDir, initialCluster, token, peerURLs, name string
+	var skipHash, markCompacted bool
+	var mmapSize, bump uint64
+	cmd := &cobra.Command{
+		Use:   "restore <filename> --data-dir {output dir} [options]",
+		Short: "Restores an etcd member snapshot to an etcd directory",
+		RunE: runs(func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return badArgs("snapshot restore requires exactly one argument")
+			}
+			if (bump == 0 && markCompacted) || (bump > 0 && !markCompacted) {
+				return badArgs("--mark-compacted required if --revision-bump > 0")
+			}
+			dir := dataDir
+			if dir == "" {
+				dir = name + ".etcd"
+			}
+			cluster, err := membership.ParseInitialCluster(initialCluster)
+			if err != nil {
+				return usageError("--initial-cluster: %v", err)
+			}
+			if err := offline.Restore(offline.RestoreConfig{SnapshotPath: args[0], DataDir: dir, WALDir: walDir, Name: name,
+				PeerURLs: strings.Split(peerURLs, ","), InitialCluster: cluster, InitialClusterToken: token,
+				SkipHashCheck: skipHash, BumpRevision: int64(bump), MarkCompacted: markCompacted}); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "restored snapshot %s into %s (member %s)\n", args[0], dir, name)
+			return nil
+		}),
 	}
-	f, err := format()
-	if err != nil {
-		return err
+	f := cmd.Flags()
+	f.StringVar(&dataDir, "data-dir", "", "Path to the output data directory")
+	f.StringVar(&walDir, "wal-dir", "", "Path to the WAL directory (use --data-dir if none given)")
+	f.StringVar(&initialCluster, "initial-cluster", membership.DefaultName+"="+membership.DefaultPeerURL, "Initial cluster configuration for restore bootstrap")
+	f.StringVar(&token, "initial-cluster-token", membership.DefaultToken, "Initial cluster token for the etcd cluster during restore bootstrap")
+	f.StringVar(&peerURLs, "initial-advertise-peer-urls", membership.DefaultPeerURL, "List of this member's peer URLs to advertise to the rest of the cluster")
+	f.StringVar(&name, "name", membership.DefaultName, "Human-readable name for this member")
+	f.BoolVar(&skipHash, "skip-hash-check", false, "Ignore snapshot integrity hash value (required if copied from data directory)")
+	f.Uint64Var(&mmapSize, "initial-memory-map-size", 10<<30, "Initial memory map size of the database in bytes. It uses the default value if not defined or defined to 0")
+	f.Uint64Var(&bump, "bump-revision", 0, "How much to increase the latest revision after restore")
+	f.BoolVar(&markCompacted, "mark-compacted", false, "Mark the latest revision after restore as the point of scheduled compaction (required if --bump-revision > 0, disallowed otherwise)")
+	return cmd
+}
+
+func snapshotStatusCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status <filename>",
+		Short: "Gets backend snapshot status of a given file",
+		RunE: runs(func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return badArgs("snapshot status requires exactly one argument")
+			}
+			f, err := g.outputFormat()
+			if err != nil {
+				return err
+			}
+			st, err := offline.GetStatus(args[0])
+			if err != nil {
+				return err
+			}
+			size := humanize.Bytes(uint64(st.TotalSize))
+			switch f {
+			case "json":
+				return json.NewEncoder(g.stdout).Encode(st)
+			case "table":
+				table.Write(g.stdout, table.ForLevel(buildinfo.Level), []string{"HASH", "REVISION", "TOTAL KEYS", "TOTAL SIZE", "VERSION"},
+					[][]string{{fmt.Sprintf("%x", st.Hash), fmt.Sprint(st.Revision), fmt.Sprint(st.TotalKey), size, st.Version}})
+			case "fields":
+				fmt.Fprintf(g.stdout, "\"Hash\" : %d\n\"Revision\" : %d\n\"Keys\" : %d\n\"Size\" : %d\n\"Version\" : %s\n",
+					st.Hash, st.Revision, st.TotalKey, st.TotalSize, st.Version)
+			default:
+				fmt.Fprintf(g.stdout, "%x, %d, %d, %s, %s\n", st.Hash, st.Revision, st.TotalKey, size, st.Version)
+			}
+			return nil
+		}),
 	}
-	st, err := offline.GetStatus(file)
-	if err != nil {
-		return err
-	}
-	size := humanize.Bytes(uint64(st.TotalSize))
-	switch f {
-	case "json":
-		return json.NewEncoder(stdout).Encode(st)
-	case "table":
-		table.Write(stdout, table.ForLevel(buildinfo.Level), []string{"HASH", "REVISION", "TOTAL KEYS", "TOTAL SIZE", "VERSION"},
-			[][]string{{fmt.Sprintf("%x", st.Hash), fmt.Sprint(st.Revision), fmt.Sprint(st.TotalKey), size, st.Version}})
-	default:
-		fmt.Fprintf(stdout, "%x, %d, %d, %s, %s\n", st.Hash, st.Revision, st.TotalKey, size, st.Version)
-	}
-	return nil
 }

@@ -35,7 +35,7 @@ func backupDir(dataDir, backupDir string) (*BackupResult, error) {
 		return nil, fmt.Errorf("backup directory %s is not empty", backupDir)
 	}
 	// The shared lock keeps a server from starting on the directory while it is copied.
-	db, err := openDB(schema.BackendPath(dataDir), true)
+	db, err := openDB(schema.BackendPath(dataDir), true, DefaultLockWait)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ package offline
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"time"
 
@@ -30,11 +31,16 @@ func checkDataDir(dataDir string) error {
 	return nil
 }
 
-// openDB opens a member's bbolt file, reporting a running server's lock as ErrInUse.
-func openDB(path string, readOnly bool) (*bolt.DB, error) {
-	db, err := backend.OpenFile(path, &bolt.Options{Timeout: time.Second, ReadOnly: readOnly})
+// DefaultLockWait is how long an operation waits for a member's lock on its database when the
+// caller names no wait (etcdutl's --timeout, upstream 3.7's, is 10 s by default).
+const DefaultLockWait = time.Second
+
+// openDB opens a member's bbolt file, waiting up to wait for a running server's lock (0: for
+// ever, as upstream's --timeout 0) and then reporting it as ErrInUse.
+func openDB(path string, readOnly bool, wait time.Duration) (*bolt.DB, error) {
+	db, err := backend.OpenFile(path, &bolt.Options{Timeout: wait, ReadOnly: readOnly})
 	if errors.Is(err, backend.ErrLocked) {
-		return nil, fmt.Errorf("%w: %s is locked", ErrInUse, path)
+		return nil, fmt.Errorf("%w: %s is locked (waited %v)", ErrInUse, path, wait)
 	}
 	if err != nil {
 		return nil, err
@@ -47,11 +53,15 @@ func openDB(path string, readOnly bool) (*bolt.DB, error) {
 	return db, nil
 }
 
-// openBackend opens the member's file for writing, reporting a running server as ErrInUse.
-func openBackend(dataDir string) (*backend.Backend, error) {
-	be, err := backend.Open(backend.Config{Path: schema.BackendPath(dataDir), Buckets: schema.Buckets})
+// openBackend opens the member's file for writing, waiting as openDB does, and reports a running
+// server as ErrInUse.
+func openBackend(dataDir string, wait time.Duration) (*backend.Backend, error) {
+	if wait == 0 {
+		wait = math.MaxInt64 // for ever
+	}
+	be, err := backend.Open(backend.Config{Path: schema.BackendPath(dataDir), Buckets: schema.Buckets, OpenTimeout: wait})
 	if errors.Is(err, backend.ErrLocked) {
-		return nil, fmt.Errorf("%w: stop it first (or use etcdctl for a live member)", ErrInUse)
+		return nil, fmt.Errorf("%w: stop it first (or use etcdctl for a live member; waited %v)", ErrInUse, wait)
 	}
 	return be, err
 }

@@ -2,6 +2,7 @@ package offline
 
 import (
 	"fmt"
+	"time"
 
 	"etcdx/server/schema"
 )
@@ -13,11 +14,11 @@ type DefragResult struct {
 
 // defrag rewrites a stopped member's bbolt file without its free pages. It refuses while a
 // server holds the file: a live member is defragmented with etcdctl defrag.
-func defrag(dataDir string) (*DefragResult, error) {
+func defrag(dataDir string, wait time.Duration) (*DefragResult, error) {
 	if err := checkDataDir(dataDir); err != nil {
 		return nil, err
 	}
-	be, err := openBackend(dataDir)
+	be, err := openBackend(dataDir, wait)
 	if err != nil {
 		return nil, err
 	}

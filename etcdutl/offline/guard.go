@@ -3,6 +3,7 @@ package offline
 import (
 	"etcdx/server/backend"
 	"etcdx/server/version"
+	"time"
 )
 
 // Every exported operation runs under backend.Guard: a damaged file on which bbolt panics or
@@ -27,19 +28,21 @@ func Check(dataDir string) (*CheckReport, error) {
 	return guarded(dataDir, func() (*CheckReport, error) { return check(dataDir) })
 }
 
-// Defrag rewrites a stopped member's database without its free pages (see defrag).
-func Defrag(dataDir string) (*DefragResult, error) {
-	return guarded(dataDir, func() (*DefragResult, error) { return defrag(dataDir) })
+// Defrag rewrites a stopped member's database without its free pages (see defrag), waiting up
+// to wait for a member that is stopping to let go of it (0: for ever).
+func Defrag(dataDir string, wait time.Duration) (*DefragResult, error) {
+	return guarded(dataDir, func() (*DefragResult, error) { return defrag(dataDir, wait) })
 }
 
-// HashKV hashes the key-value store of a database file as a live member would (see hashKV).
-func HashKV(dbFile string, rev int64) (*HashKVResult, error) {
-	return guarded(dbFile, func() (*HashKVResult, error) { return hashKV(dbFile, rev) })
+// HashKV hashes the key-value store of a database file as a live member would (see hashKV),
+// waiting as Defrag does.
+func HashKV(dbFile string, rev int64, wait time.Duration) (*HashKVResult, error) {
+	return guarded(dbFile, func() (*HashKVResult, error) { return hashKV(dbFile, rev, wait) })
 }
 
-// Migrate moves a stopped member's storage to target (see migrate).
-func Migrate(dataDir string, target version.Level, force bool) (*MigrateResult, error) {
-	return guarded(dataDir, func() (*MigrateResult, error) { return migrate(dataDir, target, force) })
+// Migrate moves a stopped member's storage to target (see migrate), waiting as Defrag does.
+func Migrate(dataDir string, target version.Level, force bool, wait time.Duration) (*MigrateResult, error) {
+	return guarded(dataDir, func() (*MigrateResult, error) { return migrate(dataDir, target, force, wait) })
 }
 
 // GetStatus describes a snapshot or database file without changing it (see getStatus).

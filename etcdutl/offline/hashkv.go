@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -24,11 +25,11 @@ type HashKVResult struct {
 // hashKV computes the same hash a live member answers to HashKV at rev (0: latest), from a bbolt
 // file. The file is read under a shared lock and copied; the hash is computed on the copy, so the
 // input is never changed (opening a store may finish an interrupted compaction).
-func hashKV(dbFile string, rev int64) (*HashKVResult, error) {
+func hashKV(dbFile string, rev int64, wait time.Duration) (*HashKVResult, error) {
 	if _, err := os.Stat(dbFile); err != nil {
 		return nil, err
 	}
-	src, err := openDB(dbFile, true)
+	src, err := openDB(dbFile, true, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +57,7 @@ func hashKV(dbFile string, rev int64) (*HashKVResult, error) {
 		return nil, fmt.Errorf("%s: %w", dbFile, err)
 	}
 	defer st.Close()
-	h, hashRev, compactRev, err := st.HashKV(rev)
+	h, hashRev, _, compactRev, err := st.HashKV(rev)
 	if err != nil {
 		return nil, err
 	}

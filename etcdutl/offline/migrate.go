@@ -3,6 +3,7 @@ package offline
 import (
 	"fmt"
 	"os"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -29,14 +30,14 @@ type MigrateResult struct {
 // target-level binary can start on it (in a running multi-member cluster, use the online
 // downgrade instead: the other members would refuse this member). It refuses when the WAL holds
 // entries not yet applied to the database that the target level cannot apply, unless force.
-func migrate(dataDir string, target version.Level, force bool) (*MigrateResult, error) {
+func migrate(dataDir string, target version.Level, force bool, wait time.Duration) (*MigrateResult, error) {
 	if err := checkDataDir(dataDir); err != nil {
 		return nil, err
 	}
 	if !version.IsKnown(target) {
 		return nil, fmt.Errorf("--target-version %s is not a version this etcdutl knows (%s to %s)", target, version.Known()[0], version.Known()[len(version.Known())-1])
 	}
-	db, err := openDB(schema.BackendPath(dataDir), false)
+	db, err := openDB(schema.BackendPath(dataDir), false, wait)
 	if err != nil {
 		return nil, err
 	}

@@ -133,8 +133,10 @@ func openReadOnly(path string) (*bolt.DB, error) {
 
 // RestoreConfig says what to restore and as which member of which new cluster.
 type RestoreConfig struct {
-	SnapshotPath        string
-	DataDir             string
+	SnapshotPath string
+	DataDir      string
+	// WALDir, when set, is where the WAL goes instead of the data dir (--wal-dir).
+	WALDir              string
 	Name                string
 	PeerURLs            []string
 	InitialCluster      map[string][]string
@@ -159,6 +161,9 @@ func restore(cfg RestoreConfig) error {
 	}
 	if des, err := os.ReadDir(cfg.DataDir); err == nil && len(des) > 0 {
 		return fmt.Errorf("data-dir %q not empty or could not be read", cfg.DataDir)
+	}
+	if des, err := os.ReadDir(cfg.WALDir); cfg.WALDir != "" && err == nil && len(des) > 0 {
+		return fmt.Errorf("wal-dir %q not empty or could not be read", cfg.WALDir)
 	}
 	in, err := membership.NewInitial(cfg.Name, cfg.PeerURLs, cfg.InitialCluster, cfg.InitialClusterToken)
 	var fe *membership.FlagsError
@@ -241,6 +246,15 @@ func restore(cfg RestoreConfig) error {
 	os.Remove(cfg.DataDir) // an empty directory may stand where the result goes
 	if err := os.Rename(tmp, cfg.DataDir); err != nil {
 		return fmt.Errorf("move restored data into place: %w", err)
+	}
+	if cfg.WALDir != "" {
+		os.Remove(cfg.WALDir) // an empty directory may stand there too
+		if err := os.MkdirAll(filepath.Dir(filepath.Clean(cfg.WALDir)), 0o700); err != nil {
+			return err
+		}
+		if err := os.Rename(schema.WALDir(cfg.DataDir), cfg.WALDir); err != nil {
+			return fmt.Errorf("move the restored WAL to %s: %w", cfg.WALDir, err)
+		}
 	}
 	return nil
 }

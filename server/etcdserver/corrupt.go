@@ -44,15 +44,11 @@ func (s *Server) serveHashKV(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "error unmarshalling request", http.StatusBadRequest)
 		return
 	}
-	hash, rev, compactRev, err := s.kv.HashKV(req.Revision)
+	hash, hashRev, rev, compactRev, err := s.kv.HashKV(req.Revision)
 	if err != nil {
 		s.log.Warn("failed to get hashKV", "requested-revision", req.Revision, "error", err)
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
-	}
-	hashRev := req.Revision
-	if hashRev <= 0 {
-		hashRev = rev
 	}
 	out, err := json.Marshal(&pb.HashKVResponse{Header: &pb.ResponseHeader{Revision: rev, MemberId: s.id, ClusterId: s.ClusterID()},
 		Hash: hash, CompactRevision: compactRev, HashRevision: hashRev})
@@ -105,7 +101,7 @@ func (s *Server) peerHashKV(ctx context.Context, url string, rev int64) (*pb.Has
 func (s *Server) InitialCorruptCheck(ctx context.Context) error {
 	id := fmt.Sprintf("%x", s.id)
 	s.log.Info("starting initial corruption check", "local-member-id", id, "timeout", s.cfg.electionTimeout()*5)
-	hash, rev, compactRev, err := s.kv.HashKV(0)
+	hash, rev, _, compactRev, err := s.kv.HashKV(0)
 	if err != nil {
 		return fmt.Errorf("%s failed to fetch hash (%w)", id, err)
 	}
@@ -186,7 +182,7 @@ func (s *Server) monitorCorruption() {
 // and a follower at the leader's compact revision must have its hash. Any breach raises the
 // CORRUPT alarm for the member at fault.
 func (s *Server) periodicCorruptCheck() error {
-	hash, rev, compactRev, err := s.kv.HashKV(0)
+	hash, rev, _, compactRev, err := s.kv.HashKV(0)
 	if err != nil {
 		return err
 	}
@@ -216,7 +212,7 @@ func (s *Server) periodicCorruptCheck() error {
 	if err != nil {
 		return err
 	}
-	hash2, rev2, compactRev2, err := s.kv.HashKV(0)
+	hash2, rev2, _, compactRev2, err := s.kv.HashKV(0)
 	if err != nil {
 		return err
 	}
@@ -281,7 +277,7 @@ func (s *Server) monitorCompactHash() {
 func (s *Server) compactHashCheck(compactRev int64) {
 	id := fmt.Sprintf("%x", s.id)
 	s.log.Info("starting compact hash check", "local-member-id", id, "timeout", s.cfg.electionTimeout()*5)
-	hash, _, localCompact, err := s.kv.HashKV(compactRev)
+	hash, _, _, localCompact, err := s.kv.HashKV(compactRev)
 	if err != nil {
 		s.log.Warn("failed to hash the compacted revision", "compact-revision", compactRev, "error", err.Error())
 		return

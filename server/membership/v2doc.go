@@ -213,3 +213,32 @@ func nonNil(s []string) []string {
 	}
 	return s
 }
+
+// V2StoreHasCustomContent says whether a v2 store document holds anything besides the
+// membership and cluster version under /0, as upstream 3.5's check does: upstream 3.6 refuses to
+// start on such a store. The empty /2/users and /2/roles directories v2 auth leaves behind do not
+// count.
+func V2StoreHasCustomContent(b []byte) (bool, error) {
+	var doc struct{ Root *v2Node }
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return false, fmt.Errorf("v2 store document: %w", err)
+	}
+	if doc.Root == nil {
+		return false, fmt.Errorf("v2 store document has no root node")
+	}
+	for key, n := range doc.Root.Children {
+		switch key {
+		case "0":
+			continue
+		case "2":
+			for sub, d := range n.Children {
+				if (sub != "users" && sub != "roles") || len(d.Children) > 0 {
+					return true, nil
+				}
+			}
+			continue
+		}
+		return true, nil
+	}
+	return false, nil
+}

@@ -46,3 +46,24 @@ func TestFromV2(t *testing.T) {
 		t.Errorf("SYNC: %v", err)
 	}
 }
+
+func TestV2StoreHasCustomContent(t *testing.T) {
+	for _, c := range []struct {
+		name, doc string
+		custom    bool
+	}{
+		{"membership only", `{"Root":{"Children":{"0":{"Children":{"members":{},"version":{"Value":"3.5.0"}}}}}}`, false},
+		{"empty auth directories", `{"Root":{"Children":{"0":{},"2":{"Children":{"users":{},"roles":{}}}}}}`, false},
+		{"a v2 user", `{"Root":{"Children":{"0":{},"2":{"Children":{"users":{"Children":{"root":{}}}}}}}}`, true},
+		{"a v2 key", `{"Root":{"Children":{"0":{},"1":{"Children":{"foo":{"Value":"bar"}}}}}}`, true},
+		{"something else under /2", `{"Root":{"Children":{"2":{"Children":{"enabled":{"Value":"true"}}}}}}`, true},
+	} {
+		got, err := V2StoreHasCustomContent([]byte(c.doc))
+		if err != nil || got != c.custom {
+			t.Errorf("%s: %v, %v; want %v", c.name, got, err, c.custom)
+		}
+	}
+	if _, err := V2StoreHasCustomContent([]byte("{")); err == nil {
+		t.Error("a broken document was read")
+	}
+}

@@ -576,8 +576,9 @@ func (s *Store) compactionPace() (int, time.Duration) {
 }
 
 // HashKV hashes the keys and values visible at rev that compaction at the current compact
-// revision keeps, so members at the same revision agree. rev 0 means current.
-func (s *Store) HashKV(rev int64) (hash uint32, hashRev, compactRev int64, err error) {
+// revision keeps, so members at the same revision agree. rev 0 means current. It returns the
+// revision hashed and the store's current one.
+func (s *Store) HashKV(rev int64) (hash uint32, hashRev, curRev, compactRev int64, err error) {
 	start := time.Now()
 	defer func() {
 		if err == nil {
@@ -585,7 +586,7 @@ func (s *Store) HashKV(rev int64) (hash uint32, hashRev, compactRev int64, err e
 		}
 	}()
 	if err := s.be.Commit(); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	s.mu.RLock()
 	cur, compactRev := s.currentRev, s.compactRev
@@ -594,11 +595,11 @@ func (s *Store) HashKV(rev int64) (hash uint32, hashRev, compactRev int64, err e
 	}
 	if rev > cur {
 		s.mu.RUnlock()
-		return 0, cur, compactRev, ErrFutureRev
+		return 0, 0, cur, compactRev, ErrFutureRev
 	}
 	if rev < compactRev {
 		s.mu.RUnlock()
-		return 0, cur, compactRev, ErrCompacted
+		return 0, 0, cur, compactRev, ErrCompacted
 	}
 	keep := s.idx.keep(compactRev)
 	s.mu.RUnlock()
@@ -621,7 +622,7 @@ func (s *Store) HashKV(rev int64) (hash uint32, hashRev, compactRev int64, err e
 		}
 		return nil
 	})
-	return h.Sum32(), cur, compactRev, err
+	return h.Sum32(), rev, cur, compactRev, err
 }
 
 // KeyCount is the number of live keys (for metrics).

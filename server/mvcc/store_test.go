@@ -76,7 +76,7 @@ func TestPutRangeDeleteCompactRestore(t *testing.T) {
 	if _, err := s.Range([]byte("a"), nil, RangeOptions{Rev: 9}); !errors.Is(err, ErrFutureRev) {
 		t.Fatalf("future rev: %v", err)
 	}
-	h1, _, _, err := s.HashKV(0)
+	h1, _, _, _, err := s.HashKV(0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestPutRangeDeleteCompactRestore(t *testing.T) {
 	if len(r.KVs) != 1 || string(r.KVs[0].Value) != "2" {
 		t.Fatalf("a at compact rev: %+v", r.KVs)
 	}
-	h2, _, _, _ := s.HashKV(0)
+	h2, _, _, _, _ := s.HashKV(0)
 	if h1 == h2 {
 		t.Fatal("hash did not change after compaction removed history")
 	}
@@ -110,7 +110,7 @@ func TestPutRangeDeleteCompactRestore(t *testing.T) {
 	if len(r.KVs) != 2 || r.KVs[0].Version != 2 || r.KVs[1].CreateRevision != 6 {
 		t.Fatalf("after restore: %+v", r.KVs)
 	}
-	h3, _, _, _ := s.HashKV(0)
+	h3, _, _, _, _ := s.HashKV(0)
 	if h3 != h2 {
 		t.Fatalf("hash changed across restart: %x vs %x", h2, h3)
 	}

@@ -98,14 +98,11 @@ func (m *maintenanceServer) Hash(ctx context.Context, r *pb.HashRequest) (*pb.Ha
 }
 
 func (m *maintenanceServer) HashKV(ctx context.Context, r *pb.HashKVRequest) (*pb.HashKVResponse, error) {
-	h, rev, compactRev, err := m.s.KV().HashKV(r.Revision)
+	h, hashRev, rev, compactRev, err := m.s.KV().HashKV(r.Revision)
 	if err != nil {
 		return nil, togRPCError(err)
 	}
-	resp := &pb.HashKVResponse{Header: &pb.ResponseHeader{Revision: rev}, Hash: h, CompactRevision: compactRev, HashRevision: rev}
-	if r.Revision > 0 {
-		resp.HashRevision = r.Revision
-	}
+	resp := &pb.HashKVResponse{Header: &pb.ResponseHeader{Revision: rev}, Hash: h, CompactRevision: compactRev, HashRevision: hashRev}
 	m.hdr.fill(resp.Header)
 	return resp, nil
 }

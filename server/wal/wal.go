@@ -284,6 +284,16 @@ func scanAll(dir string) (*scanResult, error) {
 	return scan(dir, segs, raftpb.SnapshotMetadata{}, true, nil)
 }
 
+// Entries reads every entry the segments in dir hold, without locking or changing any file
+// (etcdutl check v2store).
+func Entries(dir string) ([]raftpb.Entry, error) {
+	r, err := scanAll(dir)
+	if err != nil {
+		return nil, err
+	}
+	return r.ents, nil
+}
+
 // Inspection is what a read-only pass over every segment of a WAL found (etcdutl check).
 type Inspection struct {
 	Segments   int

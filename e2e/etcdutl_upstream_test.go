@@ -1,0 +1,172 @@
+package e2e
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// stoppedMemberFiles gives a stopped member's data dir (written by ours at level) and a
+// snapshot of it.
+func stoppedMemberFiles(t *testing.T, level string) (dataDir, snap string) {
+	t.Helper()
+	m := NewMember(t)
+	m.Bin = ServerAt(t, level)
+	m.Start()
+	writeN(t, m.Client(), "u", 30)
+	snap = saveSnapshot(t, m.Client())
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	return m.DataDir, snap
+}
+
+// cliAnswer is a command line's exit status and standard output.
+func cliAnswer(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	code, _, out := runCLI(t, bin, args...)
+	return fmt.Sprintf("exit %d: %s", code, out)
+}
+
+// TestEtcdutlAsUpstream runs upstream etcdutl 3.7.3 and ours on files ours wrote at 3.7: the same
+// help for every command, the same answers with the global flags before the command and after it,
+// every output format, and the same refusals. Each command runs on a copy of the files.
+func TestEtcdutlAsUpstream(t *testing.T) {
+	up, ours := UpstreamBinary(t, "etcdutl"), Binary(t, "etcdutl")
+	for _, args := range [][]string{
+		{"--help"}, {"defrag", "--help"}, {"snapshot", "--help"}, {"snapshot", "status", "--help"},
+		{"snapshot", "restore", "--help"}, {"hashkv", "--help"}, {"migrate", "--help"}, {"version", "--help"},
+		{"completion", "--help"}, {"help", "migrate"},
+	} {
+		if u, o := cliAnswer(t, up, args...), cliAnswer(t, ours, args...); u != o {
+			t.Errorf("etcdutl %s:\n--- upstream ---\n%s\n--- ours ---\n%s", strings.Join(args, " "), u, o)
+		}
+	}
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		if code, _, out := runCLI(t, ours, "completion", shell); code != 0 || !strings.Contains(out, "etcdutl") {
+			t.Errorf("completion %s: exit %d\n%.300s", shell, code, out)
+		}
+	}
+
+	dataDir, snap := stoppedMemberFiles(t, CurrentLevel)
+	db := filepath.Join(dataDir, "member", "snap", "db")
+	for _, args := range [][]string{
+		{"-w", "json", "snapshot", "status", snap}, {"snapshot", "status", snap, "-w", "json"},
+		{"--write-out=table", "snapshot", "status", snap}, {"snapshot", "status", "--write-out", "fields", snap},
+		{"snapshot", "status", snap, "-w", "protobuf"}, {"snapshot", "status", snap, "-w", "simple"},
+		{"-w", "json", "hashkv", db}, {"hashkv", db, "-w", "fields"}, {"hashkv", "--rev", "5", db, "-w", "table"},
+		{"--timeout", "5s", "defrag", "--data-dir", "DIR"}, {"defrag", "--data-dir", "DIR", "--timeout=5s"},
+		{"-w", "json", "defrag", "--data-dir", "DIR"},
+		{"snapshot", "status"}, {"snapshot", "status", snap, "extra"}, {"hashkv"},
+		{"migrate", "--data-dir", "DIR", "--target-version", "3.4"},
+		{"sn", "st", snap, "-w", "json"},
+	} {
+		answer := func(bin string) string {
+			dir := filepath.Join(t.TempDir(), "data")
+			if out, err := exec.Command("cp", "-a", dataDir, dir).CombinedOutput(); err != nil {
+				t.Fatalf("copy the data dir: %v\n%s", err, out)
+			}
+			a := append([]string(nil), args...)
+			for i := range a {
+				a[i] = strings.ReplaceAll(a[i], "DIR", dir)
+			}
+			return strings.ReplaceAll(cliAnswer(t, bin, a...), dir, "DIR")
+		}
+		if u, o := answer(up), answer(ours); u != o {
+			t.Errorf("etcdutl %s:\n--- upstream ---\n%s\n--- ours ---\n%s", strings.Join(args, " "), u, o)
+		}
+	}
+
+	// Migrating: the same exit status before and after the command's flags, and a data dir
+	// either can serve afterwards (the outputs differ: upstream logs, ours prints what it did).
+	for _, bin := range []string{up, ours} {
+		for _, args := range [][]string{{"--timeout=5s", "migrate", "--data-dir", "DIR", "--target-version", "3.6"}, {"migrate", "--data-dir", "DIR", "--target-version", "3.6", "-w", "json"}} {
+			dir := filepath.Join(t.TempDir(), "data")
+			if out, err := exec.Command("cp", "-a", dataDir, dir).CombinedOutput(); err != nil {
+				t.Fatalf("copy: %v\n%s", err, out)
+			}
+			for i := range args {
+				args[i] = strings.ReplaceAll(args[i], "DIR", dir)
+			}
+			if code, errOut, _ := runCLI(t, bin, args...); code != 0 {
+				t.Errorf("%s %v: exit %d\n%s", bin, args, code, errOut)
+			}
+			st := cliAnswer(t, up, "snapshot", "status", filepath.Join(dir, "member", "snap", "db"), "--write-out", "fields")
+			if !strings.Contains(st, `"Version" : 3.6.0`) {
+				t.Errorf("%s %v left %s", bin, args, st)
+			}
+		}
+	}
+}
+
+// TestEtcdutlCheckV2StoreAsUpstream35: ours runs upstream 3.5.35's "check v2store" (what keeps a
+// 3.5 member from moving to 3.6) with its answer, on a data dir upstream 3.5.35 wrote and on one
+// ours wrote at 3.5.
+func TestEtcdutlCheckV2StoreAsUpstream35(t *testing.T) {
+	up := UpstreamBinaryAt(t, Upstream35Version, "etcdutl")
+	upDir := NewMember(t)
+	upDir.Bin = UpstreamBinaryAt(t, Upstream35Version, "etcd")
+	upDir.Start()
+	writeN(t, upDir.Client(), "k", 10)
+	if err := upDir.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	oursDir, _ := stoppedMemberFiles(t, OldestLevel)
+	for _, dir := range []string{upDir.DataDir, oursDir} {
+		for _, args := range [][]string{{"check", "v2store", "--data-dir", dir}, {"check", "v2store"}} {
+			u, o := cliAnswer(t, up, args...), cliAnswer(t, Binary(t, "etcdutl"), args...)
+			if u != o {
+				t.Errorf("etcdutl %v:\n--- upstream 3.5.35 ---\n%s\n--- ours ---\n%s", args, u, o)
+			}
+		}
+	}
+	if out := cliAnswer(t, Binary(t, "etcdutl"), "check", "v2store", "--data-dir", oursDir); !strings.Contains(out, "exit 0: No custom content found in both v2store and WAL records.") {
+		t.Errorf("check v2store: %s", out)
+	}
+}
+
+// TestEtcdutlWaitsForTheLock: right after a member is asked to stop, etcdutl waits for it to let
+// go of its database (--timeout, 3.7) instead of failing; with a short timeout on a running member
+// it gives up, saying what holds the file.
+func TestEtcdutlWaitsForTheLock(t *testing.T) {
+	m := NewMember(t)
+	m.Start()
+	writeN(t, m.Client(), "w", 10)
+	code, out := etcdutl(t, "defrag", "--data-dir", m.DataDir, "--timeout", "300ms")
+	if code != 1 || !strings.Contains(out, "in use by a running etcd") || !strings.Contains(out, "waited 300ms") {
+		t.Fatalf("defrag of a running member's data: exit %d\n%s", code, out)
+	}
+	cmd := exec.Command(Binary(t, "etcdutl"), "--timeout", "30s", "defrag", "--data-dir", m.DataDir)
+	done := make(chan error, 1)
+	var outBuf strings.Builder
+	cmd.Stdout, cmd.Stderr = &outBuf, &outBuf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	time.Sleep(time.Second) // etcdutl is waiting for the lock now
+	select {
+	case err := <-done:
+		t.Fatalf("defrag ended while the member ran: %v\n%s", err, outBuf.String())
+	default:
+	}
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("defrag after the member stopped: %v\n%s", err, outBuf.String())
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("defrag still waiting 20 s after the member stopped")
+	}
+	m.Start()
+	if countPrefix(t, m, "w") != 10 {
+		t.Fatal("keys missing after the defrag")
+	}
+}

@@ -1,0 +1,102 @@
+package offline
+
+import (
+	"errors"
+	"fmt"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"etcdx/server/membership"
+	"etcdx/server/schema"
+	"etcdx/server/snap"
+	"etcdx/server/wal"
+)
+
+// V2Custom is what etcdutl check v2store found: custom content in the v2 store of the newest
+// snapshot the WAL records, and v2 requests in the WAL after it that upstream 3.6 would not
+// apply (anything but a member's published attributes and the cluster version).
+type V2Custom struct {
+	Store, WAL bool
+}
+
+// CheckV2Store looks for v2 content that keeps a 3.5 member from moving to 3.6, as upstream
+// 3.5's etcdutl check v2store does. walDir "" is the data dir's own.
+func CheckV2Store(dataDir, walDir string) (V2Custom, error) {
+	var found V2Custom
+	if walDir == "" {
+		walDir = schema.WALDir(dataDir)
+	}
+	in, err := wal.Inspect(walDir)
+	if err != nil {
+		return found, err
+	}
+	var after uint64
+	if newest := newestRecordedSnapshot(schema.SnapDir(dataDir), in); newest != nil {
+		after = newest.Metadata.Index
+		if found.Store, err = membership.V2StoreHasCustomContent(newest.Data); err != nil {
+			return found, fmt.Errorf("failed to recover v2store from snapshot: %w", err)
+		}
+	}
+	ents, err := wal.Entries(walDir)
+	if err != nil {
+		return found, fmt.Errorf("failed to read WAL: %w", err)
+	}
+	for _, e := range ents {
+		if e.Index <= after || e.Type != raftpb.EntryNormal || len(e.Data) == 0 {
+			continue
+		}
+		var r pb.InternalRaftRequest
+		if r.Unmarshal(e.Data) == nil {
+			continue
+		}
+		var v2 pb.Request
+		if err := v2.Unmarshal(e.Data); err != nil {
+			return found, fmt.Errorf("failed to unmarshal WAL entry at index %d: %w", e.Index, err)
+		}
+		// SYNC too: upstream 3.6 refuses every v2 request but a PUT of those two.
+		if _, err := membership.FromV2(&v2); err != nil {
+			found.WAL = true
+			break
+		}
+	}
+	return found, nil
+}
+
+// newestRecordedSnapshot is the newest .snap file the WAL has a marker for (nil: none).
+func newestRecordedSnapshot(dir string, in *wal.Inspection) *raftpb.Snapshot {
+	paths, err := snap.List(dir)
+	if err != nil {
+		return nil
+	}
+	recorded := map[[2]uint64]bool{}
+	for _, m := range in.Snapshots {
+		recorded[[2]uint64{m.Index, m.Term}] = true
+	}
+	for _, p := range paths { // newest first
+		if sn, err := snap.Load(p); err == nil && recorded[[2]uint64{sn.Metadata.Index, sn.Metadata.Term}] {
+			return &sn
+		}
+	}
+	return nil
+}
+
+// Errors of etcdutl check v2store, with upstream's texts.
+var (
+	ErrV2StoreCustom = errors.New("detected custom content in v2store")
+	ErrWALCustom     = errors.New("detected custom v2 content in WAL records")
+	ErrBothCustom    = errors.New("detected custom v2 content in both v2store and WAL records")
+)
+
+// Err is the refusal for what was found (nil: nothing).
+func (c V2Custom) Err() error {
+	switch {
+	case c.Store && c.WAL:
+		return ErrBothCustom
+	case c.Store:
+		return ErrV2StoreCustom
+	case c.WAL:
+		return ErrWALCustom
+	}
+	return nil
+}
