@@ -51,25 +51,19 @@ func etcdFamilies(text string) map[string]metricFamily {
 	return fams
 }
 
-// absentByDesign are upstream families ours does not have, each for a reason
-// docs/compatibility.md gives: the v2 store, and the gRPC proxy (`etcd grpc-proxy`).
-var absentByDesign = map[string]bool{
-	"etcd_debugging_store_expires_total": true, "etcd_debugging_store_reads_total": true,
-	"etcd_debugging_store_watch_requests_total": true, "etcd_debugging_store_watchers": true,
-	"etcd_debugging_store_writes_total": true,
-	"etcd_grpc_proxy_cache_hits_total":  true, "etcd_grpc_proxy_cache_keys_total": true,
-	"etcd_grpc_proxy_cache_misses_total": true, "etcd_grpc_proxy_events_coalescing_total": true,
-	"etcd_grpc_proxy_watchers_coalescing_total": true,
-}
+// idleFamilies are the families of upstream's v2 store and gRPC proxy, which a member exports
+// at 0: ours must export each with the same sample.
+var idleFamilies = []string{"etcd_debugging_store_expires_total", "etcd_debugging_store_watch_requests_total",
+	"etcd_debugging_store_watchers", "etcd_grpc_proxy_cache_hits_total", "etcd_grpc_proxy_cache_keys_total",
+	"etcd_grpc_proxy_cache_misses_total", "etcd_grpc_proxy_events_coalescing_total", "etcd_grpc_proxy_watchers_coalescing_total"}
 
 // compareFamilies lists how ours differs from upstream: a family upstream exports that ours
-// lacks (unless absent by design), or one whose type or label names differ.
+// lacks, or one whose type or label names differ.
 func compareFamilies(up, ours map[string]metricFamily) []string {
 	var problems []string
 	for name, uf := range up {
 		of, ok := ours[name]
 		switch {
-		case !ok && absentByDesign[name]:
 		case !ok:
 			problems = append(problems, "missing "+name)
 		case of.typ != uf.typ:
@@ -91,10 +85,11 @@ func compareFamilies(up, ours map[string]metricFamily) []string {
 	return problems
 }
 
-// TestMetricFamiliesMatchUpstream runs the same requests on upstream 3.6.16 and on ours, one
+// TestMetricFamiliesMatchUpstream runs the same requests on upstream 3.7.3 and on ours, one
 // member each, and fails when a family upstream exports is missing from ours or differs in
-// type or label names.
+// type or label names, or an idle family's sample differs.
 func TestMetricFamiliesMatchUpstream(t *testing.T) {
+	var texts []string
 	scrape := func(bin string) map[string]metricFamily {
 		m := NewMember(t)
 		m.Bin = bin
@@ -113,7 +108,9 @@ func TestMetricFamiliesMatchUpstream(t *testing.T) {
 			t.Fatal(err)
 		}
 		fetch(t, "GET", m.MetricsURL+"/health", "", "")
-		return etcdFamilies(metricsText(t, m))
+		text := metricsText(t, m)
+		texts = append(texts, text)
+		return etcdFamilies(text)
 	}
 	up := scrape(UpstreamBinary(t, "etcd"))
 	ours := scrape(Binary(t, "etcd"))
@@ -122,6 +119,12 @@ func TestMetricFamiliesMatchUpstream(t *testing.T) {
 	}
 	if problems := compareFamilies(up, ours); len(problems) > 0 {
 		t.Fatalf("metric families differ from upstream's:\n%s", strings.Join(problems, "\n"))
+	}
+	for _, f := range idleFamilies {
+		sample := regexp.MustCompile(`(?m)^` + f + ` .*$`)
+		if u, o := sample.FindString(texts[0]), sample.FindString(texts[1]); u == "" || u != o {
+			t.Errorf("%s: ours %q, upstream %q", f, o, u)
+		}
 	}
 }
 
