@@ -125,6 +125,9 @@ func oddRequests(t *testing.T, m *Member) []string {
 	gw("gateway: 3 MiB put", "POST", "/v3/kv/put", `{"key":"YQ==","value":"`+strings.Repeat("QUFB", 1<<20)+`"}`)
 	gw("gateway: unknown path", "POST", "/v3/kv/nothing", `{}`)
 	gw("gateway: GET of a POST path", "GET", "/v3/kv/range", ``)
+	gw("gateway: txn compare without a key", "POST", "/v3/kv/txn", `{"compare":[{"target":"VALUE","result":"EQUAL","value":"Yg=="}]}`)
+	gw("gateway: nested txn compare without a key", "POST", "/v3/kv/txn", `{"success":[{"request_txn":{"compare":[{"target":"VERSION","version":"1"}]}}]}`)
+	gw("gateway: txn with the same key put twice", "POST", "/v3/kv/txn", `{"success":[{"request_put":{"key":"YQ==","value":"Yw=="}},{"request_put":{"key":"YQ==","value":"Yw=="}}]}`)
 	return out
 }
 
@@ -153,7 +156,8 @@ func gatewayErrorOf(body string) string {
 
 // TestOddRequestsMatchUpstream: every odd request (watches from negative or compacted
 // revisions, lease TTLs out of range, empty and huge keys and ranges, oversize and malformed
-// gateway bodies) gets the answer upstream 3.6.16 gives, and none goes unanswered.
+// gateway bodies, transactions whose compares lack a key) gets the answer upstream 3.7.3 gives,
+// and none goes unanswered.
 func TestOddRequestsMatchUpstream(t *testing.T) {
 	up := NewMember(t)
 	up.Bin = UpstreamBinary(t, "etcd")

@@ -75,8 +75,10 @@ func checkTxnOps(ops []*pb.RequestOp) error {
 			err = checkDelete(op.GetRequestDeleteRange())
 		case op.GetRequestTxn() != nil:
 			t := op.GetRequestTxn()
-			if err = checkTxnOps(t.Success); err == nil {
-				err = checkTxnOps(t.Failure)
+			if err = checkCompares(t.Compare); err == nil {
+				if err = checkTxnOps(t.Success); err == nil {
+					err = checkTxnOps(t.Failure)
+				}
 			}
 		}
 		if err != nil {
@@ -122,7 +124,20 @@ func (k *kvServer) DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*
 	return resp, nil
 }
 
+// checkCompares refuses a compare without a key, as upstream.
+func checkCompares(cmps []*pb.Compare) error {
+	for _, c := range cmps {
+		if len(c.Key) == 0 {
+			return rpctypes.ErrGRPCEmptyKey
+		}
+	}
+	return nil
+}
+
 func (k *kvServer) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error) {
+	if err := checkCompares(r.Compare); err != nil {
+		return nil, err
+	}
 	if err := checkTxnOps(r.Success); err != nil {
 		return nil, err
 	}
