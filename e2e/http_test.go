@@ -145,16 +145,4 @@ func probeAnswers(t *testing.T, m *Member) []string {
 
 // TestHealthProbesAsUpstream: /health, /livez and /readyz (verbose, excluded checks, each check
 // on its own path, the CORRUPT alarm) answer as upstream 3.7.3: status, content type, the lines.
-func TestHealthProbesAsUpstream(t *testing.T) {
-	up := NewMember(t)
-	up.Bin = UpstreamBinary(t, "etcd")
-	ours := NewMember(t)
-	up.Start()
-	ours.Start()
-	u, o := probeAnswers(t, up), probeAnswers(t, ours)
-	for i := range u {
-		if u[i] != o[i] {
-			t.Errorf("\n ours     %s\n upstream %s", o[i], u[i])
-		}
-	}
-}
+func TestHealthProbesAsUpstream(t *testing.T) { besideUpstream(t, probeAnswers) }

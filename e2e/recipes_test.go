@@ -123,28 +123,7 @@ func recipeSession(t *testing.T, m *Member) []string {
 // clients such as jetcd call directly, and their gateway paths: the same session gives the same
 // answers on ours and on upstream 3.7.3 (a lock blocks while held, keys under the name, leases
 // kept; campaign, leader, observe, proclaim, resign and their refusals).
-func TestLockAndElectionServicesAsUpstream(t *testing.T) {
-	up := NewMember(t)
-	up.Bin = UpstreamBinary(t, "etcd")
-	ours := NewMember(t)
-	up.Start()
-	ours.Start()
-	u, o := recipeSession(t, up), recipeSession(t, ours)
-	for i := range max(len(u), len(o)) {
-		var us, os string
-		if i < len(u) {
-			us = u[i]
-		}
-		if i < len(o) {
-			os = o[i]
-		}
-		if us != os {
-			t.Errorf("step %d:\n ours     %s\n upstream %s", i, os, us)
-		} else {
-			t.Logf("%s", os)
-		}
-	}
-}
+func TestLockAndElectionServicesAsUpstream(t *testing.T) { besideUpstream(t, recipeSession) }
 
 // authRecipeSession takes locks as alice (read-write under /a/), as nobody, and as root, with
 // authentication on, and returns what each got.
@@ -172,15 +151,4 @@ func authRecipeSession(t *testing.T, m *Member) []string {
 
 // TestLockServiceActsAsItsCaller: with authentication on, the lock service reads and writes as
 // the caller, so a user locks only where it may write, on ours as on upstream 3.7.3.
-func TestLockServiceActsAsItsCaller(t *testing.T) {
-	up := NewMember(t)
-	up.Bin = UpstreamBinary(t, "etcd")
-	ours := NewMember(t)
-	up.Start()
-	ours.Start()
-	u, o := authRecipeSession(t, up), authRecipeSession(t, ours)
-	if strings.Join(u, "\n") != strings.Join(o, "\n") {
-		t.Fatalf("ours:\n%s\nupstream 3.7.3:\n%s", strings.Join(o, "\n"), strings.Join(u, "\n"))
-	}
-	t.Logf("%s", strings.Join(o, "\n"))
-}
+func TestLockServiceActsAsItsCaller(t *testing.T) { besideUpstream(t, authRecipeSession) }

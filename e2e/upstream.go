@@ -81,3 +81,27 @@ func buildUpstream(version string) (dir, unreachable string, err error) {
 	}
 	return dir, "", err
 }
+
+// besideUpstream runs session on a fresh member of upstream's current release and on a fresh one
+// of ours, and reports every answer that differs (upstream's first).
+func besideUpstream(t *testing.T, session func(*testing.T, *Member) []string) {
+	t.Helper()
+	up := NewMember(t)
+	up.Bin = UpstreamBinary(t, "etcd")
+	ours := NewMember(t)
+	up.Start()
+	ours.Start()
+	u, o := session(t, up), session(t, ours)
+	for i := range max(len(u), len(o)) {
+		var us, os string
+		if i < len(u) {
+			us = u[i]
+		}
+		if i < len(o) {
+			os = o[i]
+		}
+		if us != os {
+			t.Errorf("answer %d:\n ours     %s\n upstream %s", i, os, us)
+		}
+	}
+}

@@ -180,37 +180,13 @@ func (f featureGauges) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// requestOp names a raft request for etcd_server_apply_duration_seconds, as upstream does.
+// requestOp names a raft request for etcd_server_apply_duration_seconds's op label, as
+// upstream's applier does: its type, but "unknown" for AuthStatus and anything unnamed.
 func requestOp(r *pb.InternalRaftRequest) string {
-	switch {
-	case r.Range != nil:
-		return "Range"
-	case r.Put != nil:
-		return "Put"
-	case r.DeleteRange != nil:
-		return "DeleteRange"
-	case r.Txn != nil:
-		return "Txn"
-	case r.Compaction != nil:
-		return "Compaction"
-	case r.LeaseGrant != nil:
-		return "LeaseGrant"
-	case r.LeaseRevoke != nil:
-		return "LeaseRevoke"
-	case r.LeaseCheckpoint != nil:
-		return "LeaseCheckpoint"
-	case r.Alarm != nil:
-		return "Alarm"
-	case r.ClusterVersionSet != nil:
-		return "ClusterVersionSet"
-	case r.ClusterMemberAttrSet != nil:
-		return "ClusterMemberAttrSet"
-	case r.DowngradeInfoSet != nil:
-		return "DowngradeInfoSet"
-	case r.DowngradeVersionTest != nil:
-		return "DowngradeVersionTest"
+	if t := requestType(r); t != "Unknown" && r.AuthStatus == nil {
+		return t
 	}
-	return "Unknown"
+	return "unknown"
 }
 
 // setClusterVersion moves etcd_cluster_version's 1 to the new label ("3.6", as upstream).
