@@ -95,7 +95,7 @@ func loadStreamData(t *testing.T, cl *clientv3.Client) {
 // TestRangeStreamAsUpstream runs the same RangeStream requests on ours (level 3.7) and on upstream
 // 3.7.3 holding the same history: the same chunks (keys, sizes, where the header, More and Count
 // are), the same refusals, and merged chunks equal to Range's answer. Upstream's etcdctl 3.7.3
-// `get --stream` prints the same through either. A member at level 3.6 answers as upstream 3.6.16,
+// `get --stream` prints the same through either, and ours prints what upstream's does. A member at level 3.6 answers as upstream 3.6.16,
 // which has no such method.
 func TestRangeStreamAsUpstream(t *testing.T) {
 	up := NewMember(t, "--max-request-bytes", "65536") // small chunks: many of them, and resizing
@@ -192,6 +192,11 @@ func TestRangeStreamAsUpstream(t *testing.T) {
 		ocode, oout := ctl(t, uctl, "", append([]string{"--endpoints", ours.ClientURL}, args...)...)
 		if ucode != ocode || maskIdentity(uout) != maskIdentity(oout) {
 			t.Errorf("etcdctl %v: ours exit %d\n%.600s\nupstream exit %d\n%.600s", args, ocode, oout, ucode, uout)
+		}
+		// Our etcdctl's get --stream, against upstream's server, prints what upstream's prints.
+		ccode, cout := ctl(t, Binary(t, "etcdctl"), "", append([]string{"--endpoints", up.ClientURL}, args...)...)
+		if ucode != ccode || maskIdentity(uout) != maskIdentity(cout) {
+			t.Errorf("our etcdctl %v: exit %d\n%.600s\nupstream's exit %d\n%.600s", args, ccode, cout, ucode, uout)
 		}
 	}
 

@@ -14,6 +14,8 @@ import (
 
 	"etcdx/etcdctl/cli"
 	"etcdx/etcdctl/printer"
+	"etcdx/pkg/buildinfo"
+	"etcdx/pkg/rangestream"
 )
 
 // getOptions are get's flags; txn reads the same flags in its request lines.
@@ -114,14 +116,23 @@ func (o *getOptions) op(args []string) (string, []clientv3.OpOption, error) {
 
 func getCommand(g *global) *cli.Command {
 	o := &getOptions{}
+	var stream bool
 	return &cli.Command{Name: "get", Args: "<key> [range_end]", Short: "Gets the key or a range of keys",
-		Flags: o.register,
+		Flags: func(fs *pflag.FlagSet) {
+			o.register(fs)
+			if buildinfo.AtLeast("3.7") {
+				fs.BoolVar(&stream, "stream", false, "Use the RangeStream RPC")
+			}
+		},
 		Run: run(g, func(e *env) error {
 			key, opts, err := o.op(e.Args)
 			if err != nil {
 				return err
 			}
 			resp, err := call(e, func(ctx context.Context, c *clientv3.Client) (*clientv3.GetResponse, error) {
+				if stream {
+					return o.getStream(ctx, c, clientv3.OpGet(key, opts...))
+				}
 				return c.Get(ctx, key, opts...)
 			})
 			if err != nil {
@@ -136,6 +147,29 @@ func getCommand(g *global) *cli.Command {
 			return e.out.Print(printer.Get{R: (*pb.RangeResponse)(resp), ValueOnly: o.valOnly})
 		}),
 	}
+}
+
+// getStream reads op through the RangeStream RPC (3.7) and merges the chunks into the answer
+// Range gives, as upstream's etcdctl get --stream does.
+func (o *getOptions) getStream(ctx context.Context, c *clientv3.Client, op clientv3.Op) (*clientv3.GetResponse, error) {
+	r := &pb.RangeRequest{Key: op.KeyBytes(), RangeEnd: op.RangeBytes(), Revision: op.Rev(), Limit: op.Limit(),
+		Serializable: op.IsSerializable(), KeysOnly: op.IsKeysOnly(), CountOnly: op.IsCountOnly(),
+		MinModRevision: op.MinModRev(), MaxModRevision: op.MaxModRev(), MinCreateRevision: op.MinCreateRev(), MaxCreateRevision: op.MaxCreateRev()}
+	r.SortOrder = map[string]pb.RangeRequest_SortOrder{"ASCEND": pb.RangeRequest_ASCEND, "DESCEND": pb.RangeRequest_DESCEND}[strings.ToUpper(o.order)]
+	r.SortTarget = map[string]pb.RangeRequest_SortTarget{"CREATE": pb.RangeRequest_CREATE, "MODIFY": pb.RangeRequest_MOD,
+		"VALUE": pb.RangeRequest_VALUE, "VERSION": pb.RangeRequest_VERSION}[strings.ToUpper(o.sortBy)]
+	if r.SortTarget == pb.RangeRequest_KEY && r.SortOrder == pb.RangeRequest_ASCEND {
+		r.SortOrder = pb.RangeRequest_NONE // the server's own order, as the client library sends it
+	}
+	s, err := rangestream.Open(ctx, c.ActiveConnection(), r)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := rangestream.Collect(s)
+	if err != nil {
+		return nil, err
+	}
+	return (*clientv3.GetResponse)(resp), nil
 }
 
 // rangeOpts applies --prefix and --from-key; an empty key with either means every key.
