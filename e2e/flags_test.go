@@ -75,6 +75,12 @@ func TestBadFlagsAsUpstream(t *testing.T) {
 		{nil, []string{"--experimental-snapshot-catchup-entries", "5"}, 2, 2, "flag provided but not defined: -experimental-snapshot-catchup-entries", ""},
 		{nil, []string{"--experimental-initial-corrupt-check"}, 2, 2, "flag provided but not defined: -experimental-initial-corrupt-check", ""},
 		{nil, []string{"--feature-gates", "PriorityRequest=true"}, 2, 2, "unrecognized feature gate: PriorityRequest", LastReleaseLevel},
+		// 3.5 has neither gates nor 3.6's names; it has the v2 API and proxy, which ours does not serve.
+		{nil, []string{"--feature-gates", "InitialCorruptCheck=true"}, 2, 2, "flag provided but not defined: -feature-gates", OldestLevel},
+		{nil, []string{"--snapshot-catchup-entries", "5"}, 2, 2, "flag provided but not defined: -snapshot-catchup-entries", OldestLevel},
+		{nil, []string{"--experimental-compaction-batch-limit", "x"}, 2, 2, `invalid value "x" for flag -experimental-compaction-batch-limit`, OldestLevel},
+		{nil, []string{"--enable-v2"}, upstreamStarts, 1, "--enable-v2: this server serves no v2 API", OldestLevel},
+		{nil, []string{"--proxy", "on"}, upstreamStarts, 1, "--proxy=on: this server runs no v2 proxy", OldestLevel},
 		{nil, []string{"--logger", "capnslog"}, 1, 1, "--logger=capnslog is removed in v3.5", ""},
 		{nil, []string{"--log-format", "xml"}, 1, 1, "unknown log format: xml", ""},
 		{nil, []string{"--log-outputs", "default,stdout"}, 1, 1, "multi logoutput", ""},

@@ -46,12 +46,13 @@ func helpFlags(t *testing.T, bin string) map[string]bool {
 var ourOwnFlags = map[string]bool{"lease-checkpoint-interval": true, "experimental-lease-checkpoint-interval": true,
 	"config-file": true, "version": true}
 
-// TestHelpListsEveryUpstreamFlag: at 3.6 and 3.7, `etcd --help` of ours and of upstream's release
-// of that line list the same flags (ours may add only ourOwnFlags); so 3.7 refuses the
-// --experimental-* flags upstream 3.7 removed, and 3.6 still takes them. Each flag is also read
+// TestHelpListsEveryUpstreamFlag: at 3.5, 3.6 and 3.7, `etcd --help` of ours and of upstream's
+// release of that line list the same flags (ours may add only ourOwnFlags); so 3.7 refuses the
+// --experimental-* flags upstream 3.7 removed, 3.6 still takes them, and 3.5 has them as its own
+// names, without 3.6's. Each flag is also read
 // from its ETCD_* variable.
 func TestHelpListsEveryUpstreamFlag(t *testing.T) {
-	for _, c := range []struct{ level, upstream string }{{LastReleaseLevel, Upstream36Version}, {CurrentLevel, Upstream37Version}} {
+	for _, c := range []struct{ level, upstream string }{{OldestLevel, Upstream35Version}, {LastReleaseLevel, Upstream36Version}, {CurrentLevel, Upstream37Version}} {
 		up := helpFlags(t, UpstreamBinaryAt(t, c.upstream, "etcd"))
 		ours := helpFlags(t, ServerAt(t, c.level))
 		if len(up) < 100 {
@@ -501,7 +502,7 @@ func TestStopGRPCServiceOnDefrag(t *testing.T) {
 // LeaseCheckpointPersist gate persists them, so the restarted member keeps counting down.
 func TestLeaseCheckpointPersistGate(t *testing.T) {
 	for _, gate := range []bool{false, true} {
-		m := NewMember(t, "--lease-checkpoint-interval", "200ms", fmt.Sprintf("--feature-gates=LeaseCheckpointPersist=%t", gate))
+		m := NewMember(t, "--lease-checkpoint-interval", "200ms", fmt.Sprintf("--experimental-enable-lease-checkpoint-persist=%t", gate))
 		m.Bin = ServerAt(t, "3.5") // cluster version 3.5
 		m.Start()
 		c := m.Client()

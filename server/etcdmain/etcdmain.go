@@ -67,6 +67,9 @@ var deprecated = map[string]string{
 
 // deprecationOf is the warning for a set flag, if it is a deprecated spelling.
 func deprecationOf(name string, fv *flagValues) (string, bool) {
+	if !version.FlagNames36.Built(version.Local()) {
+		return "", false // 3.5's own spellings
+	}
 	if msg, ok := deprecated[name]; ok {
 		return msg, true
 	}
@@ -143,6 +146,9 @@ func configure(fv *flagValues, environ []string) (*configured, error) {
 		return out, err
 	}
 	if err := checkDiscoveryFlags(set, fv); err != nil {
+		return out, err
+	}
+	if err := checkV2Flags(fv); err != nil {
 		return out, err
 	}
 	return out, c.Validate()

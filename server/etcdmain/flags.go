@@ -30,6 +30,9 @@ type flagValues struct {
 	renamed map[string]string
 	// ours are flags upstream does not have (documented in docs/compatibility.md).
 	ours map[string]bool
+	// Upstream 3.5's v2 API and v2 proxy flags, at level 3.5 (checkV2Flags).
+	enableV2    bool
+	v2v3, proxy string
 }
 
 // listValue is a comma-separated list flag ("a,b,c"); setting it replaces the default.
@@ -237,15 +240,79 @@ func newFlagSet(out io.Writer) *flagValues {
 	fs.DurationVar(&c.LeaseCheckpointInterval, "lease-checkpoint-interval", c.LeaseCheckpointInterval, "Interval at which the leader checkpoints remaining lease TTLs (ours: upstream has no flag for it).")
 	fv.ours["lease-checkpoint-interval"] = true
 
-	if !version.NoExperimentalFlags.Built(version.Local()) {
+	level := version.Local()
+	if !version.NoExperimentalFlags.Built(level) {
 		addExperimentalFlags(fv)
+	}
+	if !version.FlagNames36.Built(level) {
+		addV2Flags(fv)
 	}
 
 	fs.BoolVar(&fv.showVersion, "version", false, "Print the version and exit.")
 	fs.StringVar(&fv.configFile, "config-file", "", "Path to the server configuration file. Other command line flags and environment variables are then ignored.")
 
 	fs.Usage = func() {}
+	if !version.FlagNames36.Built(level) {
+		fv.fs = without(fs, flagsSince36)
+	}
 	return fv
+}
+
+// flagsSince36 are the flags upstream 3.6 added (its new names for 3.5's --experimental-* ones,
+// the v3 discovery client, the feature gates and the rest); a 3.5 member has none of them, as
+// upstream 3.5.35 has none, and takes the experimental spellings instead.
+var flagsSince36 = map[string]bool{
+	"bootstrap-defrag-threshold-megabytes": true, "compact-hash-check-time": true, "compaction-batch-limit": true,
+	"compaction-sleep-interval": true, "corrupt-check-time": true, "downgrade-check-time": true, "feature-gates": true,
+	"log-format": true, "max-learners": true, "memory-mlock": true, "peer-skip-client-san-verification": true,
+	"snapshot-catchup-entries": true, "experimental-snapshot-catchup-entries": true, "warning-apply-duration": true,
+	"warning-unary-request-duration": true, "experimental-warning-unary-request-duration": true,
+	"watch-progress-notify-interval": true, "enable-distributed-tracing": true, "distributed-tracing-address": true,
+	"distributed-tracing-service-name": true, "distributed-tracing-instance-id": true, "distributed-tracing-sampling-rate": true,
+	"discovery-endpoints": true, "discovery-token": true, "discovery-dial-timeout": true, "discovery-request-timeout": true,
+	"discovery-keepalive-time": true, "discovery-keepalive-timeout": true, "discovery-insecure-transport": true,
+	"discovery-insecure-skip-tls-verify": true, "discovery-cert": true, "discovery-key": true, "discovery-cacert": true,
+	"discovery-user": true, "discovery-password": true,
+}
+
+// without is fs less the flags named in drop, bound to the same values.
+func without(fs *flag.FlagSet, drop map[string]bool) *flag.FlagSet {
+	out := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	out.SetOutput(fs.Output())
+	fs.VisitAll(func(f *flag.Flag) {
+		if !drop[f.Name] {
+			out.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	out.Usage = fs.Usage
+	return out
+}
+
+// addV2Flags adds upstream 3.5's flags for its v2 API and v2 proxy. This server serves neither:
+// their defaults are taken, and asking for either is refused (checkV2Flags).
+func addV2Flags(fv *flagValues) {
+	fs := fv.fs
+	fs.BoolVar(&fv.enableV2, "enable-v2", false, "Accept etcd V2 client requests. Deprecated and to be decommissioned in v3.6.")
+	fs.StringVar(&fv.v2v3, "experimental-enable-v2v3", "", "v3 prefix for serving emulated v2 state. Deprecated in 3.5. Will be decommissioned in 3.6.")
+	fs.Var(choiceValue{&fv.proxy, []string{"off", "readonly", "on"}}, "proxy", "Proxy mode setting ('off', 'readonly' or 'on').")
+	fv.proxy = "off"
+	for name, def := range map[string]uint{"proxy-failure-wait": 5000, "proxy-refresh-interval": 30000, "proxy-dial-timeout": 1000,
+		"proxy-write-timeout": 5000, "proxy-read-timeout": 0} {
+		fs.Uint(name, def, "Time (in milliseconds) for the v2 proxy (used with --proxy only).")
+	}
+}
+
+// checkV2Flags refuses, at 3.5, the v2 API and the v2 proxy, which this server does not serve.
+func checkV2Flags(fv *flagValues) error {
+	switch {
+	case fv.enableV2:
+		return fmt.Errorf("--enable-v2: this server serves no v2 API (upstream 3.5 deprecated it, 3.6 removed it); use the v3 API")
+	case fv.v2v3 != "":
+		return fmt.Errorf("--experimental-enable-v2v3: this server serves no emulated v2 API")
+	case fv.proxy != "" && fv.proxy != "off":
+		return fmt.Errorf("--proxy=%s: this server runs no v2 proxy (upstream 3.5 deprecated it, 3.6 removed it); run a member, or etcd grpc-proxy", fv.proxy)
+	}
+	return nil
 }
 
 // addExperimentalFlags adds the deprecated spellings that upstream 3.6 still takes: the same

@@ -13,6 +13,9 @@ const (
 	// LeaseCheckpointPersist: lease checkpoints also write the remaining TTL to the lease bucket,
 	// so it survives restarts of every member, not only leader changes.
 	LeaseCheckpointPersist
+	// FlagNames36: upstream 3.6's flag set: the new names of 3.5's --experimental-* flags (those
+	// deprecated), feature gates, the v3 discovery client; and no v2 API or v2 proxy flags.
+	FlagNames36
 	// RangeStream: the KV.RangeStream RPC serves a range in chunks. Upstream serves it by binary
 	// alone (a 3.7 member in a 3.6 cluster answers it), so it is checked with Built, not On.
 	RangeStream
@@ -33,6 +36,7 @@ var features = map[Feature]struct {
 	StorageVersion:         {"storage-version", V3_6},
 	Downgrade:              {"downgrade", V3_6},
 	LeaseCheckpointPersist: {"lease-checkpoint-persist", V3_6},
+	FlagNames36:            {"flag-names-3.6", V3_6},
 	RangeStream:            {"range-stream", V3_7},
 	NoExperimentalFlags:    {"no-experimental-flags", V3_7},
 	Metrics37:              {"metrics-3.7", V3_7},
