@@ -39,7 +39,8 @@ cat <<'EOF'
 # etcdctl
 
 `etcdctl` is the online command-line client: the same commands, flags, `ETCDCTL_*` environment
-variables, output formats and exit statuses as upstream etcdctl 3.6, so existing runbooks and
+variables, output formats and exit statuses as upstream etcdctl 3.7 (its help text keeps 3.6's
+layout; see compatibility.md), so existing runbooks and
 scripts work unchanged against our server or upstream's. It is built on
 `go.etcd.io/etcd/client/v3`. Every example below is real output, produced by
 `scripts/etcdctl-examples.sh` (`make etcdctl-docs`) against a local 3-member cluster of our
