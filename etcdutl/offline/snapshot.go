@@ -148,6 +148,9 @@ type RestoreConfig struct {
 	// MarkCompacted schedules a compaction at the bumped revision, so clients asking for
 	// revisions the restored data does not hold get "compacted" instead of stale answers.
 	MarkCompacted bool
+	// InitialMmapSize is the restored file's first bbolt memory map (--initial-memory-map-size);
+	// zero means the server's default.
+	InitialMmapSize int64
 }
 
 // restore writes a data directory from which the member starts as part of a new cluster whose
@@ -200,7 +203,7 @@ func restore(cfg RestoreConfig) error {
 		return err
 	}
 
-	be, err := backend.Open(backend.Config{Path: dbPath, Buckets: schema.Buckets})
+	be, err := backend.Open(backend.Config{Path: dbPath, Buckets: schema.Buckets, InitialMmapSize: cfg.InitialMmapSize})
 	if err != nil {
 		os.RemoveAll(tmp)
 		return err

@@ -42,6 +42,9 @@ type Config struct {
 	FreelistType string
 	// UnsafeNoSync skips fsync on commit (--unsafe-no-fsync).
 	UnsafeNoSync bool
+	// InitialMmapSize is bbolt's first memory map in bytes; zero means 10 GiB. A map that large
+	// from the start spares remapping (which blocks every reader) while the file grows.
+	InitialMmapSize int64
 
 	// openFile replaces os.OpenFile for the database file (tests make its writes fail).
 	openFile func(string, int, os.FileMode) (*os.File, error)
@@ -153,7 +156,11 @@ func openDB(cfg Config) (*bolt.DB, error) {
 	// The free list is not written at commits, as upstream's: it is rebuilt when the file is
 	// opened. Writing it made every commit after a large compaction write and sync megabytes
 	// (a 46 ms commit, stalling the apply loop, with a million deleted revisions).
-	db, err := OpenFile(cfg.Path, &bolt.Options{Timeout: cfg.OpenTimeout, InitialMmapSize: int(defaultInitialMmapSize), FreelistType: fl,
+	mmapSize := cfg.InitialMmapSize
+	if mmapSize <= 0 {
+		mmapSize = defaultInitialMmapSize
+	}
+	db, err := OpenFile(cfg.Path, &bolt.Options{Timeout: cfg.OpenTimeout, InitialMmapSize: int(mmapSize), FreelistType: fl,
 		NoSync: cfg.UnsafeNoSync, NoFreelistSync: true, MmapFlags: mmapFlags, OpenFile: cfg.openFile})
 	if err == nil && cfg.UnsafeNoSync {
 		db.NoSync = true
