@@ -239,7 +239,8 @@ func (l *Lessor) info(ls *Lease, now time.Time) *Info {
 	in := &Info{ID: ls.ID, TTL: ls.TTL, RemainingTTL: -1, Keys: sortedKeys(ls)}
 	if l.primary {
 		rem := ls.timeLeft(now)
-		in.RemainingTTL = int64(math.Ceil(rem.Seconds()))
+		// Whole seconds left, rounded down as upstream reports them (59 just after a 60 s grant).
+		in.RemainingTTL = int64(rem.Seconds())
 		if in.RemainingTTL < 0 {
 			in.RemainingTTL = 0
 		}
