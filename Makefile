@@ -4,7 +4,9 @@ GO ?= go
 # VERSION holds this project's own release. The etcd levels are upstream's lines: each server
 # binary is built at one and reports the upstream patch release that level implements
 # (etcdx/pkg/buildinfo): bin/etcd at 3.7 (3.7.3), bin/etcd-last-release at 3.6 (3.6.16, the
-# name upstream's tests use for the previous minor), bin/etcd-3.5 at 3.5 (3.5.35).
+# name upstream's tests use for the previous minor), bin/etcd-3.5 at 3.5 (3.5.35). The older levels'
+# full sets (etcd, etcdctl, etcdutl) are also in bin/levels/3.6 and bin/levels/3.5, for an operator
+# who runs one level throughout: their etcdctl reports that release and prints its tables.
 RELEASE ?= $(shell cat VERSION)
 LEVEL ?= 3.7
 LAST_RELEASE_LEVEL ?= 3.6
@@ -26,9 +28,13 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/etcdctl ./etcdctl
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/discovery ./discovery/cmd/discovery
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/upgradelab ./upgradelab/cmd/upgradelab
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(call stamp,$(LAST_RELEASE_LEVEL))" -o $(BIN)/etcd-last-release ./server
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(call stamp,$(OLDEST_LEVEL))" -o $(BIN)/etcd-$(OLDEST_LEVEL) ./server
-	@echo "built $(BIN)/etcd (level $(LEVEL)), etcd-last-release ($(LAST_RELEASE_LEVEL)) and etcd-$(OLDEST_LEVEL) at $(GIT_SHA), release $(RELEASE)"
+	@set -e; for l in $(LAST_RELEASE_LEVEL) $(OLDEST_LEVEL); do mkdir -p $(BIN)/levels/$$l; for c in server etcdctl etcdutl; do \
+		n=$$c; [ $$c = server ] && n=etcd; \
+		echo "CGO_ENABLED=0 $(GO) build (level $$l) -o $(BIN)/levels/$$l/$$n ./$$c"; \
+		CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(call stamp,$$l)" -o $(BIN)/levels/$$l/$$n ./$$c; done; done
+	cp $(BIN)/levels/$(LAST_RELEASE_LEVEL)/etcd $(BIN)/etcd-last-release
+	cp $(BIN)/levels/$(OLDEST_LEVEL)/etcd $(BIN)/etcd-$(OLDEST_LEVEL)
+	@echo "built $(BIN)/etcd (level $(LEVEL)), etcd-last-release ($(LAST_RELEASE_LEVEL)), etcd-$(OLDEST_LEVEL) and levels/ at $(GIT_SHA), release $(RELEASE)"
 
 # The whole suite: unit tests with the race detector, every fuzz target for a bounded time,
 # end-to-end tests on the real binaries built above, and the flake verified offline. It installs

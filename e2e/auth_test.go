@@ -148,16 +148,25 @@ func authScript(ep string) []struct {
 	}
 }
 
-// The auth session through upstream etcdctl 3.6.16 against upstream etcd 3.6.16, and through
-// ours against ours: the same output, exit status and auth revisions at every step.
+// The auth session through upstream etcdctl against upstream etcd, and through ours against
+// ours, at 3.7 (3.7.3) and at 3.6 (3.6.16, ours from bin/levels/3.6): the same output (tables in
+// each line's own style), exit status and auth revisions at every step.
 func TestAuthEtcdctlMatchesUpstream(t *testing.T) {
+	for _, level := range []string{CurrentLevel, LastReleaseLevel} {
+		t.Run(level, func(t *testing.T) { authSessionAsUpstream(t, level) })
+	}
+}
+
+func authSessionAsUpstream(t *testing.T, level string) {
+	release := "v" + ReleaseOf(level)
 	up := NewMember(t)
-	up.Bin = UpstreamBinary(t, "etcd")
+	up.Bin = UpstreamBinaryAt(t, release, "etcd")
 	up.Start()
 	// At debug level every request is logged: the passwords must still never be.
 	ours := NewMember(t, "--log-level", "debug")
+	ours.Bin = ServerAt(t, level)
 	ours.Start()
-	upCtl, ourCtl := UpstreamBinary(t, "etcdctl"), Binary(t, "etcdctl")
+	upCtl, ourCtl := UpstreamBinaryAt(t, release, "etcdctl"), ToolAt(t, level, "etcdctl")
 	upSteps, ourSteps := authScript(up.ClientURL), authScript(ours.ClientURL)
 	for i := range upSteps {
 		ucode, uout := ctl(t, upCtl, upSteps[i].stdin, upSteps[i].args...)

@@ -37,20 +37,22 @@ func Binary(t testing.TB, name string) string {
 			buildErr = err
 			return
 		}
-		pkgs := map[string]string{"etcdutl": "etcdx/etcdutl", "etcdctl": "etcdx/etcdctl", "discovery": "etcdx/discovery/cmd/discovery", "upgradelab": "etcdx/upgradelab/cmd/upgradelab"}
-		for _, name := range levelBinaries {
-			pkgs[name] = "etcdx/server"
-		}
-		for name, pkg := range pkgs {
-			args := []string{"build", "-o", filepath.Join(dir, name)}
-			for level, n := range levelBinaries {
-				if n == name {
-					args = append(args, "-ldflags", "-X etcdx/pkg/buildinfo.Level="+level)
+		// The layout make build leaves: each level's server, and the older levels' CLIs under levels/.
+		type target struct{ path, pkg, level string }
+		targets := []target{{"etcdutl", "etcdx/etcdutl", CurrentLevel}, {"etcdctl", "etcdx/etcdctl", CurrentLevel},
+			{"discovery", "etcdx/discovery/cmd/discovery", CurrentLevel}, {"upgradelab", "etcdx/upgradelab/cmd/upgradelab", CurrentLevel}}
+		for level, name := range levelBinaries {
+			targets = append(targets, target{name, "etcdx/server", level})
+			if level != CurrentLevel {
+				for _, tool := range []string{"etcdctl", "etcdutl"} {
+					targets = append(targets, target{filepath.Join("levels", level, tool), "etcdx/" + tool, level})
 				}
 			}
-			out, err := exec.Command("go", append(args, pkg)...).CombinedOutput()
+		}
+		for _, tg := range targets {
+			out, err := exec.Command("go", "build", "-o", filepath.Join(dir, tg.path), "-ldflags", "-X etcdx/pkg/buildinfo.Level="+tg.level, tg.pkg).CombinedOutput()
 			if err != nil {
-				buildErr = fmt.Errorf("go build %s: %v\n%s", name, err, out)
+				buildErr = fmt.Errorf("go build %s: %v\n%s", tg.path, err, out)
 				return
 			}
 		}

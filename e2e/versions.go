@@ -57,6 +57,16 @@ func ServerAt(t testing.TB, level string) string {
 	return p
 }
 
+// ToolAt returns our etcdctl or etcdutl built at level: make build leaves the older levels' in
+// bin/levels/<level>.
+func ToolAt(t testing.TB, level, name string) string {
+	t.Helper()
+	if level == CurrentLevel {
+		return Binary(t, name)
+	}
+	return Binary(t, filepath.Join("levels", level, name))
+}
+
 // Versions asks the member's client URL for /version.
 func (m *Member) Versions() (cluster.Versions, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
