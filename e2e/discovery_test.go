@@ -216,7 +216,8 @@ func TestDiscoveryRefusals(t *testing.T) {
 		{[]string{"--discovery-endpoints", ep, "--discovery-token", "t1", "--initial-cluster", "default=http://localhost:2380"}, 1, "multiple discovery or bootstrap flags are set"},
 		// Upstream starts with these two and fails later; ours refuses at once.
 		{[]string{"--discovery-endpoints", ep, "--discovery-token", "a/b"}, 1, "--discovery-token"},
-		{[]string{"--discovery", "http://127.0.0.1:1/x"}, 1, "--discovery is not supported"},
+		// v2 discovery: gone at 3.7 as upstream 3.7 (the flag is not defined); 3.6 below.
+		{[]string{"--discovery", "http://127.0.0.1:1/x"}, 2, "flag provided but not defined: -discovery"},
 		{[]string{"--discovery-srv", "example.internal"}, 1, "--discovery-srv is not supported"},
 		{[]string{"--discovery-fallback", "proxy"}, 1, "--discovery-fallback can't be configured as"},
 		{[]string{"--discovery-request-timeout", "soon"}, 2, "-discovery-request-timeout"},
@@ -226,6 +227,10 @@ func TestDiscoveryRefusals(t *testing.T) {
 		if code != c.code || !strings.Contains(out, c.want) {
 			t.Errorf("etcd %v: exit %d, want %d with %q:\n%s", c.args, code, c.code, c.want, out)
 		}
+	}
+	// Upstream 3.6 still runs v2 discovery; ours refuses it at once, saying what to use instead.
+	if code, out := runEtcdBin(t, ServerAt(t, LastReleaseLevel), nil, "--data-dir", filepath.Join(dir, "d"), "--discovery", "http://127.0.0.1:1/x"); code != 1 || !strings.Contains(out, "--discovery is not supported") {
+		t.Errorf("etcd at 3.6 --discovery: exit %d, want 1 with \"--discovery is not supported\":\n%s", code, out)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "d")); err == nil {
 		t.Errorf("a refused start created the data dir")

@@ -75,6 +75,9 @@ func TestBadFlagsAsUpstream(t *testing.T) {
 		{nil, []string{"--experimental-snapshot-catchup-entries", "5"}, 2, 2, "flag provided but not defined: -experimental-snapshot-catchup-entries", ""},
 		{nil, []string{"--experimental-initial-corrupt-check"}, 2, 2, "flag provided but not defined: -experimental-initial-corrupt-check", ""},
 		{nil, []string{"--feature-gates", "PriorityRequest=true"}, 2, 2, "unrecognized feature gate: PriorityRequest", LastReleaseLevel},
+		// 3.7 removed v2 discovery: its --help still lists these, but they are not defined.
+		{nil, []string{"--discovery", "http://127.0.0.1:9/token"}, 2, 2, "flag provided but not defined: -discovery", ""},
+		{nil, []string{"--discovery-proxy", "http://127.0.0.1:9"}, 2, 2, "flag provided but not defined: -discovery-proxy", ""},
 		// 3.5 has neither gates nor 3.6's names; it has the v2 API and proxy, which ours does not serve.
 		{nil, []string{"--feature-gates", "InitialCorruptCheck=true"}, 2, 2, "flag provided but not defined: -feature-gates", OldestLevel},
 		{nil, []string{"--snapshot-catchup-entries", "5"}, 2, 2, "flag provided but not defined: -snapshot-catchup-entries", OldestLevel},

@@ -34,7 +34,7 @@ func checkDiscoveryFlags(set map[string]bool, fv *flagValues) error {
 		return fmt.Errorf("v2 proxy is deprecated, and --discovery-fallback can't be configured as %q", "proxy")
 	}
 	for _, name := range []string{"discovery", "discovery-proxy", "discovery-srv", "discovery-srv-name"} {
-		if set[name] && fv.fs.Lookup(name).Value.String() != "" {
+		if f := fv.fs.Lookup(name); set[name] && f != nil && f.Value.String() != "" {
 			return fmt.Errorf("--%s is not supported by this server: bootstrap with --initial-cluster, or with v3 discovery (--discovery-endpoints and --discovery-token)", name)
 		}
 	}

@@ -231,7 +231,7 @@ func Main(args []string, environ []string, stdout, stderr io.Writer) int {
 	fv := newFlagSet(stderr)
 	if err := fv.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			printHelp(stdout, fv.fs)
+			printHelp(stdout, fv.help)
 			return 0
 		}
 		fmt.Fprint(stderr, usageLine) // the flag package has printed the error

@@ -16,7 +16,10 @@ import (
 
 // flagValues is the parsed command line: the member's configuration and what surrounds it.
 type flagValues struct {
-	fs                *flag.FlagSet
+	fs *flag.FlagSet
+	// help is what --help lists: fs, and at 3.7 the v2 discovery flags upstream 3.7 still lists
+	// but no longer defines.
+	help              *flag.FlagSet
 	showVersion       bool
 	configFile        string
 	cfg               *embed.Config
@@ -254,6 +257,10 @@ func newFlagSet(out io.Writer) *flagValues {
 	fs.Usage = func() {}
 	if !version.FlagNames36.Built(level) {
 		fv.fs = without(fs, flagsSince36)
+	}
+	fv.help = fv.fs
+	if version.NoV2DiscoveryFlags.Built(level) {
+		fv.fs = without(fs, map[string]bool{"discovery": true, "discovery-proxy": true})
 	}
 	return fv
 }

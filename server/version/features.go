@@ -27,6 +27,9 @@ const (
 	Metrics37
 	// OpenAuthStatus: upstream 3.7 answers AuthStatus to any caller (3.6 only to root).
 	OpenAuthStatus
+	// NoV2DiscoveryFlags: upstream 3.7 removed v2 discovery: --discovery and --discovery-proxy are
+	// no longer defined (its --help still lists them).
+	NoV2DiscoveryFlags
 )
 
 var features = map[Feature]struct {
@@ -41,6 +44,7 @@ var features = map[Feature]struct {
 	NoExperimentalFlags:    {"no-experimental-flags", V3_7},
 	Metrics37:              {"metrics-3.7", V3_7},
 	OpenAuthStatus:         {"open-auth-status", V3_7},
+	NoV2DiscoveryFlags:     {"no-v2-discovery-flags", V3_7},
 }
 
 func (f Feature) String() string { return features[f].name }
