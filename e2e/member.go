@@ -105,17 +105,19 @@ func NewMember(t testing.TB, extra ...string) *Member {
 type Cluster struct {
 	t       testing.TB
 	Members []*Member
-	started time.Time
+	// healthy is when Start saw every member healthy: the peers are connected by then (a
+	// member's own start only begins dialling them).
+	healthy time.Time
 }
 
 // peerHealthInterval is how long a peer must have been connected before a member counts it
-// for a membership change (upstream's health interval, 5 s), with a margin.
-const peerHealthInterval = 5500 * time.Millisecond
+// for a membership change (upstream's health interval, 5 s), with a margin for a loaded machine.
+const peerHealthInterval = 6500 * time.Millisecond
 
 // WaitPeersSettled waits until the members' peers count as connected for membership changes,
 // as a freshly started cluster's do not (both implementations refuse an add as unhealthy).
 func (c *Cluster) WaitPeersSettled() {
-	time.Sleep(time.Until(c.started.Add(peerHealthInterval)))
+	time.Sleep(time.Until(c.healthy.Add(peerHealthInterval)))
 }
 
 // NewCluster prepares n members (m1..mn) that bootstrap one cluster; Start starts them.
@@ -138,7 +140,6 @@ func NewCluster(t testing.TB, n int, extra ...string) *Cluster {
 // Start launches every member, then waits until each is healthy (a member alone has no quorum).
 func (c *Cluster) Start() {
 	c.t.Helper()
-	c.started = time.Now()
 	for _, m := range c.Members {
 		if err := m.StartNoWait(); err != nil {
 			c.t.Fatal(err)
@@ -149,6 +150,7 @@ func (c *Cluster) Start() {
 			c.t.Fatalf("member %s did not become healthy: %v\n--- log tail ---\n%s", m.Name, err, m.LogTail(40))
 		}
 	}
+	c.healthy = time.Now()
 }
 
 // UseTLS switches every member to https client and peer URLs with certificate authentication
