@@ -9,24 +9,19 @@ import (
 // (tablewriter 0.0.5's defaults), box-drawing characters from 3.7 (tablewriter 1.1's).
 func TestWriteIsUpstreamsLayout(t *testing.T) {
 	header, rows := []string{"hash", "total_keys"}, [][]string{{"abc", "7"}, {"1", "1234567890123"}}
+	const ascii = `+------+---------------+
+| HASH |  TOTAL KEYS   |
++------+---------------+
+|  abc |             7 |
+|    1 | 1234567890123 |
++------+---------------+
+`
 	for _, c := range []struct {
 		level string
 		want  string
 	}{
-		{"3.5", `+------+---------------+
-| HASH |  TOTAL KEYS   |
-+------+---------------+
-|  abc |             7 |
-|    1 | 1234567890123 |
-+------+---------------+
-`},
-		{"3.6", `+------+---------------+
-| HASH |  TOTAL KEYS   |
-+------+---------------+
-|  abc |             7 |
-|    1 | 1234567890123 |
-+------+---------------+
-`},
+		{"3.5", ascii},
+		{"3.6", ascii},
 		{"3.7", `┌──────┬───────────────┐
 │ HASH │  TOTAL KEYS   │
 ├──────┼───────────────┤

@@ -260,7 +260,7 @@ func newFlagSet(out io.Writer) *flagValues {
 	}
 	fv.help = fv.fs
 	if version.NoV2DiscoveryFlags.Built(level) {
-		fv.fs = without(fs, map[string]bool{"discovery": true, "discovery-proxy": true})
+		fv.fs = without(fv.help, flagsGone37)
 	}
 	return fv
 }
@@ -281,6 +281,10 @@ var flagsSince36 = map[string]bool{
 	"discovery-insecure-skip-tls-verify": true, "discovery-cert": true, "discovery-key": true, "discovery-cacert": true,
 	"discovery-user": true, "discovery-password": true,
 }
+
+// flagsGone37 are the v2 discovery flags upstream 3.7 no longer defines, though its --help still
+// lists them.
+var flagsGone37 = map[string]bool{"discovery": true, "discovery-proxy": true}
 
 // without is fs less the flags named in drop, bound to the same values.
 func without(fs *flag.FlagSet, drop map[string]bool) *flag.FlagSet {

@@ -60,11 +60,14 @@ var known = map[Feature]spec{
 	PriorityRequest:              {false, alpha, version.V3_7},
 }
 
+// builtAt says whether a binary at level has the gate.
+func (s spec) builtAt(level version.Level) bool { return !level.Less(s.since) }
+
 // at lists the gates a binary at level has.
 func at(level version.Level) map[Feature]spec {
 	out := map[Feature]spec{}
 	for f, s := range known {
-		if !level.Less(s.since) {
+		if s.builtAt(level) {
 			out[f] = s
 		}
 	}
@@ -104,7 +107,7 @@ func (g *Gates) level() version.Level {
 // spec is f's definition, if the gates' level has f.
 func (g *Gates) spec(f Feature) (spec, bool) {
 	s, ok := known[f]
-	return s, ok && !g.level().Less(s.since)
+	return s, ok && s.builtAt(g.level())
 }
 
 // Enabled says whether f is on. A gate the level does not have is off: its behaviour is the

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -43,12 +45,20 @@ type VersionSource interface {
 	StorageVersion() version.Level
 }
 
+// allowOnly answers 405 with an Allow header, as upstream, unless r uses one of methods.
+func allowOnly(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	if slices.Contains(methods, r.Method) {
+		return true
+	}
+	w.Header().Set("Allow", strings.Join(methods, ", "))
+	http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+	return false
+}
+
 // VersionHandler answers /version.
 func VersionHandler(vs VersionSource) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+		if !allowOnly(w, r, http.MethodGet, http.MethodHead) {
 			return
 		}
 		v := Versions{Server: buildinfo.Version, Cluster: NotDecided, Implementation: buildinfo.Identity()}
