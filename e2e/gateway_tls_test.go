@@ -18,11 +18,6 @@ import (
 // from IDs and the bbolt pages in use.
 func TestGatewayOverTLSAsUpstream(t *testing.T) {
 	certs := NewCerts(t)
-	up := tlsMember(t, certs)
-	up.Bin = UpstreamBinary(t, "etcd")
-	ours := tlsMember(t, certs)
-	up.Start()
-	ours.Start()
 	requests := []struct{ method, path, body string }{
 		{"POST", "/v3/kv/put", `{"key":"Zm9v","value":"YmFy"}`},
 		{"POST", "/v3/kv/range", `{"key":"Zm9v"}`},
@@ -62,14 +57,9 @@ func TestGatewayOverTLSAsUpstream(t *testing.T) {
 		}
 		return out
 	}
-	for _, h2 := range []bool{false, true} {
-		u, o := session(up, h2), session(ours, h2)
-		for i := range u {
-			if u[i] != o[i] {
-				t.Errorf("HTTP/2=%v, request %d:\n ours     %s\n upstream %s", h2, i, o[i], u[i])
-			}
-		}
-	}
+	besideUpstreamAs(t, func() *Member { return tlsMember(t, certs) }, func(t *testing.T, m *Member) []string {
+		return append(session(m, false), session(m, true)...)
+	})
 }
 
 // withoutHeaderIDs is a response body with the IDs that differ between two clusters removed

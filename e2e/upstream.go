@@ -86,9 +86,15 @@ func buildUpstream(version string) (dir, unreachable string, err error) {
 // of ours, and reports every answer that differs (upstream's first).
 func besideUpstream(t *testing.T, session func(*testing.T, *Member) []string) {
 	t.Helper()
-	up := NewMember(t)
+	besideUpstreamAs(t, func() *Member { return NewMember(t) }, session)
+}
+
+// besideUpstreamAs is besideUpstream on members newMember prepares (with TLS, say).
+func besideUpstreamAs(t *testing.T, newMember func() *Member, session func(*testing.T, *Member) []string) {
+	t.Helper()
+	up := newMember()
 	up.Bin = UpstreamBinary(t, "etcd")
-	ours := NewMember(t)
+	ours := newMember()
 	up.Start()
 	ours.Start()
 	u, o := session(t, up), session(t, ours)
