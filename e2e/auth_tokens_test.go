@@ -266,3 +266,40 @@ func TestAuthWrongPasswordBurst(t *testing.T) {
 		t.Errorf("right password after the burst: %v", err)
 	}
 }
+
+// etcdctl --auth-jwt-token (3.7): a JWT from Authenticate stands for the user on every call,
+// through our etcdctl as through upstream 3.7.3's, against our member: the same answers, a
+// permission error for a key the user may not read, and the token winning over --user. At
+// level 3.6 the flag does not exist, as in upstream 3.6.16.
+func TestEtcdctlAuthJWTToken(t *testing.T) {
+	m := NewMember(t, "--auth-token", jwtKeys(t, "60s"))
+	m.Start()
+	setupAuth(t, userClient(t, []string{m.ClientURL}, "", "", nil))
+	if _, err := userClient(t, []string{m.ClientURL}, "root", "rootpw", nil).Put(Ctx(t), "/a/1", "one"); err != nil {
+		t.Fatal(err)
+	}
+	tok := login(t, m, "alice", "alicepw")
+	ep := "--endpoints=" + m.ClientURL
+	for _, args := range [][]string{
+		{ep, "--auth-jwt-token=" + tok, "get", "/a/1"},
+		{ep, "--auth-jwt-token", tok, "get", "/x"},
+		{ep, "--auth-jwt-token=" + tok, "--user=nobody:wrong", "get", "/a/1", "--print-value-only"},
+		{ep, "--auth-jwt-token=not-a-token", "get", "/a/1"},
+	} {
+		// Standard error also holds the client library's retry warnings, which name its version.
+		ucode, uerr, uout := runCLI(t, UpstreamBinaryAt(t, Upstream37Version, "etcdctl"), args...)
+		ocode, oerr, oout := runCLI(t, Binary(t, "etcdctl"), args...)
+		uerr, oerr = errorLine.FindString(uerr), errorLine.FindString(oerr)
+		if ucode != ocode || uout != oout || uerr != oerr {
+			t.Errorf("etcdctl %v:\n ours     (exit %d) %q %q\n upstream (exit %d) %q %q", args[1:], ocode, oout, oerr, ucode, uout, uerr)
+		}
+	}
+	if code, out := ctl(t, Binary(t, "etcdctl"), "", ep, "--auth-jwt-token="+tok, "get", "/a/1"); code != 0 || !strings.Contains(out, "one") {
+		t.Errorf("ours with the token: exit %d %q", code, out)
+	}
+	ucode, uout := ctl(t, UpstreamBinaryAt(t, Upstream36Version, "etcdctl"), "", ep, "--auth-jwt-token="+tok, "get", "/a/1")
+	ocode, oout := ctl(t, ToolAt(t, LastReleaseLevel, "etcdctl"), "", ep, "--auth-jwt-token="+tok, "get", "/a/1")
+	if ucode != ocode || errorLine.FindString(uout) != errorLine.FindString(oout) || ocode == 0 {
+		t.Errorf("level 3.6: ours (exit %d) %q, upstream 3.6.16 (exit %d) %q", ocode, oout, ucode, uout)
+	}
+}

@@ -65,13 +65,17 @@ func checkCommand(g *global) *cli.Command {
 		autoCompact, autoDefr bool
 		duration              time.Duration
 	)
-	perf := &cli.Command{Name: "perf", Args: "", Short: "Check the performance of the etcd cluster",
+	perf := &cli.Command{Name: "perf", Args: "[options]", Short: "Check the performance of the etcd cluster",
 		Flags: func(fs *pflag.FlagSet) {
-			fs.StringVar(&load, "load", "s", "The performance check's workload model. Accepted workloads: s(small), m(medium), l(large), xl(xLarge). Different workload models use different configurations in terms of number of clients and expected throughput.")
+			fs.StringVar(&load, "load", "s", "The performance check's workload model. Accepted workloads: s(small), m(medium), l(large), xl(xLarge)"+
+				sinceLevel(g, "3.6", ". Different workload models use different configurations in terms of number of clients and expected throughput."))
 			fs.StringVar(&prefix, "prefix", "/etcdctl-check-perf/", "The prefix for writing the performance check's keys.")
 			fs.BoolVar(&autoCompact, "auto-compact", false, "Compact storage with last revision after test is finished.")
 			fs.BoolVar(&autoDefr, "auto-defrag", false, "Defragment storage after test is finished.")
-			fs.DurationVar(&duration, "duration", time.Minute, "How long the check writes (not in upstream etcdctl, whose check always runs 60s).")
+			// Ours only (upstream's check always writes for a minute), so hidden from the help
+			// that is upstream's.
+			fs.DurationVar(&duration, "duration", time.Minute, "How long the check writes")
+			_ = fs.MarkHidden("duration")
 		},
 		Run: run(g, func(e *env) error {
 			model, ok := perfLoadAliases[load]
@@ -86,7 +90,8 @@ func checkCommand(g *global) *cli.Command {
 	}
 	var dsLoad, dsPrefix string
 	var dsCompact, dsDefrag bool
-	datascale := &cli.Command{Name: "datascale", Args: "", Short: "Check the memory usage of holding data for different workloads on a given server endpoint.",
+	datascale := &cli.Command{Name: "datascale", Args: "[options]", Short: "Check the memory usage of holding data for different workloads on a given server endpoint.",
+		Long: "If no endpoint is provided, localhost will be used. If multiple endpoints are provided, first endpoint will be used.",
 		Flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&dsLoad, "load", "s", "The datascale check's workload model. Accepted workloads: s(small), m(medium), l(large), xl(xLarge)")
 			fs.StringVar(&dsPrefix, "prefix", "/etcdctl-check-datascale/", "The prefix for writing the datascale check's keys.")
@@ -101,7 +106,7 @@ func checkCommand(g *global) *cli.Command {
 			return e.checkDatascale(datascaleLoads[model], dsPrefix, dsCompact, dsDefrag)
 		}),
 	}
-	return &cli.Command{Name: "check", Short: "commands for checking properties of the etcd cluster", Subs: []*cli.Command{perf, datascale}}
+	return &cli.Command{Name: "check", Args: "<subcommand>", Short: "commands for checking properties of the etcd cluster", Subs: []*cli.Command{perf, datascale}}
 }
 
 func (e *env) checkPerf(cfg perfLoad, prefix string, duration time.Duration, autoCompact, autoDefrag bool) error {

@@ -30,7 +30,7 @@ func hexID(arg, what string) (uint64, error) {
 func memberCommand(g *global) *cli.Command {
 	var peerURLs, consistency string
 	var learner bool
-	return &cli.Command{Name: "member", Short: "Membership related commands", Subs: []*cli.Command{
+	return &cli.Command{Name: "member", Args: "<subcommand>", Short: "Membership related commands", Subs: []*cli.Command{
 		{Name: "add", Args: "<memberName> [options]", Short: "Adds a member into the cluster",
 			Flags: func(fs *pflag.FlagSet) {
 				fs.StringVar(&peerURLs, "peer-urls", "", "comma separated peer URLs for the new member.")
@@ -105,9 +105,11 @@ func memberCommand(g *global) *cli.Command {
 				}
 				return r.Header, (*pb.MemberUpdateResponse)(r), nil
 			})},
-		{Name: "list", Short: "Lists all members in the cluster",
+		{Name: "list", Short: "Lists all members in the cluster", Long: memberListHelp,
 			Flags: func(fs *pflag.FlagSet) {
-				fs.StringVar(&consistency, "consistency", "l", "Linearizable(l) or Serializable(s)")
+				if g.atLeast("3.6") {
+					fs.StringVar(&consistency, "consistency", "l", "Linearizable(l) or Serializable(s)")
+				}
 			},
 			Run: run(g, func(e *env) error {
 				var opts []clientv3.OpOption
@@ -127,6 +129,7 @@ func memberCommand(g *global) *cli.Command {
 				return e.out.Print(printer.MemberList{R: (*pb.MemberListResponse)(resp)})
 			})},
 		{Name: "promote", Args: "<memberID>", Short: "Promotes a non-voting member in the cluster",
+			Long: "Promotes a non-voting learner member to a voting one in the cluster.\n",
 			Run: memberByID(g, "promoted in", func(ctx context.Context, c *clientv3.Client, id uint64) (*pb.ResponseHeader, memberResp, error) {
 				r, err := c.MemberPromote(ctx, id)
 				if err != nil {
@@ -197,13 +200,16 @@ func (e *env) eachEndpoint(eps []string, f func(ep string, c *clientv3.Client)) 
 }
 
 func endpointCommand(g *global) *cli.Command {
+	hashkvDefault := "latest revision"
+	if !g.atLeast("3.6") {
+		hashkvDefault = "all revisions" // 3.5's words for the same default
+	}
 	var cluster bool
 	var rev int64
-	clusterFlag := func(fs *pflag.FlagSet) {
+	return &cli.Command{Name: "endpoint", Args: "<subcommand>", Short: "Endpoint related commands", PersistentFlags: func(fs *pflag.FlagSet) {
 		fs.BoolVar(&cluster, "cluster", false, "use all endpoints from the cluster member list")
-	}
-	return &cli.Command{Name: "endpoint", Short: "Endpoint related commands", Subs: []*cli.Command{
-		{Name: "health", Short: "Checks the healthiness of endpoints specified in `--endpoints` flag", Flags: clusterFlag,
+	}, Subs: []*cli.Command{
+		{Name: "health", Short: "Checks the healthiness of endpoints specified in `--endpoints` flag",
 			Run: run(g, func(e *env) error {
 				eps, err := e.targets(cluster)
 				if err != nil {
@@ -230,7 +236,7 @@ func endpointCommand(g *global) *cli.Command {
 				}
 				return nil
 			})},
-		{Name: "status", Short: "Prints out the status of endpoints specified in `--endpoints` flag", Flags: clusterFlag,
+		{Name: "status", Short: "Prints out the status of endpoints specified in `--endpoints` flag", Long: endpointStatusHelp,
 			Run: run(g, func(e *env) error {
 				eps, err := e.targets(cluster)
 				if err != nil {
@@ -261,8 +267,7 @@ func endpointCommand(g *global) *cli.Command {
 			})},
 		{Name: "hashkv", Short: "Prints the KV history hash for each endpoint in --endpoints",
 			Flags: func(fs *pflag.FlagSet) {
-				clusterFlag(fs)
-				fs.Int64Var(&rev, "rev", 0, "maximum revision to hash (default: latest revision)")
+				fs.Int64Var(&rev, "rev", 0, "maximum revision to hash (default: "+hashkvDefault+")")
 			},
 			Run: run(g, func(e *env) error {
 				eps, err := e.targets(cluster)
@@ -344,7 +349,7 @@ func leaseCommand(g *global) *cli.Command {
 		}
 		return clientv3.LeaseID(id), nil
 	}
-	return &cli.Command{Name: "lease", Short: "Lease related commands", Subs: []*cli.Command{
+	return &cli.Command{Name: "lease", Args: "<subcommand>", Short: "Lease related commands", Subs: []*cli.Command{
 		{Name: "grant", Args: "<ttl>", Short: "Creates leases",
 			Run: run(g, func(e *env) error {
 				if len(e.Args) != 1 {
@@ -407,7 +412,7 @@ func leaseCommand(g *global) *cli.Command {
 			})},
 		{Name: "keep-alive", Args: "[options] <leaseID>", Short: "Keeps leases alive (renew)",
 			Flags: func(fs *pflag.FlagSet) {
-				fs.BoolVar(&once, "once", false, "Resets the keep-alive time to its original value and exits immediately")
+				fs.BoolVar(&once, "once", false, "Resets the keep-alive time to its original value and cobrautl.Exits immediately")
 			},
 			Run: run(g, func(e *env) error {
 				id, err := leaseArg(e, "lease keep-alive command needs lease ID as argument")
@@ -455,7 +460,7 @@ func alarmCommand(g *global) *cli.Command {
 			return e.out.Print(printer.Alarms{R: (*pb.AlarmResponse)(resp)})
 		})
 	}
-	return &cli.Command{Name: "alarm", Short: "Alarm related commands", Subs: []*cli.Command{
+	return &cli.Command{Name: "alarm", Args: "<subcommand>", Short: "Alarm related commands", Subs: []*cli.Command{
 		{Name: "disarm", Short: "Disarms all alarms", Run: alarm("disarm", func(ctx context.Context, c *clientv3.Client) (*clientv3.AlarmResponse, error) {
 			return c.AlarmDisarm(ctx, &clientv3.AlarmMember{})
 		})},
@@ -528,7 +533,7 @@ func downgradeCommand(g *global) *cli.Command {
 			return e.out.Print(printer.Downgrade{Action: action, R: (*pb.DowngradeResponse)(resp)})
 		})
 	}
-	return &cli.Command{Name: "downgrade", Short: "Downgrade related commands", Subs: []*cli.Command{
+	return &cli.Command{Name: "downgrade", Args: "<TARGET_VERSION>", Short: "Downgrade related commands", Since: "3.6", Subs: []*cli.Command{
 		{Name: "validate", Args: "<TARGET_VERSION>", Short: "Validate downgrade capability before starting downgrade", Run: withTarget("validate", clientv3.DowngradeValidate)},
 		{Name: "enable", Args: "<TARGET_VERSION>", Short: "Start a downgrade action to cluster", Run: withTarget("enable", clientv3.DowngradeEnable)},
 		{Name: "cancel", Short: "Cancel the ongoing downgrade action to cluster", Run: run(g, func(e *env) error {
@@ -591,8 +596,12 @@ func moveLeaderCommand(g *global) *cli.Command {
 }
 
 func snapshotCommand(g *global) *cli.Command {
-	return &cli.Command{Name: "snapshot", Short: "Manages etcd node snapshots", Subs: []*cli.Command{
-		{Name: "save", Args: "<filename>", Short: "Stores an etcd node backend snapshot to a given file",
+	example := snapshotExample
+	if !g.atLeast("3.7") {
+		example = strings.Replace(example, "with certain user", "wih certain user", 1) // as the earlier lines print it
+	}
+	return &cli.Command{Name: "snapshot", Args: "<subcommand>", Short: "Manages etcd node snapshots", Example: example, Subs: []*cli.Command{
+		{Name: "save", Args: "<filename>", Short: "Stores an etcd node backend snapshot to a given file", Example: example,
 			Run: run(g, func(e *env) error {
 				if len(e.Args) != 1 {
 					return cli.BadArgs("snapshot save expects one argument <filename>")
@@ -626,3 +635,30 @@ func snapshotCommand(g *global) *cli.Command {
 			})},
 	}}
 }
+
+// The long help and examples of upstream's commands, shown by --help.
+const (
+	endpointStatusHelp = `When --write-out is set to simple, this command prints out comma-separated status lists for each endpoint.
+The items in the lists are endpoint, ID, version, db size, is leader, is learner, raft term, raft index, raft applied index, errors.
+`
+	memberListHelp = `When --write-out is set to simple, this command prints out comma-separated member lists for each endpoint.
+The items in the lists are ID, Status, Name, Peer Addrs, Client Addrs, Is Learner.
+`
+	snapshotExample = `  # Save snapshot to a given file
+  etcdctl snapshot save /backup/etcd-snapshot.db
+  
+  # Get snapshot from given address and save it to file
+  etcdctl snapshot save --endpoints=127.0.0.1:3000 /backup/etcd-snapshot.db
+  
+  # Get snapshot from given address with certificates
+  etcdctl --endpoints=https://127.0.0.1:2379 --cacert=/etc/etcd/ca.crt --cert=/etc/etcd/etcd.crt --key=/etc/etcd/etcd.key snapshot save /backup/etcd-snapshot.db
+  
+  # Get snapshot with certain user and password
+  etcdctl --user=root --password=password123 snapshot save /backup/etcd-snapshot.db
+  
+  # Get snapshot from given address with timeout
+  etcdctl --endpoints=https://127.0.0.1:2379 --dial-timeout=20s snapshot save /backup/etcd-snapshot.db
+  
+  # Save snapshot with desirable time format
+  etcdctl snapshot save /mnt/backup/etcd/backup_$(date +%Y%m%d_%H%M%S).db`
+)

@@ -14,7 +14,6 @@ import (
 
 	"etcdx/etcdctl/cli"
 	"etcdx/etcdctl/printer"
-	"etcdx/pkg/buildinfo"
 	"etcdx/pkg/rangestream"
 )
 
@@ -24,6 +23,8 @@ type getOptions struct {
 	limit, rev                                    int64
 	prefix, fromKey, keysOnly, countOnly, valOnly bool
 	minCreate, maxCreate, minMod, maxMod          int64
+	// revFilters offers the --min/--max-*-rev flags (from 3.6).
+	revFilters bool
 }
 
 func (o *getOptions) register(fs *pflag.FlagSet) {
@@ -37,6 +38,9 @@ func (o *getOptions) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.keysOnly, "keys-only", false, "Get only the keys")
 	fs.BoolVar(&o.countOnly, "count-only", false, "Get only the count")
 	fs.BoolVar(&o.valOnly, "print-value-only", false, `Only write values when using the "simple" output format`)
+	if !o.revFilters {
+		return
+	}
 	fs.Int64Var(&o.minCreate, "min-create-rev", 0, "Minimum create revision")
 	fs.Int64Var(&o.maxCreate, "max-create-rev", 0, "Maximum create revision")
 	fs.Int64Var(&o.minMod, "min-mod-rev", 0, "Minimum modification revision")
@@ -115,12 +119,12 @@ func (o *getOptions) op(args []string) (string, []clientv3.OpOption, error) {
 }
 
 func getCommand(g *global) *cli.Command {
-	o := &getOptions{}
+	o := &getOptions{revFilters: g.atLeast("3.6")}
 	var stream bool
-	return &cli.Command{Name: "get", Args: "<key> [range_end]", Short: "Gets the key or a range of keys",
+	return &cli.Command{Name: "get", Args: "[options] <key> [range_end]", Short: "Gets the key or a range of keys",
 		Flags: func(fs *pflag.FlagSet) {
 			o.register(fs)
-			if buildinfo.AtLeast("3.7") {
+			if g.atLeast("3.7") {
 				fs.BoolVar(&stream, "stream", false, "Use the RangeStream RPC")
 			}
 		},
@@ -248,7 +252,7 @@ func (o *putOptions) op(args []string, stdin io.Reader) (string, string, []clien
 
 func putCommand(g *global) *cli.Command {
 	o := &putOptions{}
-	return &cli.Command{Name: "put", Args: "<key> <value>", Short: "Puts the given key into the store",
+	return &cli.Command{Name: "put", Args: "[options] <key> <value> (<value> can also be given from stdin)", Short: "Puts the given key into the store", Long: putHelp,
 		Flags: o.register,
 		Run: run(g, func(e *env) error {
 			key, value, opts, err := o.op(e.Args, e.Stdin)
@@ -307,7 +311,7 @@ func (o *delOptions) op(args []string, stderr io.Writer) (string, []clientv3.OpO
 
 func delCommand(g *global) *cli.Command {
 	o := &delOptions{}
-	return &cli.Command{Name: "del", Args: "<key> [range_end]", Short: "Removes the specified key or range of keys [key, range_end)",
+	return &cli.Command{Name: "del", Args: "[options] <key> [range_end]", Short: "Removes the specified key or range of keys [key, range_end)",
 		Flags: o.register,
 		Run: run(g, func(e *env) error {
 			key, opts, err := o.op(e.Args, e.Stderr)
@@ -327,7 +331,7 @@ func delCommand(g *global) *cli.Command {
 
 func compactionCommand(g *global) *cli.Command {
 	var physical bool
-	return &cli.Command{Name: "compaction", Args: "<revision>", Short: "Compacts the event history in etcd",
+	return &cli.Command{Name: "compaction", Args: "[options] <revision>", Short: "Compacts the event history in etcd",
 		Flags: func(fs *pflag.FlagSet) {
 			fs.BoolVar(&physical, "physical", false, "'true' to wait for compaction to physically remove all old revisions")
 		},
@@ -354,3 +358,24 @@ func compactionCommand(g *global) *cli.Command {
 		}),
 	}
 }
+
+// putHelp is upstream's long help of put.
+const putHelp = `
+Puts the given key into the store.
+
+When <value> begins with '-', <value> is interpreted as a flag.
+Insert '--' for workaround:
+
+$ put <key> -- <value>
+$ put -- <key> <value>
+
+If <value> isn't given as a command line argument and '--ignore-value' is not specified,
+this command tries to read the value from standard input.
+
+If <lease> isn't given as a command line argument and '--ignore-lease' is not specified,
+this command tries to read the value from standard input.
+
+For example,
+$ cat file | put <key>
+will store the content of the file to <key>.
+`

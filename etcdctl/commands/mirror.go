@@ -32,8 +32,10 @@ func makeMirrorCommand(g *global) *cli.Command {
 	return &cli.Command{Name: "make-mirror", Args: "[options] <destination>", Short: "Makes a mirror at the destination etcd cluster",
 		Flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&f.prefix, "prefix", "", "Key-value prefix to mirror")
-			fs.Int64Var(&f.rev, "rev", 0, "Specify the kv revision to start to mirror")
-			fs.UintVar(&f.maxTxnOps, "max-txn-ops", 128, "Maximum number of operations permitted in a transaction during syncing updates.")
+			if g.atLeast("3.6") {
+				fs.Int64Var(&f.rev, "rev", 0, "Specify the kv revision to start to mirror")
+				fs.UintVar(&f.maxTxnOps, "max-txn-ops", 128, "Maximum number of operations permitted in a transaction during syncing updates.")
+			}
 			fs.StringVar(&f.destPrefix, "dest-prefix", "", "destination prefix to mirror a prefix to a different prefix in the destination cluster")
 			fs.BoolVar(&f.noDestPrefix, "no-dest-prefix", false, "mirror key-values to the root of the destination cluster")
 			fs.StringVar(&f.destCert, "dest-cert", "", "Identify secure client using this TLS certificate file for the destination cluster")

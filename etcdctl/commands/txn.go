@@ -22,7 +22,7 @@ func txnInputError(err error) error { return &cli.Error{Code: cli.ExitInvalidDat
 
 func txnCommand(g *global) *cli.Command {
 	var interactive bool
-	return &cli.Command{Name: "txn", Args: "[options]", Short: "Txn processes all the requests in one transaction",
+	return &cli.Command{Name: "txn", Args: "[options]", Short: "Txn processes all the requests in one transaction", Long: sinceLevel(g, "3.6", txnHelp),
 		Flags: func(fs *pflag.FlagSet) {
 			fs.BoolVarP(&interactive, "interactive", "i", false, "Input transaction in interactive mode")
 		},
@@ -171,7 +171,7 @@ func parseRequest(line string, e *env) (clientv3.Op, error) {
 	fs.SetOutput(io.Discard)
 	switch args[0] {
 	case "get":
-		o := &getOptions{}
+		o := &getOptions{revFilters: true}
 		o.register(fs)
 		if fs.Parse(args[1:]) != nil {
 			return clientv3.Op{}, bad
@@ -206,3 +206,28 @@ func parseRequest(line string, e *env) (clientv3.Op, error) {
 	}
 	return clientv3.Op{}, bad
 }
+
+// txnHelp is upstream's long help of txn.
+const txnHelp = `Txn reads multiple etcd requests from standard input and applies them as a single atomic transaction.
+
+A transaction consists of three components:
+1) a list of conditions,
+2) a list of requests to apply if all the conditions are true,
+3) a list of requests to apply if any condition is false.
+
+Example interactive stdin usage:
+
+---
+etcdctl txn -i
+# compares:
+mod("key1") > "0"
+
+# success requests (get, put, delete):
+put key1 "overwrote-key1"
+
+# failure requests (get, put, delete):
+put key1 "created-key1"
+put key2 "some extra key"
+---
+
+Refer to https://github.com/etcd-io/etcd/blob/main/etcdctl/README.md#txn-options.`

@@ -97,7 +97,7 @@ func (o *watchOptions) opts(t watchTarget) ([]clientv3.OpOption, error) {
 
 func watchCommand(g *global) *cli.Command {
 	o := &watchOptions{}
-	return &cli.Command{Name: "watch", Args: "[key or prefix] [range_end] [--] [exec-command arg1 arg2 ...]",
+	return &cli.Command{Name: "watch", Args: "[options] [key or prefix] [range_end] [--] [exec-command arg1 arg2 ...]",
 		Short: "Watches events stream on keys or prefixes",
 		Flags: func(fs *pflag.FlagSet) {
 			fs.BoolVarP(&o.interactive, "interactive", "i", false, "Interactive mode")
