@@ -60,8 +60,8 @@ type Command struct {
 	Flags, PersistentFlags func(fs *pflag.FlagSet)
 	// BareUse leaves "[flags]" out of the usage line.
 	BareUse bool
-	Run   func(c *Ctx) error
-	Subs  []*Command
+	Run     func(c *Ctx) error
+	Subs    []*Command
 	// Values are the only positional arguments the command takes, which completion offers
 	// ("completion bash|zsh|fish|powershell").
 	Values []string

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"go.etcd.io/etcd/client/pkg/v3/srv"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"golang.org/x/term"
-	"go.etcd.io/etcd/client/pkg/v3/srv"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/grpclog"
 
