@@ -39,8 +39,9 @@ cat <<'EOF'
 # etcdctl
 
 `etcdctl` is the online command-line client: the same commands, flags, `ETCDCTL_*` environment
-variables, output formats and exit statuses as upstream etcdctl 3.7 (its help text keeps 3.6's
-layout; see compatibility.md), so existing runbooks and
+variables, output formats, exit statuses and help as upstream etcdctl 3.7 (a cobra command tree,
+as upstream's; `bin/levels/3.6/etcdctl` and `bin/levels/3.5/etcdctl` are those lines' etcdctl;
+see compatibility.md), so existing runbooks and
 scripts work unchanged against our server or upstream's. It is built on
 `go.etcd.io/etcd/client/v3`. Every example below is real output, produced by
 `scripts/etcdctl-examples.sh` (`make etcdctl-docs`) against a local 3-member cluster of our
@@ -201,5 +202,6 @@ example "auth disable" "Turns authentication off." "etcdctl auth disable --user 
 
 section "Other"
 example "version" "The etcdctl and API versions." "etcdctl version"
-example "completion" "Shell completion for bash or zsh; the script asks etcdctl itself for commands, flags and values. Load with \`source <(etcdctl completion bash)\`, or install \`etcdctl completion zsh > \"\${fpath[1]}/_etcdctl\"\`." \
+example "options" "The global flags, which the help of every command leaves out (from 3.7)." "etcdctl options | head -6"
+example "completion" "Shell completion for bash, zsh, fish or PowerShell: cobra's scripts, as upstream's (bash needs the bash-completion package). Load with \`source <(etcdctl completion bash)\`, or install \`etcdctl completion zsh > \"\${fpath[1]}/_etcdctl\"\`." \
 	"etcdctl completion bash | head -3"

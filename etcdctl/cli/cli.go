@@ -36,6 +36,11 @@ type Error struct {
 func (e *Error) Error() string { return e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 
+// Status is a failure already reported (by etcdutl's tree, run in-process): only its exit status.
+type Status int
+
+func (s Status) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
+
 // BadArgs is a wrong number or shape of positional arguments (exit 128, as upstream).
 func BadArgs(format string, a ...any) error {
 	return &Error{Code: ExitBadArgs, Err: fmt.Errorf(format, a...)}
@@ -54,8 +59,9 @@ type Command struct {
 	// HintSubs: from 3.7, a group command's short text points at its --help, and the old
 	// short text becomes its long one, as upstream's.
 	HintSubs bool
-	// Since is the first level that has the command ("3.6"); empty for every level.
-	Since string
+	// Since is the first level that has the command ("3.6"), Until the first that has it no
+	// more; empty for every level.
+	Since, Until string
 	// Flags registers the command's own flags; PersistentFlags, flags its subcommands share.
 	Flags, PersistentFlags func(fs *pflag.FlagSet)
 	// BareUse leaves "[flags]" out of the usage line.
@@ -179,7 +185,7 @@ func (a *App) build(r *run) *cobra.Command {
 		}
 	}
 	for _, c := range a.Root {
-		if a.has(c) {
+		if a.Has(c) {
 			root.AddCommand(a.cobraOf(c, r, true))
 		}
 	}
@@ -187,7 +193,10 @@ func (a *App) build(r *run) *cobra.Command {
 	return root
 }
 
-func (a *App) has(c *Command) bool { return c.Since == "" || a.AtLeast(c.Since) }
+// Has says whether the app's level has the command.
+func (a *App) Has(c *Command) bool {
+	return (c.Since == "" || a.AtLeast(c.Since)) && (c.Until == "" || !a.AtLeast(c.Until))
+}
 
 func (a *App) cobraOf(c *Command, r *run, top bool) *cobra.Command {
 	cc := &cobra.Command{Use: strings.TrimSpace(c.Name + " " + c.Args), Short: c.Short, Long: c.Long, Example: c.Example,
@@ -219,7 +228,7 @@ func (a *App) cobraOf(c *Command, r *run, top bool) *cobra.Command {
 		}
 	}
 	for _, s := range c.Subs {
-		if a.has(s) {
+		if a.Has(s) {
 			cc.AddCommand(a.cobraOf(s, r, false))
 		}
 	}
@@ -234,6 +243,11 @@ func (a *App) runBody(c *Command, cmd *cobra.Command, args []string, r *run) err
 	ctx := &Ctx{Args: args, Stdin: r.stdin, Stdout: r.stdout, Stderr: r.stderr, Flags: cmd.Flags(), Path: path,
 		Environ: r.environ, Dash: cmd.ArgsLenAtDash(), cmd: cmd}
 	err := c.Run(ctx)
+	var reported Status
+	if errors.As(err, &reported) {
+		cmd.SilenceErrors = true
+		return &Error{Code: int(reported), Err: err}
+	}
 	if err != nil {
 		var e *Error
 		if !errors.As(err, &e) {

@@ -472,11 +472,18 @@ func alarmCommand(g *global) *cli.Command {
 
 func defragCommand(g *global) *cli.Command {
 	var cluster bool
+	var dataDir string
 	return &cli.Command{Name: "defrag", Short: "Defragments the storage of the etcd members with given endpoints",
 		Flags: func(fs *pflag.FlagSet) {
 			fs.BoolVar(&cluster, "cluster", false, "use all endpoints from the cluster member list")
+			if !g.atLeast(offlineUntil) {
+				fs.StringVar(&dataDir, "data-dir", "", "Optional. If present, defragments a data directory not in use by etcd.")
+			}
 		},
 		Run: run(g, func(e *env) error {
+			if dataDir != "" {
+				return defragDataDir(e.Ctx, dataDir)
+			}
 			eps, err := e.targets(cluster)
 			if err != nil {
 				return err
@@ -633,6 +640,7 @@ func snapshotCommand(g *global) *cli.Command {
 				}
 				return nil
 			})},
+		snapshotRestore35(), snapshotStatus35(g),
 	}}
 }
 

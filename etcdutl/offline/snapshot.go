@@ -56,12 +56,14 @@ type Status struct {
 	TotalKey  int    `json:"totalKey"`
 	TotalSize int64  `json:"totalSize"`
 	Version   string `json:"version"`
+	// Entries are the keys of every bucket, what upstream 3.5 reported as the total keys.
+	Entries int `json:"-"`
 }
 
 // getStatus reads a snapshot (or db) file without changing it.
 func getStatus(path string) (*Status, error) {
 	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("snapshot file: %w", err)
+		return nil, err // already names the file, as upstream's says it
 	}
 	db, err := openReadOnly(path)
 	if err != nil {
@@ -101,6 +103,7 @@ func getStatus(path string) (*Status, error) {
 						live[string(kv.Key)] = true
 					}
 				}
+				st.Entries++
 				h.Write(k)
 				h.Write(v)
 				return nil
@@ -172,7 +175,7 @@ func restore(cfg RestoreConfig) error {
 	var fe *membership.FlagsError
 	switch {
 	case errors.As(err, &fe) && fe.InCluster == nil:
-		return fmt.Errorf("--initial-cluster has no member named %q (--name)", cfg.Name)
+		return fmt.Errorf("couldn't find local name %q in the initial cluster configuration", cfg.Name) // upstream's words
 	case errors.As(err, &fe):
 		return fmt.Errorf("--initial-cluster has %s=%v but --initial-advertise-peer-urls is %v", cfg.Name, fe.InCluster, cfg.PeerURLs)
 	case err != nil:

@@ -1,4 +1,4 @@
-package main
+package tool
 
 import (
 	"encoding/json"
@@ -85,6 +85,9 @@ func snapshotStatusCommand(g *globals) *cobra.Command {
 				return err
 			}
 			size := humanize.Bytes(uint64(st.TotalSize))
+			if !buildinfo.AtLeast("3.6") {
+				return g.status35(f, st, size)
+			}
 			switch f {
 			case "json":
 				return json.NewEncoder(g.stdout).Encode(st)
@@ -100,4 +103,25 @@ func snapshotStatusCommand(g *globals) *cobra.Command {
 			return nil
 		}),
 	}
+}
+
+// status35 is snapshot status as 3.5 printed it: every bucket's keys counted, no version.
+func (g *globals) status35(format string, st *offline.Status, size string) error {
+	switch format {
+	case "json":
+		return json.NewEncoder(g.stdout).Encode(struct {
+			Hash      uint32 `json:"hash"`
+			Revision  int64  `json:"revision"`
+			TotalKey  int    `json:"totalKey"`
+			TotalSize int64  `json:"totalSize"`
+		}{st.Hash, st.Revision, st.Entries, st.TotalSize})
+	case "table":
+		table.Write(g.stdout, table.ForLevel(buildinfo.Level), []string{"HASH", "REVISION", "TOTAL KEYS", "TOTAL SIZE"},
+			[][]string{{fmt.Sprintf("%x", st.Hash), fmt.Sprint(st.Revision), fmt.Sprint(st.Entries), size}})
+	case "fields":
+		fmt.Fprintf(g.stdout, "\"Hash\" : %d\n\"Revision\" : %d\n\"Keys\" : %d\n\"Size\" : %d\n", st.Hash, st.Revision, st.Entries, st.TotalSize)
+	default:
+		fmt.Fprintf(g.stdout, "%x, %d, %d, %s\n", st.Hash, st.Revision, st.Entries, size)
+	}
+	return nil
 }
