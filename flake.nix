@@ -69,6 +69,13 @@
             };
           };
 
+          # The older lines, as `make build` leaves them in bin/levels/: every binary at level 3.6
+          # (upstream 3.6.16's behaviour) or 3.5 (3.5.35's), from the same vendor tree.
+          atLevel = level: workspace.overrideAttrs (old: {
+            pname = "etcdx-level-${level}";
+            ldflags = old.ldflags ++ [ "-X etcdx/pkg/buildinfo.Level=${level}" ];
+          });
+
           # One package per binary, cut from the workspace build.
           single = name: pkgs.runCommand "${name}-${version}"
             {
@@ -106,7 +113,7 @@
         {
           packages = lib.mapAttrs (name: _: single name) commands
             // lib.mapAttrs' (name: _: lib.nameValuePair "${name}-image" (image name)) servers
-            // { default = workspace; };
+            // { default = workspace; level36 = atLevel "3.6"; level35 = atLevel "3.5"; };
 
           checks = {
             # The unit tests of every module but e2e (which needs the built binaries and, for its

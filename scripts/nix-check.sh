@@ -51,7 +51,7 @@ nix flake check "${flake[@]}" --no-build .
 step "packages of $system: every output is a derivation"
 attrs=$(nix eval "${flake[@]}" --json ".#packages.$system" --apply builtins.attrNames)
 echo "$attrs"
-for want in default etcd etcdctl etcdutl discovery upgradelab etcd-image discovery-image; do
+for want in default etcd etcdctl etcdutl discovery upgradelab etcd-image discovery-image level36 level35; do
 	grep -q "\"$want\"" <<<"$attrs" || { echo "nix-check: packages.$system.$want is missing" >&2; exit 1; }
 done
 # A main package in the tree without a flake package would ship nothing: catch it here.
@@ -79,10 +79,10 @@ WRAPPER
 w="path:$wrapper"
 pkg() { echo "$w#packages.$system.$1"; }
 
-step "build: default, etcd, etcdctl, etcdutl, discovery, upgradelab and the images (vendor tree checked against nix/vendor-hash)"
+step "build: default, etcd, etcdctl, etcdutl, discovery, upgradelab, the images and the older levels (vendor tree checked against nix/vendor-hash)"
 build_all() {
 	nix build --no-write-lock-file --no-link "$(pkg default)" "$(pkg etcd)" "$(pkg etcdctl)" "$(pkg etcdutl)" "$(pkg discovery)" "$(pkg upgradelab)" \
-		"$(pkg etcd-image)" "$(pkg discovery-image)"
+		"$(pkg etcd-image)" "$(pkg discovery-image)" "$(pkg level36)" "$(pkg level35)"
 }
 # A builder killed by a signal is retried after a pause, with what might explain it; a real
 # failure (a stale vendor hash, a broken build) fails every try. (The stand-in's holdOutput
@@ -118,6 +118,17 @@ done
 "$etcdutl/bin/etcdutl" version | grep "etcdutl version: $etcdversion" >/dev/null
 "$discovery/bin/discovery" version | grep "Implementation: etcdx $version" >/dev/null
 "$upgradelab/bin/upgradelab" plans | grep "^upgrade " >/dev/null
+
+step "older levels: level36 and level35 report upstream's release of their line"
+for l in 3.6 3.5; do
+	out=$(outpath "level${l/./}")
+	want=$(sed -n "s/^\t\"$l\": \"\(3\.[0-9]*\.[0-9]*\)\",\$/\1/p" pkg/buildinfo/buildinfo.go)
+	[ -n "$want" ] || { echo "nix-check: cannot read level $l's upstream release from pkg/buildinfo" >&2; exit 1; }
+	"$out/bin/etcd" --version | grep "^etcd Version: $want$" >/dev/null || { echo "nix-check: level $l's etcd does not report $want" >&2; exit 1; }
+	"$out/bin/etcdctl" version | grep "etcdctl version: $want" >/dev/null || { echo "nix-check: level $l's etcdctl does not report $want" >&2; exit 1; }
+	"$out/bin/etcdutl" version | grep "etcdutl version: $want" >/dev/null || { echo "nix-check: level $l's etcdutl does not report $want" >&2; exit 1; }
+	echo "level $l: etcd, etcdctl and etcdutl report $want"
+done
 
 step "nix run .#etcdctl -- version"
 shows "etcdctl version: $etcdversion" nix run --no-write-lock-file "$(pkg etcdctl)" -- version
