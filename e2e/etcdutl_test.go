@@ -71,7 +71,7 @@ func TestEtcdutlSnapshotErrors(t *testing.T) {
 	if code, out := etcdutl(t, "snapshot", "restore", junk, "--data-dir", target, "--skip-hash-check"); code != 1 || !strings.Contains(out, "not a valid") {
 		t.Fatalf("junk file: %d %s", code, out)
 	}
-	if code, out := etcdutl(t, "snapshot", "restore", snap, "--data-dir", target, "--name", "x", "--initial-cluster", "y=http://127.0.0.1:1"); code != 1 || !strings.Contains(out, `no member named "x"`) {
+	if code, out := etcdutl(t, "snapshot", "restore", snap, "--data-dir", target, "--name", "x", "--initial-cluster", "y=http://127.0.0.1:1"); code != 1 || !strings.Contains(out, `couldn't find local name "x" in the initial cluster configuration`) {
 		t.Fatalf("name missing from cluster: %d %s", code, out)
 	}
 }
