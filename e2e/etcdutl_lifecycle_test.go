@@ -336,3 +336,37 @@ func TestEtcdutlCorruptDataDir(t *testing.T) {
 		}
 	}
 }
+
+// etcdutl backup with upstream 3.5's flags for a member that keeps its WAL apart (--wal-dir) and
+// a backup that keeps its WAL apart (--backup-wal-dir): the member started on the backup holds
+// exactly the backed-up keys. --with-v3=false (3.5's v2-only backup) is refused, saying why.
+func TestEtcdutlBackupWithWALDirs(t *testing.T) {
+	dir := t.TempDir()
+	wal := filepath.Join(dir, "wal")
+	m := NewMember(t, "--wal-dir", wal)
+	m.Start()
+	putN(t, m.Client(), "keep", 12)
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	bk, bkWAL := filepath.Join(dir, "backup"), filepath.Join(dir, "backup-wal")
+	if code, out := etcdutl(t, "backup", "--data-dir", m.DataDir, "--backup-dir", bk, "--with-v3=false"); code != 128 || !strings.Contains(out, "--with-v3=false") {
+		t.Fatalf("backup --with-v3=false: exit %d %s", code, out)
+	}
+	if code, out := etcdutl(t, "backup", "--data-dir", m.DataDir, "--wal-dir", wal, "--backup-dir", bk, "--backup-wal-dir", bkWAL); code != 0 || !strings.Contains(out, "WAL segments") {
+		t.Fatalf("backup: exit %d %s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(bk, "member", "wal")); err == nil {
+		t.Error("the backup's WAL went into --backup-dir, not --backup-wal-dir")
+	}
+	m.Start()
+	putN(t, m.Client(), "after", 5)
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	m.DataDir, m.Extra = bk, []string{"--wal-dir", bkWAL}
+	m.Start()
+	if countPrefix(t, m, "keep") != 12 || countPrefix(t, m, "after") != 0 {
+		t.Fatal("the member started on the backup does not hold exactly the backed-up keys")
+	}
+}

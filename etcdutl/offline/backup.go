@@ -20,19 +20,33 @@ type BackupResult struct {
 	SnapFiles int
 }
 
-// backupDir makes a consistent copy of a stopped member's data directory in backupDir (which must
-// not exist or be empty): the bbolt file written from one read transaction, the WAL segments and
-// raft snapshot files, each fsynced. Stopping the member, moving its data directory away and
+// BackupConfig names what a backup copies and where to: a member's data directory and, when it
+// keeps its WAL elsewhere (--wal-dir), that WAL directory; the backup's directory and, when given,
+// a separate directory for the backup's WAL.
+type BackupConfig struct {
+	DataDir, WALDir, BackupDir, BackupWALDir string
+}
+
+// backupDir makes a consistent copy of a stopped member's data directory in cfg.BackupDir (which
+// must not exist or be empty): the bbolt file written from one read transaction, the WAL segments
+// and raft snapshot files, each fsynced. Stopping the member, moving its data directory away and
 // moving the backup in its place rolls the member back to this point.
-func backupDir(dataDir, backupDir string) (*BackupResult, error) {
+func backupDir(cfg BackupConfig) (*BackupResult, error) {
+	dataDir, backupDir := cfg.DataDir, cfg.BackupDir
 	if err := checkDataDir(dataDir); err != nil {
 		return nil, err
 	}
 	if backupDir == "" {
 		return nil, fmt.Errorf("--backup-dir is required")
 	}
-	if des, err := os.ReadDir(backupDir); err == nil && len(des) > 0 {
-		return nil, fmt.Errorf("backup directory %s is not empty", backupDir)
+	for _, d := range []string{backupDir, cfg.BackupWALDir} {
+		if des, err := os.ReadDir(d); d != "" && err == nil && len(des) > 0 {
+			return nil, fmt.Errorf("backup directory %s is not empty", d)
+		}
+	}
+	walSrc := cfg.WALDir
+	if walSrc == "" {
+		walSrc = schema.WALDir(dataDir)
 	}
 	// The shared lock keeps a server from starting on the directory while it is copied.
 	db, err := openDB(schema.BackendPath(dataDir), true, DefaultLockWait)
@@ -41,13 +55,20 @@ func backupDir(dataDir, backupDir string) (*BackupResult, error) {
 	}
 	defer db.Close()
 
+	// Both land under a .partial name and are renamed into place once complete.
 	tmp := filepath.Clean(backupDir) + ".partial"
-	if err := os.RemoveAll(tmp); err != nil {
-		return nil, err
+	walTmp := schema.WALDir(tmp)
+	if cfg.BackupWALDir != "" {
+		walTmp = filepath.Clean(cfg.BackupWALDir) + ".partial"
+	}
+	for _, d := range []string{tmp, walTmp} {
+		if err := os.RemoveAll(d); err != nil {
+			return nil, err
+		}
 	}
 	res := &BackupResult{}
 	err = func() error {
-		for _, d := range []string{schema.WALDir(tmp), schema.SnapDir(tmp)} {
+		for _, d := range []string{walTmp, schema.SnapDir(tmp)} {
 			if err := os.MkdirAll(d, 0o700); err != nil {
 				return err
 			}
@@ -62,13 +83,13 @@ func backupDir(dataDir, backupDir string) (*BackupResult, error) {
 			return fmt.Errorf("copy the database: %w", err)
 		}
 		var err error
-		if res.WALFiles, err = copyFiles(schema.WALDir(dataDir), schema.WALDir(tmp), ".wal"); err != nil {
+		if res.WALFiles, err = copyFiles(walSrc, walTmp, ".wal"); err != nil {
 			return err
 		}
 		if res.SnapFiles, err = copyFiles(schema.SnapDir(dataDir), schema.SnapDir(tmp), ".snap"); err != nil {
 			return err
 		}
-		for _, d := range []string{schema.WALDir(tmp), schema.SnapDir(tmp), schema.MemberDir(tmp), tmp} {
+		for _, d := range []string{walTmp, schema.SnapDir(tmp), schema.MemberDir(tmp), tmp} {
 			if err := syncDir(d); err != nil {
 				return err
 			}
@@ -77,13 +98,25 @@ func backupDir(dataDir, backupDir string) (*BackupResult, error) {
 	}()
 	if err != nil {
 		os.RemoveAll(tmp)
+		os.RemoveAll(walTmp)
 		return nil, err
 	}
-	os.Remove(backupDir) // an empty directory may stand where the result goes
-	if err := os.Rename(tmp, backupDir); err != nil {
-		return nil, fmt.Errorf("move the backup into place: %w", err)
+	if cfg.BackupWALDir != "" {
+		if err := rename(walTmp, cfg.BackupWALDir); err != nil {
+			return nil, err
+		}
 	}
-	return res, syncDir(filepath.Dir(filepath.Clean(backupDir)))
+	return res, rename(tmp, backupDir)
+}
+
+// rename moves a finished .partial directory to where it goes (an empty directory may stand
+// there) and makes the move durable.
+func rename(from, to string) error {
+	os.Remove(to)
+	if err := os.Rename(from, to); err != nil {
+		return fmt.Errorf("move the backup into place: %w", err)
+	}
+	return syncDir(filepath.Dir(filepath.Clean(to)))
 }
 
 // copyFiles copies the files in src whose names end in suffix.

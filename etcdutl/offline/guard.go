@@ -19,8 +19,8 @@ func guarded[T any](path string, op func() (T, error)) (res T, err error) {
 }
 
 // Backup makes a consistent copy of a stopped member's data directory (see backupDir).
-func Backup(dataDir, backupTo string) (*BackupResult, error) {
-	return guarded(dataDir, func() (*BackupResult, error) { return backupDir(dataDir, backupTo) })
+func Backup(cfg BackupConfig) (*BackupResult, error) {
+	return guarded(cfg.DataDir, func() (*BackupResult, error) { return backupDir(cfg) })
 }
 
 // Check inspects a stopped member's data directory without changing it (see check).

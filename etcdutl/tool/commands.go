@@ -56,24 +56,37 @@ func migrateCommand(g *globals) *cobra.Command {
 
 // backupCommand is ours (upstream 3.5's legacy backup, gone from 3.6): a consistent copy of a
 // stopped member's data directory.
+// backupCommand is upstream 3.5's legacy backup, by its flags; ours makes a consistent copy of
+// the stopped member's files (upstream 3.5's rewrote the WAL for a new cluster), so a v2-only
+// copy (--with-v3=false) is refused.
 func backupCommand(g *globals) *cobra.Command {
-	var dataDir, backupDir string
+	var cfg offline.BackupConfig
+	withV3 := true
 	cmd := &cobra.Command{
 		Use:   "backup",
 		Short: "Consistent copy of a stopped member's data directory",
 		Args:  cobra.NoArgs,
 		RunE: runs(func(*cobra.Command, []string) error {
-			res, err := offline.Backup(dataDir, backupDir)
+			if !withV3 {
+				return badArgs("--with-v3=false would leave the v3 database out: this backup is a whole, consistent copy of the member's files; keep --with-v3")
+			}
+			res, err := offline.Backup(cfg)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(g.stdout, "backed up %s to %s: database %s, %d WAL segments, %d snapshot files\n",
-				dataDir, backupDir, humanize.Bytes(uint64(res.DBBytes)), res.WALFiles, res.SnapFiles)
+				cfg.DataDir, cfg.BackupDir, humanize.Bytes(uint64(res.DBBytes)), res.WALFiles, res.SnapFiles)
 			return nil
 		}),
 	}
-	cmd.Flags().StringVar(&dataDir, "data-dir", "", "Path to the etcd data dir")
-	cmd.Flags().StringVar(&backupDir, "backup-dir", "", "Path to the backup dir")
+	if !buildinfo.AtLeast("3.6") {
+		cmd.Short, cmd.Long = "[legacy] offline backup of etcd directory", "Prefer: `etcdctl snapshot save` instead."
+	}
+	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", "", "Path to the etcd data dir")
+	cmd.Flags().StringVar(&cfg.WALDir, "wal-dir", "", "Path to the etcd wal dir")
+	cmd.Flags().StringVar(&cfg.BackupDir, "backup-dir", "", "Path to the backup dir")
+	cmd.Flags().StringVar(&cfg.BackupWALDir, "backup-wal-dir", "", "Path to the backup wal dir")
+	cmd.Flags().BoolVar(&withV3, "with-v3", true, "Backup v3 backend data")
 	requireFlags(cmd, "data-dir", "backup-dir")
 	return hiddenAbove(cmd, "3.6")
 }
@@ -94,6 +107,9 @@ func checkCommand(g *globals) *cobra.Command {
 		}),
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "Path to the etcd data dir")
+	if !buildinfo.AtLeast("3.6") {
+		_ = cmd.Flags().MarkHidden("data-dir") // 3.5's check has v2store alone: show its help
+	}
 	cmd.AddCommand(checkV2StoreCommand(g))
 	return hiddenAbove(cmd, "3.6")
 }

@@ -20,7 +20,24 @@ func snapshotCommand(g *globals) *cobra.Command {
 		Short: "Manages etcd node snapshots",
 	}
 	cmd.AddCommand(snapshotRestoreCommand(g), snapshotStatusCommand(g))
+	if !buildinfo.AtLeast("3.6") {
+		cmd.AddCommand(snapshotSave35())
+	}
 	return cmd
+}
+
+// snapshotSave35 is 3.5's deprecated stub: a snapshot is downloaded with etcdctl.
+func snapshotSave35() *cobra.Command {
+	return &cobra.Command{
+		Use:                   "save <filename>",
+		Short:                 "Stores an etcd node backend snapshot to a given file",
+		Hidden:                true,
+		DisableFlagsInUseLine: true,
+		Deprecated:            "Use `etcdctl snapshot save` to download snapshot",
+		RunE: runs(func(*cobra.Command, []string) error {
+			return badArgs("In order to download snapshot use: `etcdctl snapshot save ...`")
+		}),
+	}
 }
 
 func snapshotRestoreCommand(g *globals) *cobra.Command {
@@ -65,6 +82,9 @@ func snapshotRestoreCommand(g *globals) *cobra.Command {
 	f.Uint64Var(&mmapSize, "initial-memory-map-size", 10<<30, "Initial memory map size of the database in bytes. It uses the default value if not defined or defined to 0")
 	f.Uint64Var(&bump, "bump-revision", 0, "How much to increase the latest revision after restore")
 	f.BoolVar(&markCompacted, "mark-compacted", false, "Mark the latest revision after restore as the point of scheduled compaction (required if --bump-revision > 0, disallowed otherwise)")
+	if !buildinfo.AtLeast("3.6") {
+		requireFlags(cmd, "data-dir") // 3.5 asks for it before looking at the arguments
+	}
 	return cmd
 }
 

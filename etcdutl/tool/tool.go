@@ -89,8 +89,8 @@ func newRoot(g *globals) *cobra.Command {
 	root.RegisterFlagCompletionFunc("write-out", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"fields", "json", "protobuf", "simple", "table"}, cobra.ShellCompDirectiveDefault
 	})
-	root.AddCommand(defragCommand(g), snapshotCommand(g), hashkvCommand(g), versionCommand(g), completionCommand(),
-		migrateCommand(g), backupCommand(g), checkCommand(g))
+	root.AddCommand(defragCommand(g), snapshotCommand(g), hiddenBelow(hashkvCommand(g), "3.6"), versionCommand(g),
+		hiddenBelow(completionCommand(), "3.6"), hiddenBelow(migrateCommand(g), "3.6"), backupCommand(g), checkCommand(g))
 	// Help is the usage alone, as upstream's.
 	root.SetHelpTemplate(`{{.UsageString}}`)
 	return root
@@ -161,6 +161,13 @@ func requireFlags(cmd *cobra.Command, names ...string) {
 			panic(fmt.Sprintf("etcdutl: %s has no flag %s", cmd.Name(), n)) // a programming error
 		}
 	}
+}
+
+// hiddenBelow hides a command of ours that upstream's tree gained at level (hashkv, migrate and
+// completion at 3.6), so 3.5's help lists 3.5's commands; it still runs.
+func hiddenBelow(cmd *cobra.Command, level string) *cobra.Command {
+	cmd.Hidden = !buildinfo.AtLeast(level)
+	return cmd
 }
 
 // hiddenAbove hides a command of ours that upstream's tree at this level does not have, so help
