@@ -28,7 +28,8 @@ func hexID(arg, what string) (uint64, error) {
 }
 
 func memberCommand(g *global) *cli.Command {
-	var peerURLs, consistency string
+	var peerURLs string
+	consistency := "l" // 3.5 has no --consistency: its list is linearizable
 	var learner bool
 	return &cli.Command{Name: "member", Args: "<subcommand>", Short: "Membership related commands", Subs: []*cli.Command{
 		{Name: "add", Args: "<memberName> [options]", Short: "Adds a member into the cluster",
@@ -611,7 +612,7 @@ func snapshotCommand(g *global) *cli.Command {
 		{Name: "save", Args: "<filename>", Short: "Stores an etcd node backend snapshot to a given file", Example: example,
 			Run: run(g, func(e *env) error {
 				if len(e.Args) != 1 {
-					return cli.BadArgs("snapshot save expects one argument <filename>")
+					return cli.BadArgs("snapshot save expects one argument%s", sinceLevel(g, "3.6", " <filename>"))
 				}
 				if len(e.g.endpoints) != 1 {
 					return cli.BadArgs("snapshot must be requested to one selected node, not multiple %v", e.g.endpoints)

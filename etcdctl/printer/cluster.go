@@ -1,6 +1,7 @@
 package printer
 
 import (
+	"etcdx/pkg/buildinfo"
 	"fmt"
 	"strconv"
 	"strings"
@@ -149,19 +150,44 @@ type EndpointHashKV struct {
 // HashKV is the answer of endpoint hashkv.
 type HashKV []EndpointHashKV
 
+// withHashRevision: the hash revision is shown from 3.6, whose API added it.
+func withHashRevision() bool { return buildinfo.AtLeast("3.6") }
+
 func (h HashKV) Table() ([]string, [][]string) {
 	var rows [][]string
 	for _, e := range h {
-		rows = append(rows, []string{e.Ep, fmt.Sprint(e.Resp.Hash), fmt.Sprint(e.Resp.HashRevision)})
+		row := []string{e.Ep, fmt.Sprint(e.Resp.Hash)}
+		if withHashRevision() {
+			row = append(row, fmt.Sprint(e.Resp.HashRevision))
+		}
+		rows = append(rows, row)
+	}
+	if !withHashRevision() {
+		return []string{"endpoint", "hash"}, rows
 	}
 	return []string{"endpoint", "hash", "hash_revision"}, rows
 }
 func (h HashKV) Simple(p *Printer) { p.rows(h) }
-func (h HashKV) JSON() any         { return []EndpointHashKV(h) }
+func (h HashKV) JSON() any {
+	if withHashRevision() {
+		return []EndpointHashKV(h)
+	}
+	out := make([]EndpointHashKV, len(h))
+	for i, e := range h {
+		r := *e.Resp
+		r.HashRevision = 0 // omitted, as a 3.5 client does not know the field
+		out[i] = EndpointHashKV{Ep: e.Ep, Resp: &r}
+	}
+	return out
+}
 func (h HashKV) Fields(p *Printer) {
 	for _, e := range h {
 		p.header(e.Resp.Header)
-		p.Printf("\"Endpoint\" : %q\n\"Hash\" : %d\n\"HashRevision\" : %d\n\n", e.Ep, e.Resp.Hash, e.Resp.HashRevision)
+		p.Printf("\"Endpoint\" : %q\n\"Hash\" : %d\n", e.Ep, e.Resp.Hash)
+		if withHashRevision() {
+			p.Printf("\"HashRevision\" : %d\n", e.Resp.HashRevision)
+		}
+		p.Printf("\n")
 	}
 }
 
