@@ -79,8 +79,6 @@ type Group struct{ ID, Title string }
 // App is the whole program.
 type App struct {
 	Name, Short string
-	// Level is the upstream line whose help layout and commands the app shows ("3.7").
-	Level string
 	// Version and APIVersion appear in the help of levels before 3.7.
 	Version, APIVersion string
 	Root                []*Command
@@ -94,7 +92,8 @@ type App struct {
 	IgnoredEnv []string
 	// FlagValues are the values completion offers for a flag, by flag name.
 	FlagValues map[string][]string
-	// AtLeast says whether a level is Level or newer.
+	// AtLeast says whether the upstream line the app is (its help layout, commands and flags)
+	// is the given one or newer.
 	AtLeast func(level string) bool
 }
 

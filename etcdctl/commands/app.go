@@ -30,7 +30,6 @@ func AppAt(level string) *cli.App {
 	return &cli.App{
 		Name:       "etcdctl",
 		Short:      "A simple command line client for etcd3.",
-		Level:      level,
 		Version:    buildinfo.UpstreamRelease(level),
 		APIVersion: level,
 		AtLeast:    atLeast,
