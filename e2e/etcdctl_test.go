@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -100,6 +101,7 @@ func etcdctlAsUpstream(t *testing.T, level, upstream string, full bool) {
 	c.Start()
 	ep := "--endpoints=" + c.Members[0].ClientURL
 	all := "--endpoints=" + strings.Join(c.Endpoints(), ",")
+	snapPath := filepath.Join(t.TempDir(), "snapshot.db")
 
 	type step struct {
 		stdin string
@@ -161,6 +163,10 @@ func etcdctlAsUpstream(t *testing.T, level, upstream string, full bool) {
 			{"", []string{ep, "downgrade", "validate"}},
 			{"", []string{ep, "downgrade", "cancel"}},
 			{"", []string{ep, "snapshot", "save"}},
+			{"", []string{ep, "snapshot", "save", snapPath}},
+			{"", []string{"snapshot", "save", snapPath, ep}},
+			{"", []string{ep, "defrag"}},
+			{"", []string{"defrag", ep, "--command-timeout=30s"}},
 			{"", []string{ep, "get", "x", "-w", "xml"}},
 			{"", []string{ep, "member", "add", "y", "--peer-urls=http://127.0.0.1:1", "-w", "table"}},
 			{"", []string{"version"}},

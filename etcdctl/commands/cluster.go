@@ -12,6 +12,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/pkg/v3/logutil"
 	"go.etcd.io/etcd/client/v3/snapshot"
 	"go.uber.org/zap"
 
@@ -512,12 +513,18 @@ func (e *env) defragOne(c *clientv3.Client, ep string) bool {
 	start := time.Now()
 	_, err := c.Defragment(ctx, ep)
 	d := time.Since(start)
-	if err != nil {
+	timed := e.g.atLeast("3.6") // 3.5 does not say how long it took
+	switch {
+	case err != nil && timed:
 		fmt.Fprintf(e.Stderr, "Failed to defragment etcd member[%s]. took %s. (%v)\n", ep, d, err)
-		return false
+	case err != nil:
+		fmt.Fprintf(e.Stderr, "Failed to defragment etcd member[%s] (%v)\n", ep, err)
+	case timed:
+		fmt.Fprintf(e.Stdout, "Finished defragmenting etcd member[%s]. took %s\n", ep, d)
+	default:
+		fmt.Fprintf(e.Stdout, "Finished defragmenting etcd member[%s]\n", ep)
 	}
-	fmt.Fprintf(e.Stdout, "Finished defragmenting etcd member[%s]. took %s\n", ep, d)
-	return true
+	return err == nil
 }
 
 func downgradeCommand(g *global) *cli.Command {
@@ -631,12 +638,17 @@ func snapshotCommand(g *global) *cli.Command {
 					ctx, cancel = e.ctx()
 				}
 				defer cancel()
-				ver, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), *cfg, e.Args[0])
+				// The library's own log of the download, on standard error, as upstream's.
+				lg, err := logutil.CreateDefaultZapLogger(zap.InfoLevel)
+				if err != nil {
+					return err
+				}
+				ver, err := snapshot.SaveWithVersion(ctx, lg, *cfg, e.Args[0])
 				if err != nil {
 					return &cli.Error{Code: cli.ExitInterrupted, Err: err}
 				}
 				fmt.Fprintf(e.Stdout, "Snapshot saved at %s\n", e.Args[0])
-				if ver != "" {
+				if ver != "" && g.atLeast("3.6") { // 3.5 does not say
 					fmt.Fprintf(e.Stdout, "Server version %s\n", ver)
 				}
 				return nil
