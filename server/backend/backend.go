@@ -435,27 +435,6 @@ func (b *Backend) SizeInUse() int64 {
 	return size
 }
 
-// Snapshot writes a consistent copy of the whole committed file to w and returns its size.
-func (b *Backend) Snapshot(w io.Writer) (int64, error) {
-	start := time.Now()
-	defer func() { b.m.snapshot.Observe(time.Since(start).Seconds()) }()
-	if err := b.Commit(); err != nil {
-		return 0, err
-	}
-	b.dbMu.RLock()
-	defer b.dbMu.RUnlock()
-	var n int64
-	err := b.db.View(func(tx *bolt.Tx) error {
-		var err error
-		n, err = tx.WriteTo(w)
-		return err
-	})
-	return n, err
-}
-
-// SnapshotSize is the number of bytes Snapshot will write.
-func (b *Backend) SnapshotSize() int64 { return b.Size() }
-
 // Hash is CRC-32C over every bucket's name, keys and values, in order.
 func (b *Backend) Hash() (uint32, error) {
 	start := time.Now()
@@ -572,7 +551,8 @@ func (b *Backend) Close() error {
 }
 
 // ReadSnapshot opens a read transaction on the committed state now and returns a reader that
-// streams it, with its size. The caller must Close the reader. Starting the transaction here,
+// streams a consistent copy of the whole file, with its size (a member's snapshot for a client or
+// a peer). The caller must Close the reader. Starting the transaction here,
 // not in the reader, pins exactly the state at the call.
 func (b *Backend) ReadSnapshot() (io.ReadCloser, int64, error) {
 	if err := b.Commit(); err != nil {
@@ -586,7 +566,10 @@ func (b *Backend) ReadSnapshot() (io.ReadCloser, int64, error) {
 	}
 	size := tx.Size()
 	pr, pw := io.Pipe()
+	start := time.Now()
 	go func() {
+		// Observed when the reader has taken the whole file, as upstream times a snapshot.
+		defer func() { b.m.snapshot.Observe(time.Since(start).Seconds()) }()
 		_, err := tx.WriteTo(pw)
 		tx.Rollback()
 		b.dbMu.RUnlock()

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -307,9 +308,14 @@ func TestSharedReadFollowsCommits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := b.Snapshot(f); err != nil {
+			rc, _, err := b.ReadSnapshot()
+			if err != nil {
 				t.Fatal(err)
 			}
+			if _, err := io.Copy(f, rc); err != nil {
+				t.Fatal(err)
+			}
+			rc.Close()
 			f.Close()
 			if err := b.ReplaceWith(snap); err != nil {
 				t.Fatal(err)

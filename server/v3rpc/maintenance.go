@@ -5,7 +5,11 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
+	"time"
+
+	"github.com/dustin/go-humanize"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -21,6 +25,7 @@ import (
 type maintenanceServer struct {
 	pb.UnimplementedMaintenanceServer
 	s      *etcdserver.Server
+	log    *slog.Logger
 	hdr    header
 	health *grpcHealth
 }
@@ -107,37 +112,35 @@ func (m *maintenanceServer) HashKV(ctx context.Context, r *pb.HashKVRequest) (*p
 	return resp, nil
 }
 
-// Snapshot streams the bbolt file followed by its SHA-256, which restore tools verify.
+// Snapshot streams the bbolt file followed by its SHA-256, which restore tools verify, as
+// upstream's: RemainingBytes counts the file still to come (0 with the checksum), and from 3.6
+// every message carries the storage version, which etcdctl prints as the server version.
 func (m *maintenanceServer) Snapshot(r *pb.SnapshotRequest, srv pb.Maintenance_SnapshotServer) error {
 	be := m.s.Backend()
-	pr, pw := io.Pipe()
-	total := be.SnapshotSize()
-	go func() {
-		_, err := be.Snapshot(pw)
-		pw.CloseWithError(err)
-	}()
+	storageVersion := ""
+	if st := m.s.StorageVersion(); version.StorageVersion.Built(version.Local()) && !st.IsZero() {
+		storageVersion = st.Full()
+	}
+	// The size is the snapshot transaction's own, so RemainingBytes counts down to 0 exactly.
+	pr, total, err := be.ReadSnapshot()
+	if err != nil {
+		return togRPCError(err)
+	}
 	defer pr.Close()
+	lg := m.log
+	size := humanize.Bytes(uint64(total))
+	start := time.Now()
+	lg.Info("sending database snapshot to client", m.withStorageVersion(storageVersion, "total-bytes", total, "size", size)...)
 	h := sha256.New()
-	hdr := &pb.ResponseHeader{}
-	m.hdr.fill(hdr)
 	const chunk = 32 * 1024
-	buf := make([]byte, chunk)
 	sent := int64(0)
-	first := true
 	for {
+		buf := make([]byte, chunk) // Send may still hold the previous one
 		n, err := io.ReadFull(pr, buf)
 		if n > 0 {
 			sent += int64(n)
 			h.Write(buf[:n])
-			remaining := total - sent
-			if remaining < 0 {
-				remaining = 0
-			}
-			resp := &pb.SnapshotResponse{RemainingBytes: uint64(remaining) + sha256.Size, Blob: append([]byte(nil), buf[:n]...)}
-			if first {
-				resp.Header, resp.Version = hdr, buildinfo.Version
-				first = false
-			}
+			resp := &pb.SnapshotResponse{RemainingBytes: uint64(max(total-sent, 0)), Blob: buf[:n], Version: storageVersion}
 			if serr := srv.Send(resp); serr != nil {
 				return serr
 			}
@@ -149,7 +152,22 @@ func (m *maintenanceServer) Snapshot(r *pb.SnapshotRequest, srv pb.Maintenance_S
 			return status.Error(codes.Internal, fmt.Sprintf("snapshot: %v", err))
 		}
 	}
-	return srv.Send(&pb.SnapshotResponse{RemainingBytes: 0, Blob: h.Sum(nil)})
+	sum := h.Sum(nil)
+	lg.Info("sending database sha256 checksum to client", "total-bytes", total, "checksum-size", len(sum))
+	if err := srv.Send(&pb.SnapshotResponse{RemainingBytes: 0, Blob: sum, Version: storageVersion}); err != nil {
+		return err
+	}
+	lg.Info("successfully sent database snapshot to client",
+		m.withStorageVersion(storageVersion, "total-bytes", total, "size", size, "took", time.Since(start))...)
+	return nil
+}
+
+// withStorageVersion adds the storage version to a snapshot log event from 3.6, as upstream's.
+func (m *maintenanceServer) withStorageVersion(storageVersion string, kv ...any) []any {
+	if version.StorageVersion.Built(version.Local()) {
+		kv = append(kv, "storage-version", storageVersion)
+	}
+	return kv
 }
 
 func (m *maintenanceServer) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.MoveLeaderResponse, error) {

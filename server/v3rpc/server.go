@@ -72,7 +72,7 @@ func NewServer(s *etcdserver.Server, o Options) *grpc.Server {
 		maxRequestBytes: int(cfg.MaxRequestBytes), loop: o.WatchLoop})
 	pb.RegisterLeaseServer(gs, &leaseServer{s: s, hdr: h})
 	gh := newGRPCHealth(cfg.Logger, o.StopGRPCServiceOnDefrag)
-	pb.RegisterMaintenanceServer(gs, &maintenanceServer{s: s, hdr: h, health: gh})
+	pb.RegisterMaintenanceServer(gs, &maintenanceServer{s: s, log: cfg.Logger, hdr: h, health: gh})
 	pb.RegisterClusterServer(gs, &clusterServer{s: s, hdr: h})
 	pb.RegisterAuthServer(gs, &authServer{s: s, hdr: h})
 	healthpb.RegisterHealthServer(gs, gh.hs)
