@@ -36,9 +36,14 @@ func seedDBT(f testing.TB) []byte {
 	// A snapshot holds only the pages in use (the file itself is grown in 16 MB steps), so the
 	// fuzzer mutates tens of kilobytes, not megabytes.
 	var buf bytes.Buffer
-	if _, err := be.Snapshot(&buf); err != nil {
+	rc, _, err := be.ReadSnapshot()
+	if err != nil {
 		f.Fatal(err)
 	}
+	if _, err := io.Copy(&buf, rc); err != nil {
+		f.Fatal(err)
+	}
+	rc.Close()
 	be.Close()
 	return buf.Bytes()
 }
