@@ -134,7 +134,7 @@ func TestEtcdctlMembershipAndMaintenance(t *testing.T) {
 		t.Fatalf("members' hashes differ: %v", hashes[1:])
 	}
 	snap := filepath.Join(t.TempDir(), "snap.db")
-	mustCtl(t, `Snapshot saved at `+regexp.QuoteMeta(snap)+`\nServer version `+release+`\n$`, ep, "snapshot", "save", snap)
+	mustCtl(t, `Snapshot saved at `+regexp.QuoteMeta(snap)+`\nServer version `+storage+`\n$`, ep, "snapshot", "save", snap) // the storage version, as upstream
 	if code, out := etcdutl(t, "snapshot", "status", snap, "-w", "table"); code != 0 || !strings.Contains(out, CurrentLevel+".0") {
 		t.Fatalf("etcdutl snapshot status of etcdctl's snapshot: exit %d\n%s", code, out)
 	}

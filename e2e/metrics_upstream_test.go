@@ -85,10 +85,16 @@ func compareFamilies(up, ours map[string]metricFamily) []string {
 	return problems
 }
 
-// TestMetricFamiliesMatchUpstream runs the same requests on upstream 3.7.3 and on ours, one
-// member each, and fails when a family upstream exports is missing from ours or differs in
-// type or label names, or an idle family's sample differs.
+// TestMetricFamiliesMatchUpstream runs the same requests on upstream's release and on ours at each
+// level (3.7.3, 3.6.16, 3.5.35), one member each, and fails when a family upstream exports is
+// missing from ours or differs in type or label names, or an idle family's sample differs.
 func TestMetricFamiliesMatchUpstream(t *testing.T) {
+	for _, c := range []struct{ level, upstream string }{{CurrentLevel, Upstream37Version}, {LastReleaseLevel, Upstream36Version}, {OldestLevel, Upstream35Version}} {
+		t.Run(c.level, func(t *testing.T) { metricFamiliesAsUpstream(t, ServerAt(t, c.level), UpstreamBinaryAt(t, c.upstream, "etcd")) })
+	}
+}
+
+func metricFamiliesAsUpstream(t *testing.T, oursBin, upBin string) {
 	var texts []string
 	scrape := func(bin string) map[string]metricFamily {
 		m := NewMember(t)
@@ -112,8 +118,8 @@ func TestMetricFamiliesMatchUpstream(t *testing.T) {
 		texts = append(texts, text)
 		return etcdFamilies(text)
 	}
-	up := scrape(UpstreamBinary(t, "etcd"))
-	ours := scrape(Binary(t, "etcd"))
+	up := scrape(upBin)
+	ours := scrape(oursBin)
 	if len(up) < 50 {
 		t.Fatalf("parsed only %d families from upstream", len(up))
 	}

@@ -158,6 +158,7 @@ func (s *Server) applyConfChange(b *backend.BatchTx, cc raftpb.ConfChange) *appl
 		if err := s.mem.Remove(b, rec.ID); err != nil {
 			return &applyResult{err: err}
 		}
+		s.m.v2StoreWrite("delete", "create") // the member's entry, then its removal record
 		s.tr.RemovePeer(rec.ID)
 		s.log.Info("removed member", "cluster-id", fmt.Sprintf("%x", s.ClusterID()), "removed-remote-peer-id", fmt.Sprintf("%x", rec.ID), "member-id", fmt.Sprintf("%x", rec.ID))
 		if rec.ID == s.id {
@@ -172,6 +173,11 @@ func (s *Server) applyConfChange(b *backend.BatchTx, cc raftpb.ConfChange) *appl
 	}
 	if err := s.mem.Save(b, rec); err != nil {
 		return &applyResult{err: err}
+	}
+	if cc.Type == raftpb.ConfChangeUpdateNode || promoted {
+		s.m.v2StoreWrite("update")
+	} else {
+		s.m.v2StoreWrite("create")
 	}
 	s.tr.AddPeer(rec.ID, rec.PeerURLs)
 	// Upstream's message for each kind of change.
@@ -304,9 +310,11 @@ func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest, ind
 		if err := s.mem.Save(b, m); err != nil {
 			return &applyResult{err: err}
 		}
+		s.m.v2StoreWrite("set")
 		s.wakeVersions()
 		return &applyResult{}
 	case r.ClusterVersionSet != nil:
+		s.m.v2StoreWrite("set")
 		return s.applyClusterVersion(b, r.ClusterVersionSet.Ver, index)
 	case r.DowngradeInfoSet != nil:
 		return s.applyDowngradeInfo(b, r.DowngradeInfoSet)

@@ -53,6 +53,28 @@ type metrics struct {
 	learnerPromotions            prometheus.Counter
 	readIndexFailed, slowReads   prometheus.Counter
 	snapshotApplying             prometheus.Gauge
+	// v2StoreReads and v2StoreWrites are etcd_debugging_store_{reads,writes}_total below 3.7,
+	// where upstream still keeps the membership in its v2 store: ours counts the same membership
+	// reads and writes by the v2 store's action names. Nil from 3.7.
+	v2StoreReads, v2StoreWrites *prometheus.CounterVec
+}
+
+// v2StoreRead counts a read of the membership by the v2 store's action name (getRecursive).
+func (m *metrics) v2StoreRead(action string) {
+	if m.v2StoreReads != nil {
+		m.v2StoreReads.WithLabelValues(action).Inc()
+	}
+}
+
+// v2StoreWrite counts a write of the membership or the cluster version by the v2 store's
+// action name: create (a member added, or the record of a removed one), update (peer URLs,
+// promotion), set (published attributes, the cluster version), delete (a member removed).
+func (m *metrics) v2StoreWrite(actions ...string) {
+	for _, a := range actions {
+		if m.v2StoreWrites != nil {
+			m.v2StoreWrites.WithLabelValues(a).Inc()
+		}
+	}
 }
 
 func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
@@ -139,6 +161,14 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	reg.MustRegister(idleFamilies()...)
+	if !version.NoV2StoreMetrics.Built(version.Local()) {
+		m.v2StoreReads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "etcd_debugging_store_reads_total",
+			Help: "Total number of reads action by (get/getRecursive), local to this member."}, []string{"action"})
+		m.v2StoreWrites = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "etcd_debugging_store_writes_total",
+			Help: "Total number of writes (e.g. set/compareAndDelete) seen by this member."}, []string{"action"})
+		reg.MustRegister(m.v2StoreReads, m.v2StoreWrites)
+		m.v2StoreRead("getRecursive") // the membership read at start, as the v2 store's recovery
+	}
 	if version.Metrics37.Built(version.Local()) {
 		m.requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "etcd_server_request_duration_seconds", Help: "Response latency distribution in seconds for each type.",
 			Buckets: ms}, []string{"type", "success"})

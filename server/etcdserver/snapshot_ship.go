@@ -108,6 +108,7 @@ func (s *Server) reloadState() error {
 	if err != nil {
 		return err
 	}
+	s.m.v2StoreRead("getRecursive") // as the v2 store's recovery from a snapshot
 	s.mem.Replace(mem)
 	for _, m := range s.mem.List() {
 		s.tr.AddPeer(m.ID, m.PeerURLs)

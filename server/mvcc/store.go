@@ -198,7 +198,7 @@ type RangeResult struct {
 func (s *Store) Range(key, end []byte, ro RangeOptions) (*RangeResult, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	s.metrics.ranges.Inc()
+	s.metrics.countRanges(1)
 	return s.rangeLocked(key, end, ro, s.currentRev, nil)
 }
 

@@ -30,6 +30,12 @@ const (
 	// NoV2DiscoveryFlags: upstream 3.7 removed v2 discovery: --discovery and --discovery-proxy are
 	// no longer defined (its --help still lists them).
 	NoV2DiscoveryFlags
+	// NoDebuggingRangeTotal: upstream 3.6 dropped etcd_debugging_mvcc_range_total, which 3.5
+	// counted beside etcd_mvcc_range_total.
+	NoDebuggingRangeTotal
+	// NoV2StoreMetrics: upstream 3.7 dropped the v2 store's etcd_debugging_store_reads_total and
+	// etcd_debugging_store_writes_total, which count the membership kept in it until then.
+	NoV2StoreMetrics
 )
 
 var features = map[Feature]struct {
@@ -45,6 +51,8 @@ var features = map[Feature]struct {
 	Metrics37:              {"metrics-3.7", V3_7},
 	OpenAuthStatus:         {"open-auth-status", V3_7},
 	NoV2DiscoveryFlags:     {"no-v2-discovery-flags", V3_7},
+	NoDebuggingRangeTotal:  {"no-debugging-range-total", V3_6},
+	NoV2StoreMetrics:       {"no-v2-store-metrics", V3_7},
 }
 
 func (f Feature) String() string { return features[f].name }
