@@ -90,7 +90,9 @@ func compareFamilies(up, ours map[string]metricFamily) []string {
 // missing from ours or differs in type or label names, or an idle family's sample differs.
 func TestMetricFamiliesMatchUpstream(t *testing.T) {
 	for _, c := range []struct{ level, upstream string }{{CurrentLevel, Upstream37Version}, {LastReleaseLevel, Upstream36Version}, {OldestLevel, Upstream35Version}} {
-		t.Run(c.level, func(t *testing.T) { metricFamiliesAsUpstream(t, ServerAt(t, c.level), UpstreamBinaryAt(t, c.upstream, "etcd")) })
+		t.Run(c.level, func(t *testing.T) {
+			metricFamiliesAsUpstream(t, ServerAt(t, c.level), UpstreamBinaryAt(t, c.upstream, "etcd"))
+		})
 	}
 }
 
