@@ -28,6 +28,8 @@
         discovery = "discovery/cmd/discovery";
         upgradelab = "upgradelab/cmd/upgradelab";
       };
+      # The older levels the workspace build also links, by package name.
+      olderLevels = { level36 = "3.6"; level35 = "3.5"; };
       # The images: one per server binary, with the CLIs beside the server.
       servers = lib.filterAttrs (name: _: builtins.elem name [ "etcd" "discovery" ]) commands;
 
@@ -58,9 +60,18 @@
             ];
             # Tests run in `checks` (and `make test`), not in the package build.
             doCheck = false;
-            # go install names a binary after its directory; the server's is `server`.
+            # go install names a binary after its directory; the server's is `server`. The older
+            # levels (as `make build` leaves them in bin/levels/) differ only in the stamped level:
+            # linked here from the same compile, they cost a link each, not a build.
             postInstall = ''
               mv $out/bin/server $out/bin/etcd
+              for level in ${lib.concatStringsSep " " (lib.attrValues olderLevels)}; do
+                mkdir -p $out/levels/$level
+                for p in server etcdctl etcdutl; do
+                  go build -ldflags "$ldflags -X etcdx/pkg/buildinfo.Level=$level" -o $out/levels/$level/ ./$p
+                done
+                mv $out/levels/$level/server $out/levels/$level/etcd
+              done
             '';
             meta = {
               description = "etcdx server, etcdctl, etcdutl, the discovery service and the upgrade lab";
@@ -69,12 +80,15 @@
             };
           };
 
-          # The older lines, as `make build` leaves them in bin/levels/: every binary at level 3.6
-          # (upstream 3.6.16's behaviour) or 3.5 (3.5.35's), from the same vendor tree.
-          atLevel = level: workspace.overrideAttrs (old: {
-            pname = "etcdx-level-${level}";
-            ldflags = old.ldflags ++ [ "-X etcdx/pkg/buildinfo.Level=${level}" ];
-          });
+          # An older line's etcd, etcdctl and etcdutl (3.6: upstream 3.6.16's behaviour; 3.5:
+          # 3.5.35's), cut from the workspace build.
+          atLevel = level: pkgs.runCommand "etcdx-level-${level}-${version}"
+            {
+              meta = workspace.meta // { mainProgram = "etcd"; };
+            } ''
+            mkdir -p $out/bin
+            cp ${workspace}/levels/${level}/* $out/bin/
+          '';
 
           # One package per binary, cut from the workspace build.
           single = name: pkgs.runCommand "${name}-${version}"
@@ -113,7 +127,8 @@
         {
           packages = lib.mapAttrs (name: _: single name) commands
             // lib.mapAttrs' (name: _: lib.nameValuePair "${name}-image" (image name)) servers
-            // { default = workspace; level36 = atLevel "3.6"; level35 = atLevel "3.5"; };
+            // lib.mapAttrs (_: atLevel) olderLevels
+            // { default = workspace; };
 
           checks = {
             # The unit tests of every module but e2e (which needs the built binaries and, for its
@@ -121,6 +136,7 @@
             unit = workspace.overrideAttrs (old: {
               pname = "etcdx-unit-tests";
               doCheck = true;
+              postInstall = "mv $out/bin/server $out/bin/etcd"; # the older levels' links are not what it checks
               checkPhase = ''
                 runHook preCheck
                 export GOFLAGS=''${GOFLAGS//-trimpath/}
