@@ -65,7 +65,7 @@
             # linked here from the same compile, they cost a link each, not a build.
             postInstall = ''
               mv $out/bin/server $out/bin/etcd
-              for level in ${lib.concatStringsSep " " (lib.attrValues olderLevels)}; do
+              for level in ${builtins.concatStringsSep " " (lib.attrValues olderLevels)}; do
                 mkdir -p $out/levels/$level
                 for p in server etcdctl etcdutl; do
                   go build -ldflags "$ldflags -X etcdx/pkg/buildinfo.Level=$level" -o $out/levels/$level/ ./$p
