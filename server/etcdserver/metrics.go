@@ -70,10 +70,11 @@ func (m *metrics) v2StoreRead(action string) {
 // action name: create (a member added, or the record of a removed one), update (peer URLs,
 // promotion), set (published attributes, the cluster version), delete (a member removed).
 func (m *metrics) v2StoreWrite(actions ...string) {
+	if m.v2StoreWrites == nil {
+		return
+	}
 	for _, a := range actions {
-		if m.v2StoreWrites != nil {
-			m.v2StoreWrites.WithLabelValues(a).Inc()
-		}
+		m.v2StoreWrites.WithLabelValues(a).Inc()
 	}
 }
 

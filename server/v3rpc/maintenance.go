@@ -118,8 +118,8 @@ func (m *maintenanceServer) HashKV(ctx context.Context, r *pb.HashKVRequest) (*p
 func (m *maintenanceServer) Snapshot(r *pb.SnapshotRequest, srv pb.Maintenance_SnapshotServer) error {
 	be := m.s.Backend()
 	storageVersion := ""
-	if st := m.s.StorageVersion(); version.StorageVersion.Built(version.Local()) && !st.IsZero() {
-		storageVersion = st.Full()
+	if st := m.s.StorageVersion(); !st.IsZero() {
+		storageVersion = st.Full() // zero below 3.6 (Server.StorageVersion), so no version there
 	}
 	// The size is the snapshot transaction's own, so RemainingBytes counts down to 0 exactly.
 	pr, total, err := be.ReadSnapshot()
