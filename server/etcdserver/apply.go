@@ -621,3 +621,52 @@ func txnReadOnly(r *pb.TxnRequest) bool {
 	}
 	return true
 }
+
+type applyBatch struct {
+	ents []raftpb.Entry
+	snap raftpb.Snapshot
+	// applied is closed when the batch is applied; the raft loop waits on it for conf changes.
+	applied chan struct{}
+}
+
+func (s *Server) applyLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case b := <-s.applyc:
+			s.applyBatch(b)
+			close(b.applied)
+		case m := <-s.msgSnapC:
+			s.sendSnapshot(m)
+		case <-s.stopping:
+			return
+		}
+	}
+}
+
+func (s *Server) applyBatch(b applyBatch) {
+	if !raft.IsEmptySnap(b.snap) && b.snap.Metadata.Index > s.appliedIndex.Load() {
+		if err := s.installSnapshot(b.snap); err != nil {
+			s.fatal("failed to install the snapshot from the leader", err)
+			return
+		}
+		s.applyW.advance(s.appliedIndex.Load())
+	}
+	for _, e := range b.ents {
+		if e.Index <= s.appliedIndex.Load() {
+			continue
+		}
+		s.applyEntry(e)
+		s.memSnapBytes += uint64(len(e.Data))
+		s.appliedIndex.Store(e.Index)
+		s.appliedTerm = e.Term
+	}
+	applied := s.appliedIndex.Load()
+	s.m.proposalsApplied.Set(float64(applied))
+	s.applyW.advance(applied)
+	if toDisk, due := snapshotDue(applied, s.snapIndex, s.memSnapIndex, s.memSnapBytes, s.cfg.SnapshotCount, s.forceSnapshot); due {
+		if err := s.snapshot(applied, toDisk); err != nil {
+			s.log.Error("failed to take raft snapshot", "index", applied, "to-disk", toDisk, "error", err)
+		}
+	}
+}

@@ -11,13 +11,12 @@ import (
 	"strings"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"etcdx/pkg/buildinfo"
 	"etcdx/server/membership"
-	"etcdx/server/schema"
-	"etcdx/server/version"
-	"etcdx/server/wal"
 )
 
 // ErrNotForLearner refuses requests a learner cannot serve, with upstream's wording.
@@ -295,96 +294,6 @@ const (
 	headerDowngradeTarget = "X-Etcd-Downgrade-Target"
 )
 
-// remoteCluster is what a peer says about the cluster a member is about to join.
-type remoteCluster struct {
-	members   []membership.Member
-	id        uint64
-	version   version.Level
-	downgrade version.DowngradeInfo
-}
-
-func fetchCluster(client *http.Client, urls []string) (*remoteCluster, error) {
-	var lastErr error
-	for _, u := range urls {
-		resp, err := client.Get(strings.TrimRight(u, "/") + membersPath)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			lastErr = fmt.Errorf("%s answered %s", u, resp.Status)
-			continue
-		}
-		cid, err := strconv.ParseUint(resp.Header.Get("X-Etcd-Cluster-ID"), 16, 64)
-		if err != nil {
-			lastErr = fmt.Errorf("%s sent no cluster ID", u)
-			continue
-		}
-		rc := &remoteCluster{id: cid}
-		if err := json.Unmarshal(body, &rc.members); err != nil {
-			lastErr = fmt.Errorf("%s: %w", u, err)
-			continue
-		}
-		if v := resp.Header.Get(headerClusterVersion); v != "" {
-			if rc.version, err = version.ParseLevel(v); err != nil {
-				lastErr = fmt.Errorf("%s sent an unreadable cluster version: %w", u, err)
-				continue
-			}
-		}
-		if t := resp.Header.Get(headerDowngradeTarget); t != "" {
-			rc.downgrade = version.DowngradeInfo{TargetVersion: t, Enabled: true}
-		}
-		return rc, nil
-	}
-	return nil, fmt.Errorf("could not retrieve the cluster's members from any peer in --initial-cluster: %v", lastErr)
-}
-
-// joinExisting prepares a member that was added with `member add` to catch up from the leader.
-func (s *Server) joinExisting(rcfg *raft.Config) error {
-	cfg := s.cfg
-	var others []string
-	for name, urls := range cfg.InitialCluster {
-		if name != cfg.Name {
-			others = append(others, urls...)
-		}
-	}
-	rc, err := fetchCluster(cfg.peerHTTPClient(5*time.Second), others)
-	if err != nil {
-		return err
-	}
-	members, cid := rc.members, rc.id
-	if err := version.CheckJoin(version.Local(), rc.version, rc.downgrade); err != nil {
-		return err
-	}
-	var self *membership.Member
-	for i := range members {
-		if membership.SameURLs(members[i].PeerURLs, cfg.PeerURLs) {
-			self = &members[i]
-		}
-	}
-	if self == nil {
-		return fmt.Errorf("this member (peer URLs %v) is not in the cluster; add it first with 'etcdctl member add %s --peer-urls=%s'",
-			cfg.PeerURLs, cfg.Name, strings.Join(cfg.PeerURLs, ","))
-	}
-	s.id = self.ID
-	w, err := wal.Create(cfg.walDir(), schema.WALMetadata{NodeID: s.id, ClusterID: cid}.Encode())
-	if err != nil {
-		return err
-	}
-	s.wal = w
-	if s.mem, err = membership.Load(s.be, cid); err != nil {
-		return err
-	}
-	s.initialPeers = members
-	rcfg.ID = s.id
-	// The configuration arrives with the leader's log, from the first entry.
-	s.node = raft.RestartNode(rcfg)
-	s.log.Info("joining existing cluster", "member-id", fmt.Sprintf("%x", s.id), "cluster-id", fmt.Sprintf("%x", cid), "members", len(members))
-	return nil
-}
-
 // healthInterval is how long a peer's stream must have been open to count as connected.
 const healthInterval = 5 * time.Second
 
@@ -425,4 +334,24 @@ func (s *Server) mayRemoveMember(m *membership.Member) error {
 		s.log.Warn("rejecting member remove: the remaining connected voters would not form a quorum", "connected", ue.Connected, "voters", ue.Voters, "member-id", fmt.Sprintf("%x", m.ID))
 	}
 	return err
+}
+
+// publish records this member's name and client URLs in the replicated membership.
+func (s *Server) publish() {
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
+		err := s.proposeApplied(ctx, &pb.InternalRaftRequest{ClusterMemberAttrSet: membership.Publish(s.id, s.cfg.Name, s.cfg.ClientURLs, buildinfo.Version)})
+		cancel()
+		if err == nil {
+			s.log.Info("published local member to cluster through raft", "local-member-id", fmt.Sprintf("%x", s.id),
+				"name", s.cfg.Name, "client-urls", s.cfg.ClientURLs, "cluster-id", fmt.Sprintf("%x", s.ClusterID()))
+			close(s.ready)
+			return
+		}
+		select {
+		case <-s.stopping:
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }

@@ -5,18 +5,25 @@
 //
 // The files:
 //
-//	server.go        Server: New (bootstrap, join or restart), Start, the raft loop, the apply
-//	                 loop, linearizable reads (ReadIndex), Stop
+//	server.go        Server: its state, Start (which loops run), Stop, draining, accessors
+//	bootstrap.go     New: opening the storage, then bootstrapping a new cluster, joining an
+//	                 existing one or restarting from the WAL and snapshots
+//	raft.go          the raft loop: ticks, persisting each Ready, sending, handing committed
+//	                 entries to the applier; raft's logger
+//	reads.go         linearizable reads: ReadIndex rounds shared by the reads waiting on them
+//	leases.go        the leader's lease loop: revoking expired leases, checkpointing TTLs
 //	snapshot_take.go raft snapshots of the log: when they are due, in memory every 1,000 entries
 //	                 (or 4 MiB of them) with the log trimmed behind them, to disk by a
 //	                 goroutine of their own
 //	config.go        Config: what a member starts with, its defaults and timeouts
-//	proposals.go     proposing through raft: waiting for a leader, retrying a proposal raft
-//	                 dropped while leadership moved, proposals forwarded by followers
+//	proposals.go     proposing through raft (propose): waiting for a leader, retrying a
+//	                 proposal raft dropped while leadership moved, proposals forwarded by
+//	                 followers
 //	v3.go            the KV and lease requests of the v3 API (Range, Put, Txn, Compact, Lease*)
-//	apply.go         applying committed entries: requests, conf changes, the consistent index
-//	cluster.go       member add/remove/update/promote, strict reconfiguration checks, joining
-//	                 an existing cluster
+//	apply.go         the apply loop; applying committed entries: requests, conf changes, the
+//	                 consistent index
+//	cluster.go       member add/remove/update/promote, strict reconfiguration checks,
+//	                 publishing this member's attributes
 //	versions.go      the version lifecycle at run time: publishing versions, the leader's
 //	                 cluster-version decisions, storage migration, Maintenance.Downgrade
 //	peerhttp.go      the peer listener: raft messages, lease forwarding, /members,

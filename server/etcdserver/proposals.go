@@ -10,6 +10,9 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+	"go.opentelemetry.io/otel/trace"
+
+	"etcdx/server/features"
 )
 
 // leaderWatch lets proposals wait for the next leader change instead of polling.
@@ -123,4 +126,97 @@ func (s *Server) proposeApplied(ctx context.Context, r *pb.InternalRaftRequest) 
 		return err
 	}
 	return res.err
+}
+
+// tracerName names this package's spans (under the gRPC server span of the request).
+const tracerName = "etcdx/server/etcdserver"
+
+// propose sends r through raft and waits for the applier's result.
+func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (_ *applyResult, err error) {
+	if exceedsRequestLimit(s.appliedIndex.Load(), s.committedIndex.Load(), r, s.cfg.Features.Enabled(features.PriorityRequest)) {
+		return nil, ErrTooManyRequests
+	}
+	id := s.reqIDs.next()
+	r.Header = &pb.RequestHeader{ID: id}
+	// Every member checks the caller's permissions again when it applies the entry; Authenticate
+	// names its user in the request itself.
+	if r.Authenticate == nil {
+		in, err := s.Caller(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if in != nil {
+			r.Header.Username, r.Header.AuthRevision = in.Username, in.Revision
+		}
+	}
+	defer func(start time.Time) { s.m.observeRequest(requestType(r), start, err) }(time.Now())
+	data, err := r.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	if len(data) > int(s.cfg.MaxRequestBytes) {
+		return nil, ErrRequestTooLarge
+	}
+	if err := s.waitLeader(ctx); err != nil {
+		return nil, err
+	}
+	ch := s.waits.register(id)
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout())
+	defer cancel()
+	s.m.proposalsPending.Inc()
+	defer s.m.proposalsPending.Dec()
+	// Spans only when the request is traced (tracing on and sampled): building them costs a few
+	// allocations per write otherwise.
+	span := trace.SpanFromContext(ctx)
+	traced := span.IsRecording()
+	var tracer trace.Tracer
+	pctx := ctx
+	if traced {
+		tracer = span.TracerProvider().Tracer(tracerName)
+		pctx, span = tracer.Start(ctx, "raft proposal")
+		defer span.End()
+	}
+	if err := s.proposeRetrying(cctx, data); err != nil {
+		s.waits.trigger(id, nil)
+		s.m.proposalsFailed.Inc()
+		span.RecordError(err)
+		return nil, s.proposeErr(ctx, err)
+	}
+	proposed := time.Now()
+	select {
+	case x := <-ch:
+		if x == nil {
+			return nil, ErrStopped
+		}
+		res := x.(*applyResult)
+		if traced {
+			// The commit and apply happened elsewhere; their spans take the times recorded there.
+			_, commit := tracer.Start(pctx, "raft commit", trace.WithTimestamp(proposed))
+			commit.End(trace.WithTimestamp(res.applied))
+			_, apply := tracer.Start(pctx, "apply", trace.WithTimestamp(res.applied))
+			apply.End(trace.WithTimestamp(res.appliedAt))
+		}
+		return res, nil
+	case <-cctx.Done():
+		s.waits.trigger(id, nil)
+		s.m.proposalsFailed.Inc()
+		return nil, s.proposeErr(ctx, cctx.Err())
+	case <-s.stopping:
+		return nil, ErrStopped
+	}
+}
+
+func (s *Server) proposeErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	select {
+	case <-s.stopping:
+		return ErrStopped
+	default:
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return ErrTimeout
+	}
+	return err
 }

@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"etcdx/server/membership"
 	"etcdx/server/snap"
 )
 
@@ -174,4 +175,28 @@ func (s *Server) saveReceivedSnapshot(sn raftpb.Snapshot) error {
 	}
 	s.savedSnapIndex = max(s.savedSnapIndex, sn.Metadata.Index)
 	return nil
+}
+
+// v2StoreDoc is the data of a raft snapshot taken now: the membership and cluster version as
+// upstream's v2-store document.
+func (s *Server) v2StoreDoc() ([]byte, error) {
+	var cv string
+	if c := s.ClusterVersion(); !c.IsZero() {
+		cv = c.Full()
+	}
+	data, err := membership.EncodeV2Store(s.mem.State(), cv)
+	if err != nil {
+		return nil, fmt.Errorf("encode the v2 store for a snapshot: %w", err)
+	}
+	return data, nil
+}
+
+// saveSnap writes a raft snapshot file, with its metrics.
+func (s *Server) saveSnap(sn raftpb.Snapshot) error {
+	tm, err := snap.SaveTimed(s.cfg.snapDir(), sn)
+	if err == nil {
+		s.m.snapMarshal.Observe(tm.Marshal.Seconds())
+		s.m.snapFsync.Observe(tm.Fsync.Seconds())
+	}
+	return err
 }

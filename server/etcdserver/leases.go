@@ -1,0 +1,64 @@
+package etcdserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"etcdx/server/lease"
+)
+
+// checkpointLeases records remaining TTLs through raft (0 clears a lease's checkpoint).
+func (s *Server) checkpointLeases(rem map[int64]int64) {
+	req := &pb.LeaseCheckpointRequest{}
+	for id, ttl := range rem {
+		req.Checkpoints = append(req.Checkpoints, &pb.LeaseCheckpoint{ID: id, Remaining_TTL: ttl})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
+	defer cancel()
+	if res, err := s.propose(ctx, &pb.InternalRaftRequest{LeaseCheckpoint: req}); err != nil || res.err != nil {
+		s.log.Warn("failed to checkpoint lease TTLs", "leases", len(rem), "error", errors.Join(err, resErr(res)))
+	}
+}
+
+func resErr(r *applyResult) error {
+	if r == nil {
+		return nil
+	}
+	return r.err
+}
+
+// leaseLoop has the leader revoke expired leases and checkpoint remaining TTLs through raft.
+func (s *Server) leaseLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	cp := time.NewTicker(s.cfg.LeaseCheckpointInterval)
+	defer cp.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-cp.C:
+			if rem := s.les.Remaining(); len(rem) > 0 {
+				go s.checkpointLeases(rem)
+			}
+			continue
+		case <-s.stopping:
+			return
+		}
+		for _, id := range s.les.Expired(1000) {
+			go func(id int64) {
+				ctx, cancel := context.WithTimeout(s.AsRoot(context.Background()), s.cfg.requestTimeout())
+				defer cancel()
+				if _, err := s.LeaseRevoke(ctx, &pb.LeaseRevokeRequest{ID: id}); err != nil && !errors.Is(err, lease.ErrNotFound) {
+					s.log.Warn("failed to revoke expired lease", "lease-id", fmt.Sprintf("%016x", id), "error", err)
+				} else if err == nil {
+					s.m.leaseExpired.Inc()
+				}
+			}(id)
+		}
+	}
+}

@@ -1,0 +1,122 @@
+package etcdserver
+
+import (
+	"context"
+	"encoding/binary"
+	"time"
+
+	"go.etcd.io/raft/v3"
+)
+
+// notifier is shared by every read waiting for the same ReadIndex round.
+type notifier struct {
+	c   chan struct{}
+	err error
+}
+
+func newNotifier() *notifier { return &notifier{c: make(chan struct{})} }
+
+func (n *notifier) notify(err error) {
+	n.err = err
+	close(n.c)
+}
+
+// LinearizableReadNotify waits until this member has applied everything committed before the
+// call, confirmed by a quorum through ReadIndex.
+func (s *Server) LinearizableReadNotify(ctx context.Context) error {
+	s.readMu.Lock()
+	nc := s.readNotifier
+	s.readMu.Unlock()
+	select {
+	case s.readWake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-nc.c:
+		return nc.err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.stopping:
+		return ErrStopped
+	}
+}
+
+func (s *Server) readLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.readWake:
+		case <-s.stopping:
+			return
+		}
+		s.readMu.Lock()
+		nr := s.readNotifier
+		s.readNotifier = newNotifier()
+		s.readMu.Unlock()
+		nr.notify(s.readIndexRound())
+	}
+}
+
+// readIndexRetry is how long a ReadIndex round waits for an answer before asking again, as
+// upstream's (its slow-read-index counter counts each such retry).
+const readIndexRetry = 500 * time.Millisecond
+
+func (s *Server) readIndexRound() error {
+	id := s.reqIDs.next()
+	rctx := make([]byte, 8)
+	binary.BigEndian.PutUint64(rctx, id)
+	deadline := time.After(s.cfg.requestTimeout())
+	retry := time.NewTicker(readIndexRetry)
+	defer retry.Stop()
+	send := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
+		defer cancel()
+		return s.node.ReadIndex(ctx, rctx)
+	}
+	// Raft drops a ReadIndex, without an answer, while this member knows no leader (during an
+	// election or a leadership transfer). Asking again as soon as a leader is known answers such
+	// a read in milliseconds instead of at the next retry tick.
+	leaderChanged := s.leaders.changed()
+	if err := send(); err != nil {
+		s.m.readIndexFailed.Inc()
+		return ErrTimeout
+	}
+	for {
+		select {
+		case <-leaderChanged:
+			leaderChanged = s.leaders.changed()
+			if s.lead.Load() == raft.None {
+				continue
+			}
+			if err := send(); err != nil {
+				s.m.readIndexFailed.Inc()
+				return ErrTimeout
+			}
+			retry.Reset(readIndexRetry)
+		case rs := <-s.readc:
+			if binary.BigEndian.Uint64(rs.RequestCtx) != id {
+				continue // an answer to an earlier, abandoned round
+			}
+			select {
+			case <-s.applyW.wait(rs.Index):
+				return nil
+			case <-deadline:
+				return ErrTimeout
+			case <-s.stopping:
+				return ErrStopped
+			}
+		case <-retry.C:
+			// The request may have been dropped (no leader yet): ask again.
+			s.m.slowReads.Inc()
+			if err := send(); err != nil {
+				s.m.readIndexFailed.Inc()
+				return ErrTimeout
+			}
+		case <-deadline:
+			s.m.slowReads.Inc()
+			return ErrTimeout
+		case <-s.stopping:
+			return ErrStopped
+		}
+	}
+}
