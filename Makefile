@@ -19,7 +19,7 @@ MODULES := pkg server etcdctl etcdutl discovery upgradelab e2e
 BIN := $(CURDIR)/bin
 RUN_DIR := $(CURDIR)/.run
 
-.PHONY: build test tools unit fuzz e2e lint run bench lab clean etcdctl-docs nix-hash nix-check
+.PHONY: build build-failpoints test tools unit fuzz e2e lint run bench lab clean etcdctl-docs nix-hash nix-check
 
 build:
 	@mkdir -p $(BIN)
@@ -35,6 +35,15 @@ build:
 	cp $(BIN)/levels/$(LAST_RELEASE_LEVEL)/etcd $(BIN)/etcd-last-release
 	cp $(BIN)/levels/$(OLDEST_LEVEL)/etcd $(BIN)/etcd-$(OLDEST_LEVEL)
 	@echo "built $(BIN)/etcd (level $(LEVEL)), etcd-last-release ($(LAST_RELEASE_LEVEL)), etcd-$(OLDEST_LEVEL) and levels/ at $(GIT_SHA), release $(RELEASE)"
+
+# The server with upstream's gofail failpoints compiled in (build tag failpoints; release builds
+# have none, at no cost): bin/failpoints/etcd at LEVEL and etcd-last-release at
+# LAST_RELEASE_LEVEL. GOFAIL_HTTP=host:port serves them, GOFAIL_FAILPOINTS sets them at start
+# (docs/operations.md lists each point).
+build-failpoints:
+	@mkdir -p $(BIN)/failpoints
+	CGO_ENABLED=0 $(GO) build -trimpath -tags failpoints -ldflags "$(LDFLAGS)" -o $(BIN)/failpoints/etcd ./server
+	CGO_ENABLED=0 $(GO) build -trimpath -tags failpoints -ldflags "$(call stamp,$(LAST_RELEASE_LEVEL))" -o $(BIN)/failpoints/etcd-last-release ./server
 
 # The whole suite: unit tests with the race detector, every fuzz target for a bounded time,
 # end-to-end tests on the real binaries built above, and the flake verified offline. It installs
@@ -53,7 +62,7 @@ unit:
 fuzz:
 	./scripts/fuzz.sh
 
-e2e: build
+e2e: build build-failpoints
 	cd e2e && E2E_BIN_DIR=$(BIN) $(GO) test -count=1 -timeout 30m ./...
 
 lint:

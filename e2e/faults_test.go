@@ -22,7 +22,7 @@ import (
 func mountTmpfs(t *testing.T, dir, size string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs to fill needs root")
+		cannotRun(t, "mounting a tmpfs to fill needs root")
 	}
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
 		t.Fatalf("mount tmpfs on %s: %v\n%s", dir, err, out)

@@ -31,7 +31,7 @@ func partitionRuntime(t *testing.T) runtimes.Runtime {
 	switch os.Getenv("E2E_PARTITION_RUNTIME") {
 	case "", "netns":
 		if err := netns.Available(); err != nil {
-			t.Skipf("partitions of local processes: %v", err)
+			cannotRun(t, "partitions of local processes: %v", err)
 		}
 		rt, err = runtimes.NewNetns(Ctx(t), t.TempDir())
 	case "container":

@@ -169,7 +169,7 @@ func checkFaultRuns(t *testing.T, report string, n int, runtime string) {
 // engine. Nothing is left behind: no process, no namespace.
 func TestUpgradeLabNetnsFaults(t *testing.T) {
 	if err := netns.Available(); err != nil {
-		t.Skipf("the netns runtime: %v", err)
+		cannotRun(t, "the netns runtime: %v", err)
 	}
 	before := namespaces(t)
 	work := t.TempDir()

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"etcdx/server/failpoint"
 )
 
 // Batching defaults, as upstream.
@@ -204,7 +206,9 @@ func (b *Backend) begin() error {
 // beginHoldingDB is begin for callers that already hold dbMu (Defrag and ReplaceWith swap the
 // file under its write lock).
 func (b *Backend) beginHoldingDB() error {
+	failpoint.At(failpoint.BeforeStartDBTxn)
 	tx, err := b.db.Begin(true)
+	failpoint.At(failpoint.AfterStartDBTxn)
 	if err != nil {
 		return b.failLocked(fmt.Errorf("backend: begin write transaction: %w", err))
 	}
@@ -381,15 +385,21 @@ func (b *Backend) commitLocked() error {
 	}
 	start := time.Now()
 	tx := b.tx
+	failpoint.At(failpoint.CommitBeforePreCommitHook)
 	b.retireShared()
+	failpoint.At(failpoint.CommitAfterPreCommitHook)
+	failpoint.At(failpoint.BeforeCommit)
 	if err := Guard(b.cfg.Path, tx.Commit); err != nil {
 		return b.failLocked(fmt.Errorf("backend: commit: %w", err))
 	}
+	failpoint.At(failpoint.AfterCommit)
 	b.m.committed(time.Since(start), tx.Stats())
 	b.pending = 0
+	failpoint.At(failpoint.BeforeWritebackBuf)
 	for _, fn := range b.onCommit {
 		fn()
 	}
+	failpoint.At(failpoint.AfterWritebackBuf)
 	return b.begin()
 }
 
@@ -483,10 +493,16 @@ func (b *Backend) Defrag() error {
 	tmpPath := path + ".defrag"
 	_ = os.Remove(tmpPath)
 	tmp, err := bolt.Open(tmpPath, 0o600, &bolt.Options{Timeout: time.Second})
+	if msg, ok := failpoint.Value(failpoint.DefragOpenFileError); ok && err == nil {
+		tmp.Close()
+		os.Remove(tmpPath)
+		err = errors.New(msg)
+	}
 	if err != nil {
 		return b.reopenAfter(fmt.Errorf("backend: defrag: create %s: %w", tmpPath, err))
 	}
-	if err := bolt.Compact(tmp, b.db, 10000); err != nil {
+	failpoint.At(failpoint.DefragBeforeCopy)
+	if err := copyDB(tmp, b.db); err != nil {
 		tmp.Close()
 		os.Remove(tmpPath)
 		return b.reopenAfter(fmt.Errorf("backend: defrag: copy: %w", err))
@@ -499,6 +515,7 @@ func (b *Backend) Defrag() error {
 	if err := b.db.Close(); err != nil {
 		return b.failLocked(fmt.Errorf("backend: defrag: close: %w", err))
 	}
+	failpoint.At(failpoint.DefragBeforeRename)
 	renameErr := os.Rename(tmpPath, path) // on failure the old file is still in place: reopen it
 	db, err := openDB(b.cfg)              // path is b.cfg.Path again
 	if err != nil {
@@ -513,6 +530,14 @@ func (b *Backend) Defrag() error {
 		return fmt.Errorf("backend: defrag: rename: %w", renameErr)
 	}
 	return nil
+}
+
+// copyDB copies every bucket of src into dst, in transactions of at most 10,000 writes.
+func copyDB(dst, src *bolt.DB) error {
+	if msg, ok := failpoint.Value(failpoint.DefragdbFail); ok {
+		return errors.New(msg)
+	}
+	return bolt.Compact(dst, src, 10000)
 }
 
 func (b *Backend) reopenAfter(err error) error {

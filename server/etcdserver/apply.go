@@ -15,6 +15,7 @@ import (
 
 	"etcdx/server/auth"
 	"etcdx/server/backend"
+	"etcdx/server/failpoint"
 	"etcdx/server/features"
 	"etcdx/server/membership"
 	"etcdx/server/mvcc"
@@ -69,6 +70,7 @@ func (s *Server) applyEntry(e raftpb.Entry) {
 	var res *applyResult
 	switch e.Type {
 	case raftpb.EntryNormal:
+		failpoint.At(failpoint.BeforeApplyOneEntryNormal)
 		if len(e.Data) == 0 {
 			break // a new leader's empty entry
 		}
@@ -83,6 +85,7 @@ func (s *Server) applyEntry(e raftpb.Entry) {
 		res = s.applyRequest(b, r, e.Index)
 		s.m.applyDuration.WithLabelValues("v3", requestOp(r), strconv.FormatBool(res == nil || res.err == nil)).Observe(time.Since(opStart).Seconds())
 	case raftpb.EntryConfChange:
+		failpoint.At(failpoint.BeforeApplyOneConfChange)
 		var cc raftpb.ConfChange
 		if err := cc.Unmarshal(e.Data); err != nil {
 			s.log.Error("skipping undecodable conf change", "index", e.Index, "error", err)

@@ -16,6 +16,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 
 	"etcdx/pkg/buildinfo"
+	"etcdx/server/failpoint"
 	"etcdx/server/membership"
 )
 
@@ -338,6 +339,7 @@ func (s *Server) mayRemoveMember(m *membership.Member) error {
 
 // publish records this member's name and client URLs in the replicated membership.
 func (s *Server) publish() {
+	failpoint.At(failpoint.BeforePublishing)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
 		err := s.proposeApplied(ctx, &pb.InternalRaftRequest{ClusterMemberAttrSet: membership.Publish(s.id, s.cfg.Name, s.cfg.ClientURLs, buildinfo.Version)})

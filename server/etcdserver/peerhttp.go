@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"etcdx/pkg/buildinfo"
+	"etcdx/server/failpoint"
 	"etcdx/server/lease"
 	"etcdx/server/transport"
 	"etcdx/server/version"
@@ -111,6 +112,7 @@ func (s *Server) serveLeaseRenew(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	failpoint.At(failpoint.BeforeServeHTTPLeaseRenew)
 	ttl, err := s.renewLocal(req.ID)
 	if err != nil {
 		leaseHTTPError(w, err)
@@ -140,6 +142,7 @@ func (s *Server) serveLeaseTTL(w http.ResponseWriter, r *http.Request) {
 		leaseHTTPError(w, ErrNotLeader)
 		return
 	}
+	failpoint.At(failpoint.BeforeLookupWhenForwardLeaseTimeToLive)
 	ttl, err := s.ttlLocal(&req)
 	if err != nil {
 		leaseHTTPError(w, err)

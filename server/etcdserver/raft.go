@@ -7,6 +7,8 @@ import (
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+
+	"etcdx/server/failpoint"
 )
 
 func (s *Server) raftLoop() {
@@ -24,6 +26,7 @@ func (s *Server) raftLoop() {
 			if !s.handleReady(rd, &st) {
 				return
 			}
+			failpoint.At(failpoint.RaftBeforeAdvance)
 			s.node.Advance()
 		case <-s.stopping:
 			return
@@ -77,6 +80,7 @@ func (s *Server) handleReady(rd raft.Ready, st *readyState) bool {
 		s.heartbeats.observe(msgs, s)
 	}
 	if sendEarly {
+		failpoint.At(failpoint.RaftBeforeLeaderSend)
 		s.tr.Send(msgs)
 	}
 	stable, rest := splitCommitted(rd.CommittedEntries, st.persisted, hasSnap)
@@ -88,24 +92,33 @@ func (s *Server) handleReady(rd raft.Ready, st *readyState) bool {
 		}
 	}
 	if hasSnap {
+		failpoint.At(failpoint.RaftBeforeSaveSnap)
 		if err := s.saveReceivedSnapshot(rd.Snapshot); err != nil {
 			s.fatal("failed to save Raft snapshot", err)
 			return false
 		}
+		failpoint.At(failpoint.RaftAfterSaveSnap)
 	}
+	if len(rest) > 0 {
+		failpoint.At(failpoint.RaftBeforeSaveWaitWalSync)
+	}
+	failpoint.At(failpoint.RaftBeforeSave)
 	if err := s.wal.Save(rd.HardState, rd.Entries); err != nil {
 		s.fatal("failed to save Raft hard state and entries", err)
 		return false
 	}
+	failpoint.At(failpoint.RaftAfterSave)
 	if !raft.IsEmptyHardState(rd.HardState) {
 		st.saved = rd.HardState
 	}
 	if hasSnap {
+		failpoint.At(failpoint.RaftBeforeApplySnap)
 		if err := s.storage.ApplySnapshot(rd.Snapshot); err != nil {
 			s.fatal("failed to apply the incoming snapshot to raft storage", err)
 			return false
 		}
 		st.persisted = rd.Snapshot.Metadata.Index
+		failpoint.At(failpoint.RaftAfterApplySnap)
 	}
 	if err := s.storage.Append(rd.Entries); err != nil {
 		s.fatal("failed to append entries to raft storage", err)
@@ -116,6 +129,7 @@ func (s *Server) handleReady(rd raft.Ready, st *readyState) bool {
 	}
 	// Followers must persist before answering.
 	if !sendEarly {
+		failpoint.At(failpoint.RaftBeforeFollowerSend)
 		s.tr.Send(msgs)
 	}
 	var late *applyBatch

@@ -8,6 +8,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"etcdx/server/auth"
+	"etcdx/server/failpoint"
 )
 
 // firstChunkKeys is how many keys the first chunk of a RangeStream holds, as upstream's.
@@ -48,6 +49,7 @@ func (s *Server) rangeChunks(ctx context.Context, req *pb.RangeRequest, send fun
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		failpoint.At(failpoint.BeforeRangeStreamChunk)
 		resp, err := s.readRange(req)
 		if err != nil {
 			return err

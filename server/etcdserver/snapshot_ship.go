@@ -1,16 +1,20 @@
 package etcdserver
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"etcdx/server/failpoint"
 	"etcdx/server/membership"
 	"etcdx/server/schema"
+	"etcdx/server/snap"
 )
 
 // snapDBPath is where a database received from the leader waits until its snapshot applies.
@@ -40,6 +44,15 @@ func (s *Server) ReceiveSnapshotDB(index uint64, r io.Reader) error {
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return err
+	}
+	failpoint.At(failpoint.SnapDBRenameBeforeDirSync)
+	// The file is synced; its new name must be too before the snapshot message that needs it
+	// goes on to raft, or a crash could leave a WAL that names a database the disk lost.
+	if msg, ok := failpoint.Value(failpoint.SnapDBDirSyncError); ok {
+		return fmt.Errorf("receive snapshot database: %w", errors.New(msg))
+	}
+	if err := snap.SyncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("receive snapshot database: %w", err)
 	}
 	s.m.snapDBSave.Observe(time.Since(start).Seconds())
 	s.log.Info("received database snapshot from leader", "index", index, "size", n)
@@ -81,9 +94,11 @@ func (s *Server) installSnapshot(sn raftpb.Snapshot) error {
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("database for snapshot %d: %w", sn.Metadata.Index, err)
 	}
+	failpoint.At(failpoint.ApplyBeforeOpenSnapshot)
 	if err := s.be.ReplaceWith(path); err != nil {
 		return err
 	}
+	failpoint.At(failpoint.ApplyAfterOpenSnapshot)
 	if err := s.reloadState(); err != nil {
 		return err
 	}

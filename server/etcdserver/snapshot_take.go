@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"etcdx/server/failpoint"
 	"etcdx/server/membership"
 	"etcdx/server/snap"
 )
@@ -147,6 +148,7 @@ func (s *Server) saveSnapshotToDisk(sn raftpb.Snapshot) error {
 	if err := s.saveSnap(sn); err != nil {
 		return err
 	}
+	failpoint.At(failpoint.RaftBeforeWALSaveSnaphot)
 	if err := s.wal.SaveSnapshot(sn.Metadata); err != nil {
 		return err
 	}
@@ -154,6 +156,7 @@ func (s *Server) saveSnapshotToDisk(sn raftpb.Snapshot) error {
 	if err := s.wal.ReleaseTo(index); err != nil {
 		return err
 	}
+	failpoint.At(failpoint.RaftAfterWALRelease)
 	s.log.Info("saved snapshot to disk", "snapshot-index", index)
 	if err := snap.Purge(s.cfg.snapDir(), s.cfg.MaxSnapshots); err != nil {
 		return err
@@ -170,6 +173,7 @@ func (s *Server) saveReceivedSnapshot(sn raftpb.Snapshot) error {
 	if err := s.saveSnap(sn); err != nil {
 		return err
 	}
+	failpoint.At(failpoint.RaftBeforeWALSaveSnaphot)
 	if err := s.wal.SaveSnapshot(sn.Metadata); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"etcdx/server/auth"
+	"etcdx/server/failpoint"
 	"etcdx/server/lease"
 )
 
@@ -327,6 +328,7 @@ func (s *Server) renewLocal(id int64) (int64, error) {
 		s.m.leaseRenewed.Inc()
 	}
 	if checkpointed {
+		failpoint.At(failpoint.BeforeCheckpointInLeaseRenew)
 		// Clear the checkpoint everywhere, or a new leader would start this renewed lease from
 		// its old, shorter remaining TTL.
 		go s.checkpointLeases(map[int64]int64{id: 0})
@@ -346,6 +348,7 @@ func (s *Server) LeaseTimeToLive(ctx context.Context, r *pb.LeaseTimeToLiveReque
 		}
 	}
 	if s.Leader() == s.id {
+		failpoint.At(failpoint.BeforeLookupWhenLeaseTimeToLive)
 		return s.ttlLocal(r)
 	}
 	body, _ := r.Marshal()

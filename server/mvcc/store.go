@@ -14,6 +14,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"etcdx/server/backend"
+	"etcdx/server/failpoint"
 	"etcdx/server/schema"
 )
 
@@ -419,10 +420,12 @@ func (s *Store) CompactIn(b *backend.BatchTx, rev int64) (<-chan struct{}, error
 		s.mu.Unlock()
 		return nil, ErrFutureRev
 	}
+	failpoint.At(failpoint.CompactBeforeCommitScheduledCompact)
 	if err := b.Put(schema.Meta, schema.MetaScheduledCompact, schema.RevisionKey(schema.Revision{Main: rev}, false)); err != nil {
 		s.mu.Unlock()
 		return nil, err
 	}
+	failpoint.At(failpoint.CompactAfterCommitScheduledCompact)
 	s.compactRev = rev
 	idx := s.idx
 	s.mu.Unlock()
@@ -488,6 +491,7 @@ func (s *Store) compactBackend(rev int64, keep map[schema.Revision]struct{}, don
 		}
 		batchStart := time.Now()
 		b := s.be.Batch()
+		failpoint.At(failpoint.CompactAfterAcquiredBatchTxLock)
 		tx, err := b.Tx()
 		if err != nil {
 			b.Unlock()
@@ -519,8 +523,11 @@ func (s *Store) compactBackend(rev int64, keep map[schema.Revision]struct{}, don
 		}
 		finished := scanned < batchSize
 		if finished && err == nil {
+			failpoint.At(failpoint.CompactBeforeSetFinishedCompact)
 			err = b.Put(schema.Meta, schema.MetaFinishedCompact, schema.RevisionKey(schema.Revision{Main: rev}, false))
+			failpoint.At(failpoint.CompactAfterSetFinishedCompact)
 		}
+		failpoint.At(failpoint.CompactBeforeCommitBatch)
 		uerr := b.Unlock()
 		if err != nil || uerr != nil {
 			s.log.Error("compaction failed", "revision", rev, "error", errors.Join(err, uerr))
@@ -535,6 +542,7 @@ func (s *Store) compactBackend(rev int64, keep map[schema.Revision]struct{}, don
 				return
 			}
 		}
+		failpoint.At(failpoint.CompactAfterCommitBatch)
 		s.metrics.compactionPauseMs.Observe(float64(time.Since(batchStart)) / float64(time.Millisecond))
 		s.metrics.compactionKeys.Add(float64(len(del)))
 		if finished {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
+
+	"etcdx/server/failpoint"
 )
 
 type streamType int
@@ -255,6 +257,9 @@ func (sr *streamReader) decodeLoop(body io.ReadCloser) error {
 			return err
 		}
 		if isLinkHeartbeat(&m) {
+			continue
+		}
+		if failpoint.Hit(failpoint.RaftDropHeartbeat) {
 			continue
 		}
 		p.receive(m)

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"etcdx/server/etcdserver"
+	"etcdx/server/failpoint"
 	"etcdx/server/version"
 )
 
@@ -118,6 +119,7 @@ func unaryInterceptor(s *etcdserver.Server, lg *slog.Logger, warn time.Duration)
 // a call that requires a leader needs one (upstream's require-leader metadata), and the caller
 // must pass the method's rule.
 func admitUnary(ctx context.Context, s *etcdserver.Server, req any, method string, h grpc.UnaryHandler) (any, error) {
+	failpoint.At(failpoint.AfterIsMemberExist)
 	if s.IsLearner() && !learnerAllows(req) {
 		return nil, rpctypes.ErrGRPCNotSupportedForLearner
 	}
@@ -133,6 +135,7 @@ func admitUnary(ctx context.Context, s *etcdserver.Server, req any, method strin
 
 func learnerStreamGate(s *etcdserver.Server) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		failpoint.At(failpoint.AfterIsMemberExist)
 		if s.IsLearner() && info.FullMethod != "/etcdserverpb.Maintenance/Snapshot" {
 			return rpctypes.ErrGRPCNotSupportedForLearner
 		}

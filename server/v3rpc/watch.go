@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
 	"etcdx/server/etcdserver"
+	"etcdx/server/failpoint"
 	"etcdx/server/mvcc"
 )
 
@@ -240,6 +241,7 @@ func progressInterval(configured time.Duration) time.Duration {
 }
 
 func (sw *watchStream) sendEvents(wr mvcc.WatchResponse) error {
+	failpoint.At(failpoint.BeforeSendWatchResponse)
 	sw.mu.Lock()
 	o := sw.opts[wr.WatchID]
 	if len(wr.Events) > 0 {

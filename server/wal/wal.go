@@ -21,6 +21,8 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"golang.org/x/sys/unix"
+
+	"etcdx/server/failpoint"
 )
 
 // SegmentSizeBytes is the size of a segment file, as upstream's (64 MB, decimal).
@@ -105,9 +107,11 @@ func (w *WAL) sync() error {
 	start := time.Now()
 	// fdatasync, as upstream: a segment is preallocated, so an append changes no metadata a
 	// read needs, and skipping the timestamp update saves the journal work of a full fsync.
+	failpoint.At(failpoint.WALBeforeSync)
 	if err := unix.Fdatasync(int(w.f.Fd())); err != nil {
 		return fmt.Errorf("wal: fdatasync %s: %w", w.f.Name(), err)
 	}
+	failpoint.At(failpoint.WALAfterSync)
 	if w.obs != nil {
 		w.obs.Synced(time.Since(start))
 	}

@@ -1,0 +1,290 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"etcdx/upgradelab/cluster"
+)
+
+// failpointMember is a member of the failpoint build (make build-failpoints) whose failpoints
+// are served on GOFAIL_HTTP, as upstream's robustness tests run theirs.
+type failpointMember struct {
+	*Member
+	fpURL string
+}
+
+func newFailpointMember(t *testing.T, m *Member, bin string) *failpointMember {
+	addr := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+	m.Bin = Binary(t, bin)
+	m.Env = append(m.Env, "GOFAIL_HTTP="+addr)
+	return &failpointMember{Member: m, fpURL: "http://" + addr}
+}
+
+// set gives a failpoint its terms through upstream's HTTP interface (PUT /name).
+func (m *failpointMember) set(t *testing.T, name, terms string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, m.fpURL+"/"+name, strings.NewReader(terms))
+	resp, err := healthClient.Do(req)
+	if err != nil {
+		t.Fatalf("set failpoint %s on %s: %v", name, m.Name, err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("set failpoint %s on %s: %s %s", name, m.Name, resp.Status, b)
+	}
+}
+
+// list is GET / of the failpoint server: every failpoint the binary has, name=terms per line.
+func (m *failpointMember) list(t *testing.T) map[string]string {
+	t.Helper()
+	resp, err := healthClient.Get(m.fpURL + "/")
+	if err != nil {
+		t.Fatalf("list failpoints of %s: %v", m.Name, err)
+	}
+	defer resp.Body.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if name, terms, ok := strings.Cut(sc.Text(), "="); ok {
+			out[name] = terms
+		}
+	}
+	return out
+}
+
+// TestFailpointsAsUpstream: the failpoint build serves exactly the failpoints upstream's
+// release of its level declares (read from upstream's source, as gofail reads it), with gofail's
+// HTTP interface; the release build has none and serves nothing.
+func TestFailpointsAsUpstream(t *testing.T) {
+	for _, tc := range []struct{ bin, upstream string }{
+		{"failpoints/etcd", Upstream37Version},
+		{"failpoints/etcd-last-release", Upstream36Version},
+	} {
+		t.Run(tc.bin, func(t *testing.T) {
+			want := upstreamFailpoints(t, tc.upstream)
+			m := newFailpointMember(t, NewMember(t), tc.bin)
+			m.Start()
+			got := m.list(t)
+			var names []string
+			for n, terms := range got {
+				names = append(names, n)
+				if terms != "" {
+					t.Errorf("failpoint %s is set (%q) with nothing asking for it", n, terms)
+				}
+			}
+			sort.Strings(names)
+			if strings.Join(names, " ") != strings.Join(want, " ") {
+				t.Errorf("failpoints served:\n ours     %v\n upstream %v", names, want)
+			}
+			doc, err := os.ReadFile(filepath.Join("..", "docs", "operations.md"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range names {
+				if !strings.Contains(string(doc), "| `"+n+"` |") {
+					t.Errorf("docs/operations.md does not list failpoint %s", n)
+				}
+			}
+			// Set, read back, count and clear, as upstream's tooling does.
+			m.set(t, "beforeSendWatchResponse", `sleep(1)`)
+			if got := m.list(t)["beforeSendWatchResponse"]; got != "sleep(1)" {
+				t.Errorf("after PUT: %q", got)
+			}
+			req, _ := http.NewRequest(http.MethodDelete, m.fpURL+"/beforeSendWatchResponse", nil)
+			if resp, err := healthClient.Do(req); err != nil || resp.StatusCode != http.StatusNoContent {
+				t.Errorf("DELETE: %v %v", resp, err)
+			}
+			req, _ = http.NewRequest(http.MethodPut, m.fpURL+"/noSuchFailpoint", strings.NewReader("panic"))
+			if resp, err := healthClient.Do(req); err != nil || resp.StatusCode != http.StatusBadRequest {
+				t.Errorf("PUT of an unknown failpoint: %v %v", resp, err)
+			}
+		})
+	}
+	t.Run("release build", func(t *testing.T) {
+		m := newFailpointMember(t, NewMember(t), "etcd")
+		m.Start()
+		if resp, err := healthClient.Get(m.fpURL + "/"); err == nil {
+			resp.Body.Close()
+			t.Errorf("the release build serves failpoints on GOFAIL_HTTP")
+		}
+	})
+}
+
+// upstreamFailpoints lists the gofail failpoints declared in upstream etcd's server module at
+// version, from its source in the module cache (fetched from the proxy if needed), sorted.
+func upstreamFailpoints(t *testing.T, version string) []string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "mod", "download", "-json", "go.etcd.io/etcd/server/v3@"+version)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	out, err := cmd.Output()
+	var mod struct{ Dir, Error string }
+	if err != nil || json.Unmarshal(out, &mod) != nil || mod.Dir == "" {
+		cannotRun(t, "upstream etcd %s's source cannot be fetched: %v %s %s", version, err, mod.Error, out)
+	}
+	decl := regexp.MustCompile(`^\s*// gofail: var (\w+) `)
+	seen := map[string]bool{}
+	err = filepath.WalkDir(mod.Dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		for _, line := range strings.Split(string(b), "\n") {
+			if m := decl.FindStringSubmatch(line); m != nil {
+				seen[m[1]] = true
+			}
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(names) < 40 {
+		t.Fatalf("only %d failpoints found in upstream %s's source at %s", len(names), version, mod.Dir)
+	}
+	return names
+}
+
+// TestFailpointCrashesLoseNoWrite crashes members of a 3-member cluster, under a steady stream
+// of writes, at three of upstream's failpoints: the leader before it writes a Ready to its WAL
+// (raftBeforeSave), a member before its database commit (beforeCommit), and a member in the
+// middle of a defrag, after the copy and before the rename (defragBeforeRename). Each comes back
+// on its own data; no acknowledged write is lost, none is applied twice, and the members end
+// with the same data.
+func TestFailpointCrashesLoseNoWrite(t *testing.T) {
+	c := NewCluster(t, 3)
+	members := make([]*failpointMember, len(c.Members))
+	for i, m := range c.Members {
+		members[i] = newFailpointMember(t, m, "failpoints/etcd")
+	}
+	c.Start()
+	cli := c.Client()
+
+	ledger := cluster.NewLedger()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			k, v := fmt.Sprintf("ledger/%06d", i), fmt.Sprintf("v%d", i)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			if _, err := cli.Put(ctx, k, v); err == nil {
+				ledger.Ack(k, v)
+			}
+			cancel()
+		}
+	}()
+	// progress waits until the writer has n more acknowledged writes: the cluster serves.
+	progress := func(n int) {
+		t.Helper()
+		want := len(ledger.Acked()) + n
+		deadline := time.Now().Add(30 * time.Second)
+		for len(ledger.Acked()) < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("writes stalled at %d acknowledged (waiting for %d)", len(ledger.Acked()), want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	byName := map[string]*failpointMember{}
+	for _, m := range members {
+		byName[m.Name] = m
+	}
+	// crash sets name=panic on m, has trigger make m reach the point, waits for the process to
+	// end by the panic, and starts it again on its data.
+	crash := func(m *failpointMember, name string, trigger func()) {
+		t.Helper()
+		progress(50)
+		panics := strings.Count(m.Log(), "failpoint panic")
+		m.set(t, name, "panic")
+		exited := m.Exited()
+		if trigger != nil {
+			go trigger()
+		}
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s did not reach %s", m.Name, name)
+		}
+		if strings.Count(m.Log(), "failpoint panic") != panics+1 {
+			t.Fatalf("%s ended, but not at %s:\n%s", m.Name, name, m.LogTail(30))
+		}
+		t.Logf("%s crashed at %s with %d writes acknowledged", m.Name, name, len(ledger.Acked()))
+		progress(50) // the others go on without it
+		m.Start()
+		progress(50)
+	}
+
+	leader := byName[c.Leader(10*time.Second).Name]
+	crash(leader, "raftBeforeSave", nil)
+	leader = byName[c.Leader(10*time.Second).Name]
+	crash(leader, "beforeCommit", nil)
+	var follower *failpointMember
+	for _, m := range members {
+		if m != byName[c.Leader(10*time.Second).Name] {
+			follower = m
+		}
+	}
+	crash(follower, "defragBeforeRename", func() {
+		fcli := follower.Client()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		fcli.Defragment(ctx, follower.ClientURL) // fails: the member crashes in it
+	})
+	if _, err := os.Stat(follower.DataDir + "/member/snap/db"); err != nil {
+		t.Fatalf("the database after a crash in defrag: %v", err)
+	}
+	close(stop)
+	wg.Wait()
+
+	for _, m := range members {
+		mcli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := ledger.Check(Ctx(t), mcli, "ledger/")
+		mcli.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Lost) > 0 || len(res.AppliedTwice) > 0 {
+			t.Errorf("%s: of %d acknowledged writes, lost %d (%v), applied twice %d", m.Name, res.Checked, len(res.Lost), firstOf(res.Lost, 5), len(res.AppliedTwice))
+		}
+		if res.Checked < 300 {
+			t.Errorf("only %d writes acknowledged: the load was not steady", res.Checked)
+		}
+	}
+	requireSameHashKV(t, c)
+}
+
+func firstOf(s []string, n int) []string { return s[:min(n, len(s))] }
