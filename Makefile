@@ -19,7 +19,7 @@ MODULES := pkg server etcdctl etcdutl discovery upgradelab e2e
 BIN := $(CURDIR)/bin
 RUN_DIR := $(CURDIR)/.run
 
-.PHONY: build build-failpoints test tools unit fuzz e2e lint run bench lab clean etcdctl-docs nix-hash nix-check
+.PHONY: build build-failpoints test tools unit fuzz e2e lint vulncheck run bench lab clean etcdctl-docs nix-hash nix-check
 
 build:
 	@mkdir -p $(BIN)
@@ -48,7 +48,7 @@ build-failpoints:
 # The whole suite: unit tests with the race detector, every fuzz target for a bounded time,
 # end-to-end tests on the real binaries built above, and the flake verified offline. It installs
 # what it needs first (tools).
-test: tools lint build unit fuzz e2e nix-check
+test: tools lint vulncheck build unit fuzz e2e nix-check
 
 # zsh (the etcdctl completion test) and nix (nix-check), from Debian's packages when missing.
 tools:
@@ -65,10 +65,19 @@ fuzz:
 e2e: build build-failpoints
 	cd e2e && E2E_BIN_DIR=$(BIN) $(GO) test -count=1 -timeout 30m ./...
 
+# gofmt, go vet and staticcheck (all its default checks; also on the failpoint build's files).
 lint:
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@set -e; for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
+	@set -e; tools=$$(./scripts/go-tools.sh); for m in $(MODULES); do (cd $$m && $$tools/staticcheck ./...); done; \
+		(cd server && $$tools/staticcheck -tags failpoints ./...)
 	@echo "lint ok"
+
+# govulncheck on every module against the pinned vulnerability database (scripts/go-tools.sh):
+# fails when our code reaches a vulnerable function of a required module; the standard
+# library's are listed as the toolchain's, with the Go release that fixes them.
+vulncheck:
+	@tools=$$(./scripts/go-tools.sh); $(GO) run ./e2e/cmd/vulncheck -govulncheck $$tools/govulncheck -db $$tools/vulndb $(MODULES)
 
 # A local 3-member cluster (one process each, logs in .run/logs); stop it with Ctrl-C.
 run: build

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -133,7 +132,7 @@ func TestFailpointsAsUpstream(t *testing.T) {
 // version, from its source in the module cache (fetched from the proxy if needed), sorted.
 func upstreamFailpoints(t *testing.T, version string) []string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "mod", "download", "-json", "go.etcd.io/etcd/server/v3@"+version)
+	cmd := exec.Command("go", "mod", "download", "-json", "go.etcd.io/etcd/server/v3@"+version)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
 	out, err := cmd.Output()

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -26,7 +25,7 @@ func TestNixVendorHashIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "vendor")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "work", "vendor", "-o", out)
+	cmd := exec.Command("go", "work", "vendor", "-o", out)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=")
 	if b, err := cmd.CombinedOutput(); err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"etcdx/server/failpoint"
 )
@@ -181,7 +182,7 @@ func OpenFile(path string, opts *bolt.Options) (db *bolt.DB, err error) {
 	if gerr := Guard(path, func() error { db, err = bolt.Open(path, mode, opts); return nil }); gerr != nil {
 		return nil, fmt.Errorf("%s is not a valid database file: %w", path, gerr)
 	}
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("%w: %s", ErrLocked, path)
 	}
 	if err != nil {

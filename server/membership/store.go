@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"etcdx/server/backend"
 	"etcdx/server/schema"
@@ -191,7 +192,7 @@ func (m *Membership) Replace(o *Membership) {
 // Rewrite replaces the stored membership with members (restoring a snapshot as a new cluster).
 func Rewrite(tx *bolt.Tx, members []Member) error {
 	for _, name := range [][]byte{schema.Members, schema.MembersRemoved} {
-		if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+		if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
 			return fmt.Errorf("clear bucket %s: %w", name, err)
 		}
 		if _, err := tx.CreateBucket(name); err != nil {

@@ -102,7 +102,7 @@ func TestPutRangeDeleteCompactRestore(t *testing.T) {
 	s.Close()
 	be.Close()
 
-	be, s = openStore(t, path)
+	_, s = openStore(t, path)
 	if s.Rev() != 6 || s.CompactRev() != 5 {
 		t.Fatalf("after restore rev=%d compact=%d", s.Rev(), s.CompactRev())
 	}

@@ -149,7 +149,7 @@ func (sw *watchStream) create(c *pb.WatchCreateRequest) {
 			CancelReason: togRPCError(err).Error()})
 		return
 	}
-	if end != nil && len(end) > 0 && bytes.Compare(key, end) >= 0 {
+	if len(end) > 0 && bytes.Compare(key, end) >= 0 {
 		sw.sendCtrl(&pb.WatchResponse{Header: sw.hdr(0), WatchId: invalidWatchID, Created: true, Canceled: true,
 			CancelReason: "mvcc: watcher range is empty"})
 		return
