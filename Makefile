@@ -19,7 +19,7 @@ MODULES := pkg server etcdctl etcdutl discovery upgradelab e2e
 BIN := $(CURDIR)/bin
 RUN_DIR := $(CURDIR)/.run
 
-.PHONY: build build-failpoints test tools unit fuzz e2e lint vulncheck run bench lab clean etcdctl-docs nix-hash nix-check
+.PHONY: build build-failpoints test tools unit fuzz e2e lint vulncheck run bench bench-micro lab clean etcdctl-docs nix-hash nix-check
 
 build:
 	@mkdir -p $(BIN)
@@ -78,6 +78,11 @@ lint:
 # library's are listed as the toolchain's, with the Go release that fixes them.
 vulncheck:
 	@tools=$$(./scripts/go-tools.sh); $(GO) run ./e2e/cmd/vulncheck -govulncheck $$tools/govulncheck -db $$tools/vulndb $(MODULES)
+
+# The hot paths' micro-benchmarks (mvcc put, range, watch fan-out; WAL save; backend commit): a
+# change's effect in seconds, before make bench.
+bench-micro:
+	cd server && $(GO) test -run '^$$' -bench . -benchmem ./mvcc ./wal ./backend
 
 # A local 3-member cluster (one process each, logs in .run/logs); stop it with Ctrl-C.
 run: build

@@ -15,7 +15,7 @@ import (
 	"etcdx/server/schema"
 )
 
-func openStore(t *testing.T, path string) (*backend.Backend, *Store) {
+func openStore(t testing.TB, path string) (*backend.Backend, *Store) {
 	t.Helper()
 	be, err := backend.Open(backend.Config{Path: path, Buckets: schema.Buckets})
 	if err != nil {

@@ -1,0 +1,95 @@
+package mvcc
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+// The hot paths of the store, for a quick check of a change before `make bench` (go test -bench
+// . -benchmem ./mvcc). The backend commits on its own interval, as in a member.
+
+// BenchmarkPut: one put of a 256-byte value per write transaction, to 1,000 distinct keys.
+func BenchmarkPut(b *testing.B) {
+	_, s := openStore(b, filepath.Join(b.TempDir(), "db"))
+	keys := benchKeys(1000)
+	val := make([]byte, 256)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		w := s.Write()
+		if err := w.Put(keys[i%len(keys)], val, 0); err != nil {
+			b.Fatal(err)
+		}
+		if err := w.End(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRangeOne reads one key of 10,000; BenchmarkRangeHundred, 100 consecutive keys.
+func BenchmarkRangeOne(b *testing.B)     { benchRange(b, 1) }
+func BenchmarkRangeHundred(b *testing.B) { benchRange(b, 100) }
+
+func benchRange(b *testing.B, n int) {
+	_, s := openStore(b, filepath.Join(b.TempDir(), "db"))
+	keys := benchKeys(10000)
+	w := s.Write()
+	for _, k := range keys {
+		if err := w.Put(k, make([]byte, 256), 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.End(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		from := (i * 7919) % (len(keys) - n)
+		var end []byte
+		if n > 1 {
+			end = keys[from+n]
+		}
+		r, err := s.Range(keys[from], end, RangeOptions{})
+		if err != nil || len(r.KVs) != n {
+			b.Fatalf("range of %d: %d keys, %v", n, len(r.KVs), err)
+		}
+	}
+}
+
+// BenchmarkWatchFanOut: one put delivered to 100 watchers of its key, each on its own stream.
+func BenchmarkWatchFanOut(b *testing.B) {
+	_, s := openStore(b, filepath.Join(b.TempDir(), "db"))
+	const watchers = 100
+	streams := make([]*WatchStream, watchers)
+	for i := range streams {
+		streams[i] = s.NewWatchStream()
+		defer streams[i].Close()
+		if _, err := streams[i].Watch(0, []byte("hot"), nil, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		w := s.Write()
+		if err := w.Put([]byte("hot"), []byte("v"), 0); err != nil {
+			b.Fatal(err)
+		}
+		if err := w.End(); err != nil {
+			b.Fatal(err)
+		}
+		for _, ws := range streams {
+			<-ws.Chan()
+		}
+	}
+}
+
+func benchKeys(n int) [][]byte {
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("key/%08d", i))
+	}
+	return keys
+}
