@@ -19,7 +19,7 @@ MODULES := pkg server etcdctl etcdutl discovery upgradelab e2e
 BIN := $(CURDIR)/bin
 RUN_DIR := $(CURDIR)/.run
 
-.PHONY: build build-failpoints test tools unit fuzz e2e lint vulncheck run bench bench-micro lab clean etcdctl-docs nix-hash nix-check
+.PHONY: build build-failpoints test tools unit fuzz e2e lint vulncheck run bench bench-micro sim lab clean etcdctl-docs nix-hash nix-check
 
 build:
 	@mkdir -p $(BIN)
@@ -63,7 +63,7 @@ fuzz:
 	./scripts/fuzz.sh
 
 e2e: build build-failpoints
-	cd e2e && E2E_BIN_DIR=$(BIN) $(GO) test -count=1 -timeout 30m ./...
+	cd e2e && E2E_BIN_DIR=$(BIN) $(GO) test -count=1 -timeout 30m -parallel 3 ./...
 
 # gofmt, go vet and staticcheck (all its default checks; also on the failpoint build's files).
 lint:
@@ -78,6 +78,14 @@ lint:
 # library's are listed as the toolchain's, with the Go release that fixes them.
 vulncheck:
 	@tools=$$(./scripts/go-tools.sh); $(GO) run ./e2e/cmd/vulncheck -govulncheck $$tools/govulncheck -db $$tools/vulndb $(MODULES)
+
+# A long campaign of the in-process simulation (server/sim): SEEDS seeded runs from FIRST_SEED, each
+# a 3-member cluster under client load and its seed's faults; every failing seed is printed
+# with the command that replays it. make test runs two seeds (with the unit tests).
+SEEDS ?= 100
+FIRST_SEED ?= 1
+sim:
+	cd server && SIM_SEEDS=$(SEEDS) SIM_FIRST_SEED=$(FIRST_SEED) $(GO) test -count=1 -timeout 0 -run '^TestSimulation$$' -v ./sim | grep -E '^(---|=== RUN|ok|FAIL|PASS)|sim_test.go'
 
 # The hot paths' micro-benchmarks (mvcc put, range, watch fan-out; WAL save; backend commit): a
 # change's effect in seconds, before make bench.

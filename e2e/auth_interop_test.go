@@ -29,6 +29,7 @@ func requireAliceRules(t *testing.T, who string, eps []string) {
 // migration of that data down to storage 3.5 (served by our 3.5-level binary and by upstream
 // 3.5.35).
 func TestAuthSurvivesRestartAndRestore(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	m := NewMember(t)
 	m.Start()
 	setupAuth(t, userClient(t, []string{m.ClientURL}, "", "", nil))

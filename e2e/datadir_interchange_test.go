@@ -66,6 +66,7 @@ func requireUpstreamFiles(t *testing.T, dataDir, who string) {
 // snapshot files and database start under our binary of the same level, and what ours wrote
 // starts under upstream's, with every key, revision and member kept.
 func TestDataDirInterchangeWithUpstream(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	for _, c := range []struct{ level, upstream, below string }{
 		{LastReleaseLevel, Upstream36Version, OldestLevel},
 		{CurrentLevel, Upstream37Version, LastReleaseLevel},

@@ -501,6 +501,7 @@ func TestStopGRPCServiceOnDefrag(t *testing.T) {
 // checkpointed but not persisted, so a restart gives a lease its whole TTL back; upstream's
 // LeaseCheckpointPersist gate persists them, so the restarted member keeps counting down.
 func TestLeaseCheckpointPersistGate(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	for _, gate := range []bool{false, true} {
 		m := NewMember(t, "--lease-checkpoint-interval", "200ms", fmt.Sprintf("--experimental-enable-lease-checkpoint-persist=%t", gate))
 		m.Bin = ServerAt(t, "3.5") // cluster version 3.5

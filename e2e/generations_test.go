@@ -43,6 +43,7 @@ func alternating(level string, k, stop int) impl {
 // ours 3.6. A writing and reading load runs throughout: no acknowledged write may be lost, and
 // every member's hashkv is equal after every swap.
 func TestThreeGenerationsAlternating(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	c := NewCluster(t, 3, "--snapshot-count", "300")
 	for k, m := range c.Members {
 		m.Bin = alternating(OldestLevel, k, 0).bin(t)

@@ -268,7 +268,10 @@ func downgradeCancel(t *testing.T, h hop) {
 
 // Membership changes work during a downgrade, as upstream (issue 13); what is ours: a new member
 // must run the target, and one added but never started does not stall the downgrade.
-func TestMembershipDuringDowngrade(t *testing.T) { eachHop(t, membershipDuringDowngrade) }
+func TestMembershipDuringDowngrade(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	eachHop(t, membershipDuringDowngrade)
+}
 
 func membershipDuringDowngrade(t *testing.T, h hop) {
 	c := clusterAt(t, 3, h.to)
@@ -378,6 +381,7 @@ var _ = context.Background
 // Lease checkpoints persist the remaining TTL only once the cluster version reaches 3.6: a 3.6
 // cluster keeps a neglected lease running down across a full restart, a 3.5 cluster resets it.
 func TestLeaseCheckpointPersistFollowsClusterVersion(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	for _, v := range []struct {
 		bin        string
 		persisted  bool

@@ -92,6 +92,10 @@ type Member struct {
 func NewMember(t testing.TB, extra ...string) *Member {
 	t.Helper()
 	dir := t.TempDir()
+	// bcrypt's cheapest cost (upstream's flag, on both implementations): every password a test
+	// sets would otherwise cost a tenth of a second to check at each login, minutes over the
+	// suite, and the cost changes nothing a test looks at. A test's own flag comes later and wins.
+	extra = append([]string{"--bcrypt-cost", "4"}, extra...)
 	m := &Member{t: t, Member: &cluster.Member{Name: "m1", DataDir: filepath.Join(dir, "data"), Extra: extra, Bin: Binary(t, "etcd"),
 		ClientURL:  fmt.Sprintf("http://127.0.0.1:%d", FreePort(t)),
 		PeerURL:    fmt.Sprintf("http://127.0.0.1:%d", FreePort(t)),

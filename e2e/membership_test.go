@@ -255,6 +255,7 @@ func TestLearnerAddWhileVotersAreDown(t *testing.T) {
 	}{{3, 1, true}, {5, 1, false}, {5, 2, true}} {
 		for _, up := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%d voters, %d down, upstream %v", c.voters, c.down, up), func(t *testing.T) {
+				t.Parallel() // each waits for its peers to settle: the waits overlap
 				cl := NewCluster(t, c.voters)
 				if up {
 					for _, m := range cl.Members {

@@ -54,6 +54,7 @@ var upstreamPeers = []struct{ release, cluster string }{{Upstream36Version, "3.6
 // whichever side leads, through leader kills and member changes issued through either
 // implementation.
 func TestMixedClusterWithUpstream(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	for _, p := range upstreamPeers {
 		t.Run(p.release, func(t *testing.T) { mixedClusterWithUpstream(t, p.release, p.cluster) })
 	}
@@ -121,6 +122,7 @@ func mixedClusterWithUpstream(t *testing.T, release, clusterVersion string) {
 // through an upstream member, promoted through ours; an upstream learner added through ours and
 // promoted; a member removed.
 func TestMixedClusterMembershipChanges(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	for _, p := range upstreamPeers {
 		t.Run(p.release, func(t *testing.T) { mixedClusterMembershipChanges(t, p.release) })
 	}

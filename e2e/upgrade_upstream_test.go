@@ -251,8 +251,10 @@ func upgradeAndBack(t *testing.T, next string) map[string][]string {
 
 // The upgrade of the seeds between implementations: a 3-member upstream 3.5.35 cluster is
 // upgraded in place to ours, downgraded, and swapped back to upstream 3.5.35, under a writing
-// and reading workload, losing no acknowledged write. The same path with upstream 3.6.16 in
-// place of ours is run beside it, and ours must fail no more requests than it.
+// and reading workload, losing no acknowledged write, and no request may fail while one of our
+// members stops or starts (failures are blamed on the member changing at the time). The same
+// path with upstream 3.6.16 in place of ours runs beside it, to the same checks of data; its
+// failed requests are only counted, for comparison: upstream's stops fail some requests.
 func TestUpgradeUpstream35ToOursAndBack(t *testing.T) {
 	var ours, theirs map[string][]string
 	t.Run("ours", func(t *testing.T) { ours = upgradeAndBack(t, ServerAt(t, LastReleaseLevel)) })

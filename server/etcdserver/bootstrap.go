@@ -127,7 +127,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.UnsafeNoFsync {
 		s.wal.SetUnsafeNoSync()
 	}
-	s.tr = transport.New(transport.Config{ID: s.id, ClusterID: s.mem.ClusterID(), ServerVersion: buildinfo.Version,
+	s.tr = cfg.peers().Transport(transport.Config{ID: s.id, ClusterID: s.mem.ClusterID(), ServerVersion: buildinfo.Version,
 		MinClusterVersion: version.MinClusterVersion(version.Local()), Raft: s, Logger: lg.With("component", "transport"), TLS: cfg.PeerTLS, LocalAddr: cfg.PeerLocalAddr,
 		ReadTimeout: cfg.PeerReadTimeout, WriteTimeout: cfg.PeerWriteTimeout, URLs: cfg.PeerURLs, OnRemoved: s.removedByPeer})
 	s.peerClient = cfg.peerHTTPClient(10 * time.Second)

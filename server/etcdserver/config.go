@@ -13,7 +13,6 @@ import (
 	"etcdx/server/features"
 	"etcdx/server/membership"
 	"etcdx/server/schema"
-	"etcdx/server/transport"
 )
 
 // Config is everything a member needs to start.
@@ -105,6 +104,8 @@ type Config struct {
 	PeerLocalAddr string
 	// PeerTLS, when set, is how this member dials its peers (https peer URLs).
 	PeerTLS *tls.Config
+	// Peers is how the member reaches the others (nil: the network, NetworkPeers).
+	Peers PeerNetwork
 }
 
 // Defaults as upstream etcd 3.6.
@@ -206,9 +207,9 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// peerHTTPClient dials peers, over TLS when peer TLS is configured.
+// peerHTTPClient sends peer requests through the configured peer network.
 func (c *Config) peerHTTPClient(timeout time.Duration) *http.Client {
-	return &http.Client{Timeout: timeout, Transport: transport.NewRoundTripper(5*time.Second, c.PeerTLS, c.PeerLocalAddr)}
+	return c.peers().HTTPClient(timeout)
 }
 
 // DiscoveryError is a failed discovery bootstrap; its text is upstream's.

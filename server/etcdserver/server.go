@@ -20,7 +20,6 @@ import (
 	"etcdx/server/logutil"
 	"etcdx/server/membership"
 	"etcdx/server/mvcc"
-	"etcdx/server/transport"
 	"etcdx/server/wal"
 )
 
@@ -60,7 +59,7 @@ type Server struct {
 	wal     *wal.WAL
 	m       *metrics
 	// tr carries raft messages to peers; peerClient forwards lease calls to the leader.
-	tr         *transport.Transport
+	tr         PeerTransport
 	peerClient *http.Client
 	// heartbeats notices a leader that sends heartbeats late (raft loop only).
 	heartbeats heartbeatDetector

@@ -1,0 +1,507 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand"
+	"strings"
+	"sync"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"etcdx/server/mvcc"
+	"etcdx/server/version"
+)
+
+// Options shape one simulated run.
+type Options struct {
+	// Members in the cluster (default 3); Clients issuing register operations (default 3).
+	Members, Clients int
+	// Duration of the faulty phase (default 4 s); Step, how often the schedule may act
+	// (default 250 ms).
+	Duration, Step time.Duration
+	// Keys the register clients share (default 4).
+	Keys int
+	// Dir holds the members' data directories.
+	Dir string
+	// Log receives the members' warnings and errors (default: discarded).
+	Log io.Writer
+}
+
+func (o *Options) defaults() {
+	if o.Members == 0 {
+		o.Members = 3
+	}
+	if o.Clients == 0 {
+		o.Clients = 3
+	}
+	if o.Duration == 0 {
+		o.Duration = 4 * time.Second
+	}
+	if o.Step == 0 {
+		o.Step = 250 * time.Millisecond
+	}
+	if o.Keys == 0 {
+		o.Keys = 4
+	}
+}
+
+// Action is one step of a fault schedule.
+type Action struct {
+	At time.Duration
+	// Kind: "isolate", "cut" (one way From -> To), "mend", "restart" (stop now, start Back
+	// later), "faults".
+	Kind     string
+	Member   int // index in the cluster
+	To       int
+	Back     time.Duration
+	Faults   Faults
+	describe string
+}
+
+func (a Action) String() string { return fmt.Sprintf("%v %s", a.At, a.describe) }
+
+// Schedule draws a run's fault schedule from its seed: the same seed, the same schedule. At
+// most one member is down at a time, so a quorum can form again between faults.
+func Schedule(seed int64, o Options) []Action {
+	o.defaults()
+	rng := rand.New(rand.NewSource(seed))
+	var out []Action
+	downUntil := time.Duration(0)
+	for at := o.Step; at < o.Duration; at += o.Step {
+		a := Action{At: at, Member: rng.Intn(o.Members)}
+		switch p := rng.Float64(); {
+		case p < 0.15:
+			a.Kind, a.describe = "isolate", fmt.Sprintf("isolate m%d", a.Member+1)
+		case p < 0.30:
+			a.Kind, a.To = "cut", (a.Member+1+rng.Intn(o.Members-1))%o.Members
+			a.describe = fmt.Sprintf("cut m%d -> m%d", a.Member+1, a.To+1)
+		case p < 0.45:
+			a.Kind, a.describe = "mend", "mend every link"
+		case p < 0.60:
+			if at < downUntil {
+				continue
+			}
+			a.Kind, a.Back = "restart", time.Duration(1+rng.Intn(4))*o.Step
+			downUntil = at + a.Back + o.Step
+			a.describe = fmt.Sprintf("stop m%d, back after %v", a.Member+1, a.Back)
+		case p < 0.75:
+			a.Kind = "faults"
+			a.Faults = Faults{Drop: rng.Float64() * 0.1, Duplicate: rng.Float64() * 0.05, Reorder: rng.Float64() * 0.1,
+				MaxDelay: time.Duration(rng.Intn(20)) * time.Millisecond}
+			a.describe = fmt.Sprintf("faults %+v", a.Faults)
+		default:
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// Result is what a run found.
+type Result struct {
+	Seed     int64
+	Schedule []Action
+	// Ops is how many register operations were recorded; Acked, ledger writes acknowledged;
+	// WatchEvents, events the watches delivered and the check compared.
+	Ops, Acked, WatchEvents int
+	// Failures are the checks that failed.
+	Failures []string
+}
+
+// Failed reports whether a check failed.
+func (r *Result) Failed() bool { return len(r.Failures) > 0 }
+
+func (r *Result) failf(format string, args ...any) {
+	r.Failures = append(r.Failures, fmt.Sprintf(format, args...))
+}
+
+// Run runs one seeded simulation: a cluster under client load and the seed's fault schedule,
+// then every check on what was recorded. An error is a harness failure (the cluster could not
+// start); a failed check is in the Result.
+func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
+	o.defaults()
+	res := &Result{Seed: seed, Schedule: Schedule(seed, o)}
+	net := NewNetwork(rand.New(rand.NewSource(seed+1)), Faults{})
+	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	c, err := NewCluster(startCtx, net, ClusterConfig{Size: o.Members, Dir: o.Dir, Log: o.Log})
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+
+	hist := NewHistory()
+	watches := newWatchers(c)
+	versions := newVersionSampler(c)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < o.Clients; i++ {
+		wg.Add(1)
+		go func(client int) {
+			defer wg.Done()
+			runClient(c, hist, rand.New(rand.NewSource(seed+100+int64(client))), client, o.Keys, stop)
+		}(i)
+	}
+	wg.Add(2)
+	go func() { defer wg.Done(); watches.run(stop) }()
+	go func() { defer wg.Done(); versions.run(stop) }()
+
+	// The schedule, on the wall clock from now.
+	begin := time.Now()
+	type pending struct {
+		at time.Time
+		m  *Member
+	}
+	var restarts []pending
+	for _, a := range res.Schedule {
+		if wait := time.Until(begin.Add(a.At)); wait > 0 {
+			time.Sleep(wait)
+		}
+		for len(restarts) > 0 && !time.Now().Before(restarts[0].at) {
+			if err := c.Restart(restarts[0].m); err != nil {
+				res.failf("restart %s: %v", restarts[0].m.Name, err)
+			}
+			restarts = restarts[1:]
+		}
+		m := c.Members[a.Member]
+		switch a.Kind {
+		case "isolate":
+			net.Isolate(c.IDOf(m))
+		case "cut":
+			net.Cut(c.IDOf(m), c.IDOf(c.Members[a.To]))
+		case "mend":
+			net.MendAll()
+		case "restart":
+			c.Stop(m)
+			restarts = append(restarts, pending{at: time.Now().Add(a.Back), m: m})
+		case "faults":
+			net.SetFaults(a.Faults)
+		}
+	}
+	if wait := time.Until(begin.Add(o.Duration)); wait > 0 {
+		time.Sleep(wait)
+	}
+	// Quiet: every fault gone, every member back; the clients go on a little so the healed
+	// cluster serves them too, then stop.
+	net.SetFaults(Faults{})
+	net.MendAll()
+	for _, p := range restarts {
+		if err := c.Restart(p.m); err != nil {
+			res.failf("restart %s: %v", p.m.Name, err)
+		}
+	}
+	readyCtx, cancelReady := context.WithTimeout(ctx, 30*time.Second)
+	if err := c.WaitReady(readyCtx); err != nil {
+		res.failf("after the faults: %v", err)
+	}
+	cancelReady()
+	time.Sleep(o.Step)
+	close(stop)
+	wg.Wait()
+
+	res.Ops, res.Acked = len(hist.Ops()), len(hist.Acked())
+	check(ctx, c, hist, watches, versions, res)
+	return res, nil
+}
+
+// runClient issues register operations (a put or a linearizable get of one of keys) to a
+// random running member, and a ledger write (a key written once) after every few, until stop.
+func runClient(c *Cluster, h *History, rng *rand.Rand, client, keys int, stop <-chan struct{}) {
+	for n := 0; ; n++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		up := c.Up()
+		if len(up) == 0 {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		s := up[rng.Intn(len(up))].Server()
+		if s == nil {
+			continue
+		}
+		key := fmt.Sprintf("reg/%d", rng.Intn(keys))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if rng.Intn(2) == 0 {
+			val := fmt.Sprintf("c%d-%d", client, n)
+			op := Op{Client: client, Key: key, Write: true, Value: val, Call: h.now()}
+			resp, err := s.Put(ctx, &pb.PutRequest{Key: []byte(key), Value: []byte(val)})
+			op.Return = h.now()
+			if err != nil {
+				op.Return = math.MaxInt64 // it may still be applied
+			} else {
+				op.Rev = resp.Header.Revision
+			}
+			h.Add(op)
+		} else {
+			op := Op{Client: client, Key: key, Call: h.now()}
+			resp, err := s.Range(ctx, &pb.RangeRequest{Key: []byte(key)})
+			op.Return = h.now()
+			if err == nil {
+				if len(resp.Kvs) > 0 {
+					op.Value = string(resp.Kvs[0].Value)
+				}
+				op.Rev = resp.Header.Revision
+				h.Add(op)
+			}
+		}
+		if n%4 == 0 {
+			k, v := fmt.Sprintf("ledger/c%d/%06d", client, n), fmt.Sprintf("v%d", n)
+			if _, err := s.Put(ctx, &pb.PutRequest{Key: []byte(k), Value: []byte(v)}); err == nil {
+				h.Ack(k, v)
+			}
+		}
+		cancel()
+	}
+}
+
+// watchers keeps a watch of every key open on each running member, re-opened after a restart
+// from the revision after the last one seen, as a client does.
+type watchers struct {
+	c  *Cluster
+	mu sync.Mutex
+	// events and from per member name: what each incarnation's watch delivered.
+	got []watchLog
+}
+
+type watchLog struct {
+	member string
+	from   int64
+	events []Event
+}
+
+func newWatchers(c *Cluster) *watchers { return &watchers{c: c} }
+
+func (w *watchers) run(stop <-chan struct{}) {
+	var wg sync.WaitGroup
+	for _, m := range w.c.Members {
+		wg.Add(1)
+		go func(m *Member) {
+			defer wg.Done()
+			next := int64(1)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s := m.Server()
+				if s == nil {
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				next = w.follow(m.Name, s.KV(), s.Stopping(), next, stop)
+			}
+		}(m)
+	}
+	wg.Wait()
+}
+
+// follow watches every key on one incarnation from revision from until it stops, recording what
+// it delivers; it returns the revision to go on from.
+func (w *watchers) follow(name string, kv *mvcc.Store, stopping <-chan struct{}, from int64, stop <-chan struct{}) int64 {
+	ws := kv.NewWatchStream()
+	defer ws.Close()
+	if _, err := ws.Watch(0, []byte{0}, []byte{0xff}, from); err != nil {
+		time.Sleep(10 * time.Millisecond)
+		return from
+	}
+	log := watchLog{member: name, from: from}
+	defer func() {
+		w.mu.Lock()
+		w.got = append(w.got, log)
+		w.mu.Unlock()
+	}()
+	next := from
+	for {
+		select {
+		case r, ok := <-ws.Chan():
+			if !ok {
+				return next
+			}
+			for _, ev := range r.Events {
+				log.events = append(log.events, eventOf(ev))
+				next = ev.KV.ModRevision + 1
+			}
+		case <-stopping:
+			return next
+		case <-stop:
+			return next
+		}
+	}
+}
+
+func eventOf(ev mvcc.Event) Event {
+	return Event{Rev: ev.KV.ModRevision, Key: string(ev.KV.Key), Value: string(ev.KV.Value), Delete: ev.Type == mvccpb.DELETE}
+}
+
+// versionSampler records the cluster version each running member reports, every few ms.
+type versionSampler struct {
+	c    *Cluster
+	mu   sync.Mutex
+	seen map[string][]string
+}
+
+func newVersionSampler(c *Cluster) *versionSampler {
+	return &versionSampler{c: c, seen: map[string][]string{}}
+}
+
+func (v *versionSampler) run(stop <-chan struct{}) {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		for _, m := range v.c.Members {
+			if s := m.Server(); s != nil {
+				cv := s.ClusterVersion()
+				if !cv.IsZero() {
+					v.mu.Lock()
+					v.seen[m.Name] = append(v.seen[m.Name], cv.String())
+					v.mu.Unlock()
+				}
+			}
+		}
+	}
+}
+
+// check runs every check on the quiet cluster and the recorded history.
+func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionSampler, res *Result) {
+	ops := h.Ops()
+	if err := CheckLinearizable(ops, 30*time.Second); err != nil {
+		res.failf("linearizability: %v", err)
+	}
+	if err := CheckRevisions(ops); err != nil {
+		res.failf("revisions: %v", err)
+	}
+	final, err := settle(ctx, c)
+	if err != nil {
+		res.failf("settle: %v", err)
+		return
+	}
+	// Every member holds every acknowledged ledger write, and the same keyspace.
+	acked := h.Acked()
+	hashes := map[uint32][]string{}
+	for _, m := range c.Members {
+		s := m.Server()
+		r, err := s.KV().Range([]byte("ledger/"), []byte("ledger0"), mvcc.RangeOptions{})
+		if err != nil {
+			res.failf("read the ledger on %s: %v", m.Name, err)
+			continue
+		}
+		have := map[string]string{}
+		for _, kv := range r.KVs {
+			have[string(kv.Key)] = string(kv.Value)
+		}
+		if lost := LostWrites(acked, have); len(lost) > 0 {
+			res.failf("%s lost %d of %d acknowledged writes: %s", m.Name, len(lost), len(acked), strings.Join(lost[:min(5, len(lost))], ", "))
+		}
+		hash, _, _, _, err := s.KV().HashKV(final)
+		if err != nil {
+			res.failf("hashkv on %s: %v", m.Name, err)
+			continue
+		}
+		hashes[hash] = append(hashes[hash], m.Name)
+	}
+	if len(hashes) > 1 {
+		res.failf("members disagree at revision %d: %v", final, hashes)
+	}
+	// Watches: the store's own history from revision 1 is the reference.
+	ref, err := storeHistory(c.Members[0].Server().KV(), final)
+	if err != nil {
+		res.failf("read the store's history: %v", err)
+		return
+	}
+	w.mu.Lock()
+	logs := append([]watchLog(nil), w.got...)
+	w.mu.Unlock()
+	for _, l := range logs {
+		last := l.from - 1
+		if n := len(l.events); n > 0 {
+			last = l.events[n-1].Rev
+		}
+		if err := CheckWatch(l.member, l.events, ref, l.from, last); err != nil {
+			res.failf("watch: %v", err)
+		}
+		res.WatchEvents += len(l.events)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for name, seen := range v.seen {
+		if err := CheckClusterVersions(name, seen, version.Local().String()); err != nil {
+			res.failf("cluster version: %v", err)
+		}
+	}
+}
+
+// settle waits until every member has applied the same revision, and returns it.
+func settle(ctx context.Context, c *Cluster) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		// A linearizable write through any member moves everyone to a revision all will reach.
+		up := c.Up()
+		if len(up) != len(c.Members) {
+			return 0, fmt.Errorf("%d of %d members running", len(up), len(c.Members))
+		}
+		wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
+		resp, err := up[0].Server().Put(wctx, &pb.PutRequest{Key: []byte("settle"), Value: []byte("x")})
+		wcancel()
+		if err == nil {
+			rev := resp.Header.Revision
+			deadline := time.Now().Add(10 * time.Second)
+			for time.Now().Before(deadline) {
+				all := true
+				for _, m := range c.Members {
+					if m.Server().KV().Rev() < rev {
+						all = false
+					}
+				}
+				if all {
+					return rev, nil
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		if ctx.Err() != nil {
+			return 0, errors.Join(errors.New("the cluster did not settle"), err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// storeHistory reads every event from revision 1 to final from a store, by revision.
+func storeHistory(kv *mvcc.Store, final int64) (map[int64][]Event, error) {
+	ws := kv.NewWatchStream()
+	defer ws.Close()
+	if _, err := ws.Watch(0, []byte{0}, []byte{0xff}, 1); err != nil {
+		return nil, err
+	}
+	out := map[int64][]Event{}
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case r := <-ws.Chan():
+			for _, ev := range r.Events {
+				e := eventOf(ev)
+				out[e.Rev] = append(out[e.Rev], e)
+				if e.Rev >= final {
+					return out, nil
+				}
+			}
+		case <-timeout:
+			return nil, fmt.Errorf("the store's history stopped before revision %d", final)
+		}
+	}
+}

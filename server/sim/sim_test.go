@@ -1,0 +1,150 @@
+package sim
+
+import (
+	"context"
+	"flag"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The campaign: SIM_SEEDS seeds from SIM_FIRST_SEED (make sim SEEDS=N), or the one seed
+// SIM_SEED (what a failure prints to replay it). make test runs a short campaign.
+var verbose = flag.Bool("sim.v", false, "print each run's schedule")
+
+func TestSimulation(t *testing.T) {
+	seeds := []int64{1, 2}
+	if s := os.Getenv("SIM_SEED"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("SIM_SEED=%q: %v", s, err)
+		}
+		seeds = []int64{n}
+	} else if s := os.Getenv("SIM_SEEDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("SIM_SEEDS=%q: want a positive count", s)
+		}
+		first := int64(1)
+		if f := os.Getenv("SIM_FIRST_SEED"); f != "" {
+			if first, err = strconv.ParseInt(f, 10, 64); err != nil {
+				t.Fatalf("SIM_FIRST_SEED=%q: %v", f, err)
+			}
+		}
+		seeds = seeds[:0]
+		for i := 0; i < n; i++ {
+			seeds = append(seeds, first+int64(i))
+		}
+	}
+	failed := 0
+	for _, seed := range seeds {
+		res, err := Run(context.Background(), seed, Options{Dir: t.TempDir()})
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if *verbose || res.Failed() {
+			for _, a := range res.Schedule {
+				t.Logf("seed %d: %v", seed, a)
+			}
+		}
+		t.Logf("seed %d: %d operations, %d acknowledged ledger writes, %d watch events, %d faults scheduled", seed, res.Ops, res.Acked, res.WatchEvents, len(res.Schedule))
+		if res.Ops < 50 || res.Acked < 10 || res.WatchEvents < res.Acked {
+			t.Errorf("seed %d: too little got through (%d operations, %d writes, %d watch events): the run proves nothing", seed, res.Ops, res.Acked, res.WatchEvents)
+		}
+		if res.Failed() {
+			failed++
+			t.Errorf("seed %d FAILED:\n  %s\nreplay: cd server && SIM_SEED=%d go test -run TestSimulation -v ./sim", seed, strings.Join(res.Failures, "\n  "), seed)
+		}
+	}
+	t.Logf("%d seeds, %d failed", len(seeds), failed)
+}
+
+// TestScheduleIsTheSeeds: a seed always draws the same schedule, and different seeds differ.
+func TestScheduleIsTheSeeds(t *testing.T) {
+	a, b := Schedule(7, Options{}), Schedule(7, Options{})
+	if len(a) == 0 || len(a) != len(b) {
+		t.Fatalf("schedules of seed 7: %d and %d actions", len(a), len(b))
+	}
+	for i := range a {
+		if a[i].String() != b[i].String() {
+			t.Fatalf("seed 7 drew %v then %v", a[i], b[i])
+		}
+	}
+	if joined(Schedule(8, Options{})) == joined(a) {
+		t.Fatal("seeds 7 and 8 drew the same schedule")
+	}
+}
+
+func joined(as []Action) string {
+	var s []string
+	for _, a := range as {
+		s = append(s, a.String())
+	}
+	return strings.Join(s, ";")
+}
+
+// The checks fail when they should: recorded histories with a stale read, a revision going
+// back, a lost write, a watch gap, a lowered cluster version.
+func TestChecksCatchPlantedBugs(t *testing.T) {
+	ms := int64(time.Millisecond)
+	t.Run("stale read", func(t *testing.T) {
+		ok := []Op{
+			{Client: 0, Key: "k", Write: true, Value: "1", Call: 0, Return: 1 * ms},
+			{Client: 1, Key: "k", Value: "1", Call: 2 * ms, Return: 3 * ms},
+		}
+		if err := CheckLinearizable(ok, time.Second); err != nil {
+			t.Fatalf("a correct history: %v", err)
+		}
+		stale := append(ok, Op{Client: 0, Key: "k", Write: true, Value: "2", Call: 4 * ms, Return: 5 * ms},
+			Op{Client: 1, Key: "k", Value: "1", Call: 6 * ms, Return: 7 * ms})
+		if CheckLinearizable(stale, time.Second) == nil {
+			t.Fatal("a read of 1 after the write of 2 returned passed")
+		}
+		unknown := append(ok, Op{Client: 0, Key: "k", Write: true, Value: "2", Call: 4 * ms, Return: math.MaxInt64},
+			Op{Client: 1, Key: "k", Value: "1", Call: 6 * ms, Return: 7 * ms})
+		if err := CheckLinearizable(unknown, time.Second); err != nil {
+			t.Fatalf("a write of unknown outcome may take effect later: %v", err)
+		}
+	})
+	t.Run("revision going back", func(t *testing.T) {
+		ops := []Op{{Client: 0, Key: "k", Value: "1", Call: 0, Return: ms, Rev: 5}, {Client: 0, Key: "k", Value: "1", Call: 2 * ms, Return: 3 * ms, Rev: 4}}
+		if CheckRevisions(ops) == nil {
+			t.Fatal("revision 4 after 5 passed")
+		}
+		if err := CheckRevisions(ops[:1]); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("lost write", func(t *testing.T) {
+		if lost := LostWrites(map[string]string{"a": "1", "b": "2"}, map[string]string{"a": "1", "b": "3"}); len(lost) != 1 || lost[0] != "b" {
+			t.Fatalf("lost = %v", lost)
+		}
+	})
+	t.Run("watch gap", func(t *testing.T) {
+		ref := map[int64][]Event{2: {{Rev: 2, Key: "a", Value: "1"}}, 3: {{Rev: 3, Key: "b", Value: "1"}}, 4: {{Rev: 4, Key: "a", Value: "2"}}}
+		full := []Event{ref[2][0], ref[3][0], ref[4][0]}
+		if err := CheckWatch("m1", full, ref, 2, 4); err != nil {
+			t.Fatalf("a complete watch: %v", err)
+		}
+		if CheckWatch("m1", []Event{ref[2][0], ref[4][0]}, ref, 2, 4) == nil {
+			t.Fatal("a watch that skipped revision 3 passed")
+		}
+		if CheckWatch("m1", []Event{ref[3][0], ref[2][0], ref[4][0]}, ref, 2, 4) == nil {
+			t.Fatal("a watch out of order passed")
+		}
+	})
+	t.Run("cluster version", func(t *testing.T) {
+		if err := CheckClusterVersions("m1", []string{"3.6", "3.7", "3.7"}, "3.7"); err != nil {
+			t.Fatal(err)
+		}
+		if CheckClusterVersions("m1", []string{"3.7", "3.6"}, "3.7") == nil {
+			t.Fatal("a lowered cluster version passed")
+		}
+		if CheckClusterVersions("m1", []string{"3.7"}, "3.6") == nil {
+			t.Fatal("a cluster version above the member's level passed")
+		}
+	})
+}
