@@ -233,3 +233,31 @@ func TestLease(t *testing.T) {
 		t.Fatal("a kept-alive lease expired")
 	}
 }
+
+// TestKeepAliveAfterExpiryAsUpstream: a keep-alive that reaches the leader after the lease's TTL
+// ran out, whether or not the leader has revoked it yet, does not bring it back: the lease is
+// not found and its key is gone, in ours as in upstream. (Ours used to renew it when the
+// keep-alive beat the leader's next expiry check; the simulation's late keep-alives found it.)
+func TestKeepAliveAfterExpiryAsUpstream(t *testing.T) {
+	besideUpstream(t, func(t *testing.T, m *Member) []string {
+		cl := m.Client()
+		var out []string
+		for _, late := range []time.Duration{2050 * time.Millisecond, 2250 * time.Millisecond, 2450 * time.Millisecond} {
+			g, err := cl.Grant(Ctx(t), 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cl.Put(Ctx(t), "expiring", "v", clientv3.WithLease(g.ID)); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(late)
+			_, kaErr := cl.KeepAliveOnce(Ctx(t), g.ID)
+			r, err := cl.Get(Ctx(t), "expiring")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("keep-alive %v after the grant: %v; the key exists: %v", late, kaErr, len(r.Kvs) == 1))
+		}
+		return out
+	})
+}

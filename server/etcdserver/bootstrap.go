@@ -81,7 +81,7 @@ func New(cfg Config) (*Server, error) {
 	if rem := (int64((3*cfg.ElectionTicks)/2) * int64(cfg.TickMs)) % 1000; rem != 0 {
 		minTTL++
 	}
-	if s.les, err = lease.New(s.be, minTTL); err != nil {
+	if s.les, err = lease.New(s.be, minTTL, cfg.LeaseClock); err != nil {
 		return fail(err)
 	}
 	if s.kv, err = mvcc.Open(s.be, lg, s.les); err != nil {

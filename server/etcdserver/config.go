@@ -106,6 +106,9 @@ type Config struct {
 	PeerTLS *tls.Config
 	// Peers is how the member reaches the others (nil: the network, NetworkPeers).
 	Peers PeerNetwork
+	// LeaseClock is the clock the lessor judges expiry by (nil: time.Now); the simulation's can
+	// jump.
+	LeaseClock func() time.Time
 }
 
 // Defaults as upstream etcd 3.6.

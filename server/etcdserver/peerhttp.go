@@ -113,7 +113,7 @@ func (s *Server) serveLeaseRenew(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	failpoint.At(failpoint.BeforeServeHTTPLeaseRenew)
-	ttl, err := s.renewLocal(req.ID)
+	ttl, err := s.renewLocal(r.Context(), req.ID)
 	if err != nil {
 		leaseHTTPError(w, err)
 		return

@@ -308,7 +308,7 @@ func (s *Server) LeaseRenew(ctx context.Context, id int64) (int64, error) {
 		if err := s.waitForLease(ctx, id); err != nil {
 			return -1, err
 		}
-		return s.renewLocal(id)
+		return s.renewLocal(ctx, id)
 	}
 	body, _ := (&pb.LeaseKeepAliveRequest{ID: id}).Marshal()
 	out, err := s.forwardToLeader(ctx, leasePath, body)
@@ -322,8 +322,8 @@ func (s *Server) LeaseRenew(ctx context.Context, id int64) (int64, error) {
 	return resp.TTL, nil
 }
 
-func (s *Server) renewLocal(id int64) (int64, error) {
-	ttl, checkpointed, err := s.les.Renew(id)
+func (s *Server) renewLocal(ctx context.Context, id int64) (int64, error) {
+	ttl, checkpointed, err := s.les.Renew(ctx, id)
 	if err == nil {
 		s.m.leaseRenewed.Inc()
 	}

@@ -4,6 +4,7 @@
 package lease
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -38,6 +39,9 @@ type Lease struct {
 	keys   map[string]struct{}
 	// remaining is the TTL left at the last checkpoint (0: none); a new leader starts from it.
 	remaining int64
+	// revoked is closed when the lease's revocation is applied (Forget) or it vanishes in a
+	// reload: keep-alives of an expired lease wait for it.
+	revoked chan struct{}
 }
 
 // timeLeft is the time before expiry (negative: expired; very large: not judged here).
@@ -55,6 +59,8 @@ type Info struct {
 type Lessor struct {
 	be     *backend.Backend
 	minTTL int64
+	// now is the clock expiry is judged by: time.Now (monotonic), or the simulation's.
+	now func() time.Time
 
 	mu     sync.RWMutex
 	leases map[int64]*Lease
@@ -62,11 +68,17 @@ type Lessor struct {
 	// instead of reading the old value from the database.
 	keyLease map[string]int64
 	primary  bool
+	// demoted is closed when this member stops judging expiry (a new one at each Promote).
+	demoted chan struct{}
 }
 
-// New loads the leases stored in the backend. minTTL is the smallest TTL a grant gets.
-func New(be *backend.Backend, minTTL int64) (*Lessor, error) {
-	l := &Lessor{be: be, minTTL: minTTL, leases: map[int64]*Lease{}, keyLease: map[string]int64{}}
+// New loads the leases stored in the backend. minTTL is the smallest TTL a grant gets; now is the
+// clock leases expire by (nil: time.Now).
+func New(be *backend.Backend, minTTL int64, now func() time.Time) (*Lessor, error) {
+	if now == nil {
+		now = time.Now
+	}
+	l := &Lessor{be: be, minTTL: minTTL, now: now, leases: map[int64]*Lease{}, keyLease: map[string]int64{}, demoted: closedChan()}
 	if err := l.Reload(); err != nil {
 		return nil, err
 	}
@@ -83,7 +95,7 @@ func (l *Lessor) Reload() error {
 			if err != nil {
 				return fmt.Errorf("lease %x: %w", k, err)
 			}
-			leases[rec.ID] = &Lease{ID: rec.ID, TTL: rec.TTL, remaining: rec.RemainingTTL, expiry: forever, keys: map[string]struct{}{}}
+			leases[rec.ID] = &Lease{ID: rec.ID, TTL: rec.TTL, remaining: rec.RemainingTTL, expiry: forever, keys: map[string]struct{}{}, revoked: make(chan struct{})}
 			return nil
 		})
 	})
@@ -91,10 +103,17 @@ func (l *Lessor) Reload() error {
 		return fmt.Errorf("lease: load: %w", err)
 	}
 	l.mu.Lock()
+	for id, old := range l.leases {
+		if ls, ok := leases[id]; ok {
+			ls.revoked = old.revoked // still the same lease: its waiters go on waiting
+		} else {
+			close(old.revoked)
+		}
+	}
 	l.leases = leases
 	l.keyLease = map[string]int64{}
 	if l.primary {
-		now := time.Now()
+		now := l.now()
 		for _, ls := range leases {
 			ls.expiry = now.Add(time.Duration(ls.TTL) * time.Second)
 		}
@@ -120,11 +139,11 @@ func (l *Lessor) Grant(b *backend.BatchTx, id, ttl int64) (*Info, error) {
 	if err := b.Put(schema.Lease, schema.LeaseKey(id), schema.LeaseRecord{ID: id, TTL: ttl}.Encode()); err != nil {
 		return nil, err
 	}
-	ls := &Lease{ID: id, TTL: ttl, expiry: forever, keys: map[string]struct{}{}}
+	ls := &Lease{ID: id, TTL: ttl, expiry: forever, keys: map[string]struct{}{}, revoked: make(chan struct{})}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.primary {
-		ls.expiry = time.Now().Add(time.Duration(ttl) * time.Second)
+		ls.expiry = l.now().Add(time.Duration(ttl) * time.Second)
 	}
 	l.leases[id] = ls
 	return &Info{ID: id, TTL: ttl}, nil
@@ -168,24 +187,50 @@ func (l *Lessor) Forget(id int64, b *backend.BatchTx) error {
 		}
 	}
 	delete(l.leases, id)
+	close(ls.revoked)
 	return b.Delete(schema.Lease, schema.LeaseKey(id))
 }
 
 // Renew restarts a lease's TTL (leader only) and returns the TTL. checkpointed reports that the
 // lease had a checkpointed remaining TTL, which the caller must clear through raft so a later
 // leader does not cut the renewed lease short.
-func (l *Lessor) Renew(id int64) (ttl int64, checkpointed bool, err error) {
+//
+// An expired lease is not brought back, as upstream's is not: its revocation is on its way
+// through raft (the leader's lease loop), and the keep-alive waits for it and answers
+// ErrNotFound, or ErrNotPrimary if this member stops leading first.
+func (l *Lessor) Renew(ctx context.Context, id int64) (ttl int64, checkpointed bool, err error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if !l.primary {
+		l.mu.Unlock()
 		return -1, false, ErrNotPrimary
 	}
 	ls, ok := l.leases[id]
 	if !ok {
+		l.mu.Unlock()
 		return -1, false, ErrNotFound
 	}
-	ls.expiry = time.Now().Add(time.Duration(ls.TTL) * time.Second)
+	now := l.now()
+	if ls.timeLeft(now) <= 0 {
+		revoked, demoted := ls.revoked, l.demoted
+		l.mu.Unlock()
+		select {
+		case <-revoked:
+			return -1, false, ErrNotFound
+		case <-demoted:
+			return -1, false, ErrNotPrimary
+		case <-ctx.Done():
+			return -1, false, ctx.Err()
+		}
+	}
+	defer l.mu.Unlock()
+	ls.expiry = now.Add(time.Duration(ls.TTL) * time.Second)
 	return ls.TTL, ls.remaining > 0, nil
+}
+
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
 }
 
 // Checkpoint records a remaining TTL (applied from raft on every member); 0 clears it. With a
@@ -213,7 +258,7 @@ func (l *Lessor) Remaining() map[int64]int64 {
 	if !l.primary {
 		return nil
 	}
-	now := time.Now()
+	now := l.now()
 	out := map[int64]int64{}
 	for id, ls := range l.leases {
 		rem := int64(math.Ceil(ls.timeLeft(now).Seconds()))
@@ -232,7 +277,7 @@ func (l *Lessor) Lookup(id int64) (*Info, error) {
 	if !ok {
 		return nil, ErrNotFound
 	}
-	return l.info(ls, time.Now()), nil
+	return l.info(ls, l.now()), nil
 }
 
 func (l *Lessor) info(ls *Lease, now time.Time) *Info {
@@ -303,8 +348,11 @@ func (l *Lessor) LeaseOf(key []byte) int64 {
 func (l *Lessor) Promote(extend time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !l.primary {
+		l.demoted = make(chan struct{})
+	}
 	l.primary = true
-	now := time.Now()
+	now := l.now()
 	for _, ls := range l.leases {
 		ttl := ls.TTL
 		if ls.remaining > 0 && ls.remaining < ttl {
@@ -318,6 +366,9 @@ func (l *Lessor) Promote(extend time.Duration) {
 func (l *Lessor) Demote() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.primary {
+		close(l.demoted)
+	}
 	l.primary = false
 	for _, ls := range l.leases {
 		ls.expiry = forever
@@ -331,7 +382,7 @@ func (l *Lessor) Expired(max int) []int64 {
 	if !l.primary {
 		return nil
 	}
-	now := time.Now()
+	now := l.now()
 	var ids []int64
 	for id, ls := range l.leases {
 		if ls.timeLeft(now) <= 0 {

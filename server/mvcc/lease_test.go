@@ -20,7 +20,7 @@ func TestPutsMoveKeysBetweenLeases(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		les, err := lease.New(be, 1)
+		les, err := lease.New(be, 1, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,9 +32,24 @@ type Member struct {
 	PeerURL string
 	cfg     etcdserver.Config
 
+	// clock is the member's lease clock: the wall clock plus what the harness jumped it by.
+	clock Clock
+
 	mu  sync.Mutex
 	srv *etcdserver.Server // nil while down
 }
+
+// Clock is a member's lease clock (etcdserver.Config.LeaseClock): real time, plus jumps.
+type Clock struct{ offset atomic.Int64 }
+
+// Now is the clock's time.
+func (c *Clock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+
+// Jump moves the clock forward by d, at once.
+func (c *Clock) Jump(d time.Duration) { c.offset.Add(int64(d)) }
+
+// JumpClock moves a member's lease clock forward.
+func (m *Member) JumpClock(d time.Duration) { m.clock.Jump(d) }
 
 // Server is the running member, or nil while it is down.
 func (m *Member) Server() *etcdserver.Server {
@@ -102,7 +118,7 @@ func NewCluster(ctx context.Context, net *Network, cc ClusterConfig) (*Cluster, 
 			SnapshotCatchUpEntries: cc.SnapshotCount / 3, MaxRequestBytes: etcdserver.DefaultMaxRequestBytes,
 			MaxTxnOps: etcdserver.DefaultMaxTxnOps, PreVote: true, StrictReconfigCheck: true,
 			LeaseCheckpointInterval: etcdserver.DefaultLeaseCheckpointInterval, BackendBatchInterval: 20 * time.Millisecond,
-			BackendBatchLimit: 1000, Peers: net.For(m.PeerURL)}
+			BackendBatchLimit: 1000, Peers: net.For(m.PeerURL), LeaseClock: m.clock.Now}
 		if err := os.MkdirAll(m.cfg.DataDir, 0o700); err != nil {
 			return nil, err
 		}

@@ -31,6 +31,10 @@ type Options struct {
 	Dir string
 	// Log receives the members' warnings and errors (default: discarded).
 	Log io.Writer
+	// JumpClocks, when set, moves every member's lease clock forward by this much, again and
+	// again through the middle of the run: a planted bug (a clock running ahead) the lease
+	// check must catch.
+	JumpClocks time.Duration
 }
 
 func (o *Options) defaults() {
@@ -109,7 +113,8 @@ type Result struct {
 	Schedule []Action
 	// Ops is how many register operations were recorded; Acked, ledger writes acknowledged;
 	// WatchEvents, events the watches delivered and the check compared.
-	Ops, Acked, WatchEvents int
+	// LeasesExpired, leases whose expiry the lease check judged.
+	Ops, Acked, WatchEvents, LeasesExpired int
 	// Failures are the checks that failed.
 	Failures []string
 }
@@ -137,10 +142,12 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 	defer c.Close()
 
 	hist := NewHistory()
-	watches := newWatchers(c)
+	watches := newWatchers(c, hist)
 	versions := newVersionSampler(c)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
+	// Clients stop first; the watches and the version sampler go on until the last lease can
+	// have expired.
+	stop, stopObservers := make(chan struct{}), make(chan struct{})
+	var wg, observers sync.WaitGroup
 	for i := 0; i < o.Clients; i++ {
 		wg.Add(1)
 		go func(client int) {
@@ -148,12 +155,28 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 			runClient(c, hist, rand.New(rand.NewSource(seed+100+int64(client))), client, o.Keys, stop)
 		}(i)
 	}
-	wg.Add(2)
-	go func() { defer wg.Done(); watches.run(stop) }()
-	go func() { defer wg.Done(); versions.run(stop) }()
+	leases := newLeaseLog()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		runLeaseClient(c, hist, leases, rand.New(rand.NewSource(seed+99)), stop)
+	}()
+	observers.Add(2)
+	go func() { defer observers.Done(); watches.run(stopObservers) }()
+	go func() { defer observers.Done(); versions.run(stopObservers) }()
 
 	// The schedule, on the wall clock from now.
 	begin := time.Now()
+	if o.JumpClocks > 0 {
+		// Every 100 ms through the middle half of the run: leases alive at each jump are cut short.
+		for at := o.Duration / 4; at < 3*o.Duration/4; at += 100 * time.Millisecond {
+			time.AfterFunc(at, func() {
+				for _, m := range c.Members {
+					m.JumpClock(o.JumpClocks)
+				}
+			})
+		}
+	}
 	type pending struct {
 		at time.Time
 		m  *Member
@@ -204,9 +227,15 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 	time.Sleep(o.Step)
 	close(stop)
 	wg.Wait()
+	// A lease expires at the leader's next check (every 500 ms) after its TTL, then its revoke
+	// goes through raft.
+	time.Sleep(leases.longestTTL() + time.Second)
+	close(stopObservers)
+	observers.Wait()
 
 	res.Ops, res.Acked = len(hist.Ops()), len(hist.Acked())
 	check(ctx, c, hist, watches, versions, res)
+	checkLeases(watches, leases, res)
 	return res, nil
 }
 
@@ -267,6 +296,7 @@ func runClient(c *Cluster, h *History, rng *rand.Rand, client, keys int, stop <-
 // from the revision after the last one seen, as a client does.
 type watchers struct {
 	c  *Cluster
+	h  *History
 	mu sync.Mutex
 	// events and from per member name: what each incarnation's watch delivered.
 	got []watchLog
@@ -276,9 +306,11 @@ type watchLog struct {
 	member string
 	from   int64
 	events []Event
+	// at is when each event arrived (nanoseconds since the run began).
+	at []int64
 }
 
-func newWatchers(c *Cluster) *watchers { return &watchers{c: c} }
+func newWatchers(c *Cluster, h *History) *watchers { return &watchers{c: c, h: h} }
 
 func (w *watchers) run(stop <-chan struct{}) {
 	var wg sync.WaitGroup
@@ -329,6 +361,7 @@ func (w *watchers) follow(name string, kv *mvcc.Store, stopping <-chan struct{},
 			}
 			for _, ev := range r.Events {
 				log.events = append(log.events, eventOf(ev))
+				log.at = append(log.at, w.h.now())
 				next = ev.KV.ModRevision + 1
 			}
 		case <-stopping:

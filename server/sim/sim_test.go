@@ -50,9 +50,9 @@ func TestSimulation(t *testing.T) {
 				t.Logf("seed %d: %v", seed, a)
 			}
 		}
-		t.Logf("seed %d: %d operations, %d acknowledged ledger writes, %d watch events, %d faults scheduled", seed, res.Ops, res.Acked, res.WatchEvents, len(res.Schedule))
-		if res.Ops < 50 || res.Acked < 10 || res.WatchEvents < res.Acked {
-			t.Errorf("seed %d: too little got through (%d operations, %d writes, %d watch events): the run proves nothing", seed, res.Ops, res.Acked, res.WatchEvents)
+		t.Logf("seed %d: %d operations, %d acknowledged ledger writes, %d watch events, %d leases expired, %d faults scheduled", seed, res.Ops, res.Acked, res.WatchEvents, res.LeasesExpired, len(res.Schedule))
+		if res.Ops < 50 || res.Acked < 10 || res.WatchEvents < res.Acked || res.LeasesExpired == 0 {
+			t.Errorf("seed %d: too little got through (%d operations, %d writes, %d watch events, %d leases expired): the run proves nothing", seed, res.Ops, res.Acked, res.WatchEvents, res.LeasesExpired)
 		}
 		if res.Failed() {
 			failed++
@@ -147,4 +147,24 @@ func TestChecksCatchPlantedBugs(t *testing.T) {
 			t.Fatal("a cluster version above the member's level passed")
 		}
 	})
+}
+
+// TestLeaseCheckCatchesAClockRunningAhead plants a bug through the harness's clock seam: every
+// member's lease clock jumps 10 s ahead, again and again, so leases alive at a jump expire long
+// before their TTL since the last keep-alive. The lease check must say so.
+func TestLeaseCheckCatchesAClockRunningAhead(t *testing.T) {
+	res, err := Run(context.Background(), 11, Options{Dir: t.TempDir(), JumpClocks: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	early := 0
+	for _, f := range res.Failures {
+		if strings.Contains(f, "expired early") {
+			early++
+		}
+	}
+	if early == 0 {
+		t.Fatalf("leases expired by a clock 10 s ahead went unnoticed (%d leases judged); failures: %v", res.LeasesExpired, res.Failures)
+	}
+	t.Logf("caught %d leases expiring early", early)
 }
