@@ -153,7 +153,7 @@ func TestWALCutShortIsRefused(t *testing.T) {
 		t.Fatalf("a member whose WAL is behind its database kept running: %v\n%s", err, m.LogTail(10))
 	}
 	log := m.Log()
-	want := regexp.MustCompile(`backend.ConsistentIndex \(\d+\) must be <= WAL.HardState.commit \(\d+\): the database has applied the log up to index \d+ but the WAL in \S+ ends at commit index \d+ \(last entry \d+\).*etcdctl member remove [0-9a-f]+.*etcdutl snapshot restore`)
+	want := regexp.MustCompile(`backend.ConsistentIndex \(\d+\) must be <= the WAL's last index \(\d+\): the database has applied the log up to index \d+ but the WAL in \S+ ends at index \d+ \(commit index \d+\).*etcdctl member remove [0-9a-f]+.*etcdutl snapshot restore`)
 	if code != 1 || !want.MatchString(log) || strings.Contains(log, "panic") {
 		t.Fatalf("cut WAL: exit %d\n%s", code, m.LogTail(10))
 	}

@@ -124,6 +124,9 @@ func New(cfg Config) (*Server, error) {
 		return fail(err)
 	}
 	s.wal.SetMaxFiles(cfg.MaxWals)
+	if cfg.WALDisk != nil {
+		s.wal.SetDisk(cfg.WALDisk)
+	}
 	if cfg.UnsafeNoFsync {
 		s.wal.SetUnsafeNoSync()
 	}
@@ -300,6 +303,15 @@ func (s *Server) restart(rcfg *raft.Config) error {
 	}
 	if err := checkLogCoversDB(s.id, cfg.walDir(), st, ents, s.consistentIndex); err != nil {
 		return err
+	}
+	// A power cut can leave the WAL's synced commit index behind what the database applied
+	// (raft does not sync a hard state whose only change is the commit): every applied entry was
+	// committed, and the WAL holds it (checked above), so raft starts from that commit. Left
+	// behind, raft would take a leader's snapshot older than the database for news, and the
+	// database would go back while the entries after it count as already applied.
+	if cindex > st.Commit {
+		s.log.Info("raising the commit index to what the database applied", "wal-commit-index", st.Commit, "consistent-index", cindex)
+		st.Commit = cindex
 	}
 	if cfg.ForceNewCluster {
 		if st, ents, err = s.forceNewCluster(sn, st, ents, cindex); err != nil {

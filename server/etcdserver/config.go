@@ -13,6 +13,7 @@ import (
 	"etcdx/server/features"
 	"etcdx/server/membership"
 	"etcdx/server/schema"
+	"etcdx/server/wal"
 )
 
 // Config is everything a member needs to start.
@@ -109,6 +110,9 @@ type Config struct {
 	// LeaseClock is the clock the lessor judges expiry by (nil: time.Now); the simulation's can
 	// jump.
 	LeaseClock func() time.Time
+	// WALDisk is how the WAL's appends reach stable storage (nil: the file and fdatasync); the
+	// simulation's can lose what was not synced.
+	WALDisk wal.Disk
 }
 
 // Defaults as upstream etcd 3.6.

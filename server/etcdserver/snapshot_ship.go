@@ -69,6 +69,22 @@ func (s *Server) sendSnapshot(m raftpb.Message) {
 		s.node.ReportSnapshot(m.To, raft.SnapshotFailure)
 		return
 	}
+	// The snapshot is labelled with the applied index: the database must be exactly there. Right
+	// after a restart it can be further on (entries it applied before the stop are replayed, not
+	// applied again, until raft hands them out): a database labelled older than it is would have
+	// the follower apply its last entries twice. Raft sends the snapshot again later. (Only this
+	// goroutine applies entries, so after the commit the database holds all it applied.)
+	if err := s.be.Commit(); err != nil {
+		s.log.Error("commit before a snapshot", "error", err)
+		s.node.ReportSnapshot(m.To, raft.SnapshotFailure)
+		return
+	}
+	if ci, _ := s.consistentIndex(); ci != s.appliedIndex.Load() {
+		s.log.Info("not sending a database snapshot while replaying the log", "to", fmt.Sprintf("%x", m.To),
+			"applied-index", s.appliedIndex.Load(), "consistent-index", ci)
+		s.node.ReportSnapshot(m.To, raft.SnapshotFailure)
+		return
+	}
 	rc, size, err := s.be.ReadSnapshot()
 	if err != nil {
 		s.log.Error("open database for snapshot", "error", err)

@@ -26,9 +26,10 @@ func TestCheckLogCoversDB(t *testing.T) {
 		{"database at the commit index", raftpb.HardState{Term: 2, Commit: 100}, ents(1, 100), 100, 2, ""},
 		{"fresh restore", raftpb.HardState{Term: 1, Commit: 3}, ents(1, 3), 3, 1, ""},
 		{"empty data dir", raftpb.HardState{}, nil, 0, 0, ""},
+		{"commit index not synced before a power cut", raftpb.HardState{Term: 2, Commit: 1928}, ents(1, 1929), 1929, 2, ""},
 		{"WAL cut short", raftpb.HardState{Term: 2, Commit: 868}, ents(1, 870), 10249, 2,
-			"backend.ConsistentIndex (10249) must be <= WAL.HardState.commit (868): the database has applied the log up to index 10249 but the WAL in /d/member/wal ends at commit index 868 (last entry 870)"},
-		{"WAL with no state at all", raftpb.HardState{}, nil, 57, 3, "backend.ConsistentIndex (57) must be <= WAL.HardState.commit (0)"},
+			"backend.ConsistentIndex (10249) must be <= the WAL's last index (870): the database has applied the log up to index 10249 but the WAL in /d/member/wal ends at index 870 (commit index 868)"},
+		{"WAL with no state at all", raftpb.HardState{}, nil, 57, 3, "backend.ConsistentIndex (57) must be <= the WAL's last index (0)"},
 		{"WAL from an older term", raftpb.HardState{Term: 2, Commit: 100}, ents(1, 100), 100, 5, "backend.Term (5) must be <= WAL.HardState.term (2)"},
 	}
 	for _, tc := range cases {

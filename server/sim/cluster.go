@@ -34,6 +34,8 @@ type Member struct {
 
 	// clock is the member's lease clock: the wall clock plus what the harness jumped it by.
 	clock Clock
+	// Disk is the member's WAL disk, with its power.
+	Disk *Disk
 
 	mu  sync.Mutex
 	srv *etcdserver.Server // nil while down
@@ -84,7 +86,7 @@ type ClusterConfig struct {
 	// SnapshotCount is how often a member snapshots (default 300, so catch-up by snapshot and
 	// WAL release happen within a short run).
 	SnapshotCount uint64
-	// Log receives the members' logs (default: discarded).
+	// Log receives the members' logs at info level (default: none).
 	Log io.Writer
 }
 
@@ -99,15 +101,17 @@ func NewCluster(ctx context.Context, net *Network, cc ClusterConfig) (*Cluster, 
 	if cc.SnapshotCount == 0 {
 		cc.SnapshotCount = 300
 	}
-	out := cc.Log
-	if out == nil {
-		out = io.Discard
+	// The members' logs at info level when someone reads them (a failed seed's post-mortem);
+	// otherwise none are formatted at all.
+	handler := slog.Handler(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError + 1}))
+	if cc.Log != nil {
+		handler = slog.NewJSONHandler(cc.Log, &slog.HandlerOptions{Level: slog.LevelInfo})
 	}
-	c := &Cluster{Net: net, ids: map[string]uint64{}, log: slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	c := &Cluster{Net: net, ids: map[string]uint64{}, log: slog.New(handler)}
 	initial := map[string][]string{}
 	for i := 1; i <= cc.Size; i++ {
 		name := fmt.Sprintf("m%d", i)
-		m := &Member{Name: name, PeerURL: fmt.Sprintf("http://%s.sim:2380", name)}
+		m := &Member{Name: name, PeerURL: fmt.Sprintf("http://%s.sim:2380", name), Disk: NewDisk()}
 		initial[name] = []string{m.PeerURL}
 		c.Members = append(c.Members, m)
 	}
@@ -118,7 +122,7 @@ func NewCluster(ctx context.Context, net *Network, cc ClusterConfig) (*Cluster, 
 			SnapshotCatchUpEntries: cc.SnapshotCount / 3, MaxRequestBytes: etcdserver.DefaultMaxRequestBytes,
 			MaxTxnOps: etcdserver.DefaultMaxTxnOps, PreVote: true, StrictReconfigCheck: true,
 			LeaseCheckpointInterval: etcdserver.DefaultLeaseCheckpointInterval, BackendBatchInterval: 20 * time.Millisecond,
-			BackendBatchLimit: 1000, Peers: net.For(m.PeerURL), LeaseClock: m.clock.Now}
+			BackendBatchLimit: 1000, Peers: net.For(m.PeerURL), LeaseClock: m.clock.Now, WALDisk: m.Disk}
 		if err := os.MkdirAll(m.cfg.DataDir, 0o700); err != nil {
 			return nil, err
 		}
@@ -180,13 +184,21 @@ func (c *Cluster) Stop(m *Member) {
 	}
 }
 
-// Restart brings a stopped member back on its data; it does not wait for the member to rejoin
+// Crash cuts a member's power: its WAL loses what was not synced, and it stops (its loops end
+// on the failed writes; what the database committed was already in the synced WAL).
+func (c *Cluster) Crash(m *Member) {
+	m.Disk.PowerOff()
+	c.Stop(m)
+}
+
+// Restart brings a stopped or crashed member back on its data (powering its disk on); it does not wait for the member to rejoin
 // (a partition may keep it out for a while), WaitReady does.
 func (c *Cluster) Restart(m *Member) error {
 	if m.Server() != nil {
 		return nil
 	}
 	m.cfg.NewCluster = false
+	m.Disk.PowerOn()
 	return c.start(m)
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -29,8 +30,11 @@ type Options struct {
 	Keys int
 	// Dir holds the members' data directories.
 	Dir string
-	// Log receives the members' warnings and errors (default: discarded).
+	// Log receives the members' logs at info level (default: none).
 	Log io.Writer
+	// LyingDisks makes every member's WAL disk acknowledge syncs and drop the data, and forces
+	// a power cut of every member halfway through: a planted bug the checks must catch.
+	LyingDisks bool
 	// JumpClocks, when set, moves every member's lease clock forward by this much, again and
 	// again through the middle of the run: a planted bug (a clock running ahead) the lease
 	// check must catch.
@@ -59,7 +63,8 @@ func (o *Options) defaults() {
 type Action struct {
 	At time.Duration
 	// Kind: "isolate", "cut" (one way From -> To), "mend", "restart" (stop now, start Back
-	// later), "faults".
+	// later), "crash" (cut the member's power now, start it Back later), "powercut" (every
+	// member crashes at once and starts again), "faults".
 	Kind     string
 	Member   int // index in the cluster
 	To       int
@@ -77,6 +82,7 @@ func Schedule(seed int64, o Options) []Action {
 	rng := rand.New(rand.NewSource(seed))
 	var out []Action
 	downUntil := time.Duration(0)
+	powercut := false // at most one per run
 	for at := o.Step; at < o.Duration; at += o.Step {
 		a := Action{At: at, Member: rng.Intn(o.Members)}
 		switch p := rng.Float64(); {
@@ -94,6 +100,17 @@ func Schedule(seed int64, o Options) []Action {
 			a.Kind, a.Back = "restart", time.Duration(1+rng.Intn(4))*o.Step
 			downUntil = at + a.Back + o.Step
 			a.describe = fmt.Sprintf("stop m%d, back after %v", a.Member+1, a.Back)
+			if rng.Intn(2) == 0 {
+				a.Kind = "crash"
+				a.describe = fmt.Sprintf("cut m%d's power, back after %v", a.Member+1, a.Back)
+			}
+		case p < 0.63:
+			if at < downUntil || powercut {
+				continue
+			}
+			powercut = true
+			a.Kind, a.describe = "powercut", "cut every member's power; all start again"
+			downUntil = at + o.Step
 		case p < 0.75:
 			a.Kind = "faults"
 			a.Faults = Faults{Drop: rng.Float64() * 0.1, Duplicate: rng.Float64() * 0.05, Reorder: rng.Float64() * 0.1,
@@ -132,6 +149,10 @@ func (r *Result) failf(format string, args ...any) {
 func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 	o.defaults()
 	res := &Result{Seed: seed, Schedule: Schedule(seed, o)}
+	if o.LyingDisks {
+		res.Schedule = append(res.Schedule, Action{At: o.Duration / 2, Kind: "powercut", describe: "cut every member's power (lying disks)"})
+		sort.SliceStable(res.Schedule, func(i, j int) bool { return res.Schedule[i].At < res.Schedule[j].At })
+	}
 	net := NewNetwork(rand.New(rand.NewSource(seed+1)), Faults{})
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	c, err := NewCluster(startCtx, net, ClusterConfig{Size: o.Members, Dir: o.Dir, Log: o.Log})
@@ -140,6 +161,11 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer c.Close()
+	if o.LyingDisks {
+		for _, m := range c.Members {
+			m.Disk.DropSyncs()
+		}
+	}
 
 	hist := NewHistory()
 	watches := newWatchers(c, hist)
@@ -203,6 +229,21 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 		case "restart":
 			c.Stop(m)
 			restarts = append(restarts, pending{at: time.Now().Add(a.Back), m: m})
+		case "crash":
+			c.Crash(m)
+			restarts = append(restarts, pending{at: time.Now().Add(a.Back), m: m})
+		case "powercut":
+			for _, m := range c.Members {
+				m.Disk.PowerOff() // all at the same instant, before any stops
+			}
+			for _, m := range c.Members {
+				c.Stop(m)
+			}
+			for _, m := range c.Members {
+				if err := c.Restart(m); err != nil {
+					res.failf("start %s after the power cut: %v", m.Name, err)
+				}
+			}
 		case "faults":
 			net.SetFaults(a.Faults)
 		}

@@ -63,6 +63,33 @@ type WAL struct {
 	// noSync skips fsync (--unsafe-no-fsync).
 	noSync bool
 	obs    Observer
+	// disk makes appends durable (fileDisk; the simulation's can lose what was not synced).
+	disk Disk
+}
+
+// Disk is how the WAL's appends to its last segment reach stable storage: real members write
+// the file and fdatasync it (fileDisk); the in-process simulation's disk keeps appends until
+// Sync and loses them in a simulated power cut.
+type Disk interface {
+	WriteAt(f *os.File, b []byte, off int64) (int, error)
+	// Sync makes every append to f so far durable.
+	Sync(f *os.File) error
+}
+
+// fileDisk is the real disk.
+type fileDisk struct{}
+
+func (fileDisk) WriteAt(f *os.File, b []byte, off int64) (int, error) { return f.WriteAt(b, off) }
+
+// Sync is fdatasync, as upstream: a segment is preallocated, so an append changes no metadata a
+// read needs, and skipping the timestamp update saves the journal work of a full fsync.
+func (fileDisk) Sync(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }
+
+// SetDisk has the WAL append through d from now on.
+func (w *WAL) SetDisk(d Disk) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.disk = d
 }
 
 // Repair describes an interrupted write that ReadAll cut off the end of the last segment.
@@ -105,10 +132,8 @@ func (w *WAL) sync() error {
 		return nil
 	}
 	start := time.Now()
-	// fdatasync, as upstream: a segment is preallocated, so an append changes no metadata a
-	// read needs, and skipping the timestamp update saves the journal work of a full fsync.
 	failpoint.At(failpoint.WALBeforeSync)
-	if err := unix.Fdatasync(int(w.f.Fd())); err != nil {
+	if err := w.disk.Sync(w.f); err != nil {
 		return fmt.Errorf("wal: fdatasync %s: %w", w.f.Name(), err)
 	}
 	failpoint.At(failpoint.WALAfterSync)
@@ -146,7 +171,7 @@ func Create(dir string, metadata []byte) (*WAL, error) {
 		f.Close()
 		return nil, err
 	}
-	w := &WAL{f: f}
+	w := &WAL{f: f, disk: fileDisk{}}
 	b := appendFrame(nil, record{typ: recCRC})
 	b = w.appendRecord(b, recMetadata, metadata)
 	b = w.appendRecord(b, recSnapshot, snap)
@@ -206,7 +231,7 @@ func Open(dir string, snap raftpb.SnapshotMetadata) (*WAL, error) {
 		f.Close()
 		return nil, fmt.Errorf("%w (%s)", ErrLocked, dir)
 	}
-	w := &WAL{dir: dir, segments: segs, f: f, segLimit: SegmentSizeBytes, maxFiles: -1}
+	w := &WAL{dir: dir, segments: segs, f: f, segLimit: SegmentSizeBytes, maxFiles: -1, disk: fileDisk{}}
 	w.lastIdx = snap.Index
 	w.pendingSnap = snap
 	return w, nil
@@ -532,7 +557,7 @@ func (w *WAL) SaveSnapshot(meta raftpb.SnapshotMetadata) error {
 
 func (w *WAL) write(b []byte) error {
 	start := time.Now()
-	n, err := w.f.WriteAt(b, w.size)
+	n, err := w.disk.WriteAt(w.f, b, w.size)
 	w.size += int64(n)
 	if w.obs != nil {
 		w.obs.Wrote(n, time.Since(start))
