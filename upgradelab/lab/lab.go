@@ -6,7 +6,6 @@ package lab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/anishathalye/porcupine"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -452,46 +450,27 @@ func spanErr(span trace.Span, err error) error {
 func (r *Runner) check(ctx context.Context, w *workload.Workload, x *run, rep *Report) error {
 	ctx, span := r.tracer().Start(ctx, "check")
 	defer span.End()
-	var errs []error
+	var f Findings
 	vctx, vcancel := context.WithTimeout(ctx, 90*time.Second)
 	v := w.Verify(vctx)
 	vcancel()
-	rep.WatchEvents, rep.Problems = v.WatchEvents, v.Problems
+	rep.WatchEvents, rep.Problems, f.Problems = v.WatchEvents, v.Problems, v.Problems
 	span.SetAttributes(attribute.Int("watch-events", v.WatchEvents), attribute.Int("problems", len(v.Problems)))
-	for _, p := range v.Problems {
-		errs = append(errs, errors.New(p))
-	}
-	hashes, err := x.hashes(ctx)
-	rep.Hashes = hashes
-	if err != nil {
-		errs = append(errs, err)
-	} else {
-		for _, p := range workload.CheckHashes(hashes) {
-			errs = append(errs, errors.New(p))
-		}
-	}
+	f.Hashes, f.HashErr = x.hashes(ctx)
+	rep.Hashes = f.Hashes
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	lost, checked, err := w.LostWrites(rctx, 20)
 	cancel()
-	if err != nil {
-		errs = append(errs, err)
-	} else {
+	f.Lost, f.LostErr = lost, err
+	if err == nil {
 		rep.LostWrites = lost
 		span.SetAttributes(attribute.Int("acked-writes-checked", checked), attribute.Int("lost-writes", len(lost)))
-		if len(lost) > 0 {
-			errs = append(errs, fmt.Errorf("%d acknowledged writes lost, e.g. %s", len(lost), strings.Join(lost, ", ")))
-		}
 	}
-	verdict, n := w.Linearizable(r.CheckTimeout)
-	rep.Linearizable, rep.HistoryOps = string(verdict), n
-	span.SetAttributes(attribute.String("linearizable", string(verdict)), attribute.Int("history-ops", n))
-	switch verdict {
-	case porcupine.Illegal:
-		errs = append(errs, fmt.Errorf("the history of %d register operations is not linearizable", n))
-	case porcupine.Unknown:
-		errs = append(errs, fmt.Errorf("the linearizability check of %d operations did not finish within %v", n, r.CheckTimeout))
-	}
-	err = errors.Join(errs...)
+	f.Linearizable, f.HistoryOps = w.Linearizable(r.CheckTimeout)
+	f.Timeout = r.CheckTimeout
+	rep.Linearizable, rep.HistoryOps = string(f.Linearizable), f.HistoryOps
+	span.SetAttributes(attribute.String("linearizable", string(f.Linearizable)), attribute.Int("history-ops", f.HistoryOps))
+	err = Judge(f)
 	if err != nil {
 		spanErr(span, err)
 	}
