@@ -45,6 +45,21 @@ func (r *run) step(ctx context.Context, s plan.Step) (string, error) {
 		return r.compact(ctx, s.Compact)
 	case plan.KindRefuse:
 		return "", r.refuse(ctx, s.Refuse)
+	case plan.KindCrash:
+		targets, err := r.c.resolve(ctx, r.cli, s.Crash.Member)
+		if err != nil {
+			return "", err
+		}
+		chosen := ""
+		if t := s.Crash.Member; t == plan.TargetLeader || t == plan.TargetFollower {
+			chosen = fmt.Sprintf("%s is %s", t, names(targets))
+		}
+		for _, m := range targets {
+			if err := crash(ctx, m, s.Crash.At); err != nil {
+				return chosen, fmt.Errorf("member %s: %w", m.Name(), err)
+			}
+		}
+		return chosen, nil
 	}
 	targets, err := r.c.resolve(ctx, r.cli, s.Target())
 	if err != nil {

@@ -79,6 +79,10 @@ type Step struct {
 	// Refuse proves a start that must be refused: a member replaced by, or a new member
 	// joining at, a subject the cluster must not accept.
 	Refuse *Refuse `json:"refuse,omitempty"`
+	// Crash has a member panic at one of its failpoints (upstream's gofail names; see
+	// docs/operations.md): the member must run a failpoint build (make build-failpoints, then
+	// --bin-dir bin/failpoints) on the process runtime. A restart step brings it back.
+	Crash *Crash `json:"crash,omitempty"`
 
 	// MaxStall overrides the plan's threshold for this step (e.g. a step that takes quorum
 	// away on purpose).
@@ -93,6 +97,12 @@ type Replace struct {
 	// Order is "" (as listed), leader-first or leader-last: the current leader moves to the
 	// front or the back of the members when the step runs.
 	Order string `json:"order,omitempty"`
+}
+
+// Crash names the member (a name, "leader" or "follower") and the failpoint it crashes at.
+type Crash struct {
+	Member string `json:"member"`
+	At     string `json:"at"`
 }
 
 // Replace orders.

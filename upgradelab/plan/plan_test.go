@@ -49,6 +49,8 @@ func TestPlansAreValidated(t *testing.T) {
 		"  - expect: {}\n":                                                   "nothing to expect",
 		"  - expect: {cluster: three}\n":                                     "is not a level",
 		"  - explode: true\n":                                                "unknown field",
+		"  - crash: {member: m1, at: \"raft before save\"}\n":                "is not a failpoint name",
+		"  - crash: {member: all, at: raftBeforeSave}\n":                     `no member "all"`,
 		"  - pause: 1s\n":                                                    "unknown field", // renamed to wait
 		"  - wait: soon\n":                                                   "duration",
 		"  - remove: m2\n  - kill: m2\n":                                     `step 2: no member "m2" (members here are m1, m3`,
@@ -97,6 +99,7 @@ steps:
   - defrag: all
   - refuse: {member: m1, version: "3.7", error: "cluster cannot be downgraded"}
     maxStall: 10s
+  - crash: {member: follower, at: raftBeforeSave}
 `))
 	if err != nil {
 		t.Fatal(err)

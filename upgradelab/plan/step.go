@@ -28,11 +28,12 @@ const (
 	KindCompact   StepKind = "compact"
 	KindDefrag    StepKind = "defrag"
 	KindRefuse    StepKind = "refuse"
+	KindCrash     StepKind = "crash"
 )
 
 // Kinds lists every step kind, in the order the docs present them.
 var Kinds = []StepKind{KindReplace, KindDowngrade, KindExpect, KindKill, KindRestart, KindPartition, KindHeal,
-	KindFreeze, KindThaw, KindWait, KindAdd, KindPromote, KindRemove, KindCompact, KindDefrag, KindRefuse}
+	KindFreeze, KindThaw, KindWait, KindAdd, KindPromote, KindRemove, KindCompact, KindDefrag, KindRefuse, KindCrash}
 
 // Targets a step may name besides a member: chosen when the step runs.
 const (
@@ -65,6 +66,7 @@ func (s Step) actions() []StepKind {
 	add(s.Compact != nil, KindCompact)
 	add(s.Defrag != "", KindDefrag)
 	add(s.Refuse != nil, KindRefuse)
+	add(s.Crash != nil, KindCrash)
 	return out
 }
 
@@ -97,6 +99,8 @@ func (s Step) Target() string {
 		return s.Remove
 	case KindDefrag:
 		return s.Defrag
+	case KindCrash:
+		return s.Crash.Member
 	}
 	return ""
 }
@@ -141,6 +145,8 @@ func (s Step) String() string {
 			return "compact (physical)"
 		}
 		return "compact"
+	case KindCrash:
+		return fmt.Sprintf("crash %s at %s", s.Crash.Member, s.Crash.At)
 	case KindRefuse:
 		if s.Refuse.Join {
 			return fmt.Sprintf("refuse a new member at %s (%q)", s.Refuse.Version, s.Refuse.Error)

@@ -78,6 +78,9 @@ func (v *validator) member(name string, extra ...string) error {
 	return fmt.Errorf("no member %q (members here are %s%s)", name, strings.Join(have, ", "), also)
 }
 
+// failpointName is the shape of upstream's gofail names (raftBeforeSave, defragBeforeRename).
+var failpointName = regexp.MustCompile(`^[a-z][A-Za-z]*$`)
+
 func checkSubject(what, v string) error {
 	if !subject.MatchString(v) {
 		return fmt.Errorf("%s: version %q is not %s", what, v, subjectHelp)
@@ -132,6 +135,11 @@ func (v *validator) step(s Step) error {
 		}
 	case KindKill, KindPartition, KindFreeze:
 		return v.member(s.Target(), TargetLeader, TargetFollower)
+	case KindCrash:
+		if !failpointName.MatchString(s.Crash.At) {
+			return fmt.Errorf("crash: at %q is not a failpoint name (e.g. raftBeforeSave; docs/operations.md lists them)", s.Crash.At)
+		}
+		return v.member(s.Crash.Member, TargetLeader, TargetFollower)
 	case KindRestart, KindHeal, KindThaw, KindDefrag:
 		return v.member(s.Target(), TargetAll)
 	case KindPromote:

@@ -135,7 +135,12 @@ func (d *Docker) Name() string { return "container" }
 func (d *Docker) HostIP() netip.Addr { return d.subnet.Addr().Next() }
 
 // Supports implements Runtime: containers can do every step.
-func (d *Docker) Supports(plan.StepKind) error { return nil }
+func (d *Docker) Supports(k plan.StepKind) error {
+	if k == plan.KindCrash {
+		return errors.New("crash steps set a member's failpoints over its GOFAIL_HTTP port, which containers do not publish yet; run with --runtime process or netns")
+	}
+	return nil
+}
 
 // NewMember implements Runtime: the member gets the next address of the network and a volume.
 func (d *Docker) NewMember(ctx context.Context, spec Spec) (Member, error) {
@@ -269,9 +274,10 @@ type dockerMember struct {
 	container tc.Container
 }
 
-func (m *dockerMember) Name() string      { return m.spec.Name }
-func (m *dockerMember) ClientURL() string { return fmt.Sprintf("http://%s:%d", m.ip, clientPort) }
-func (m *dockerMember) PeerURL() string   { return fmt.Sprintf("http://%s:%d", m.ip, peerPort) }
+func (m *dockerMember) Name() string       { return m.spec.Name }
+func (m *dockerMember) Failpoints() string { return "" }
+func (m *dockerMember) ClientURL() string  { return fmt.Sprintf("http://%s:%d", m.ip, clientPort) }
+func (m *dockerMember) PeerURL() string    { return fmt.Sprintf("http://%s:%d", m.ip, peerPort) }
 
 func (m *dockerMember) current() tc.Container {
 	m.mu.Lock()

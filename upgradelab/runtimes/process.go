@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -59,6 +60,7 @@ func (p *Process) Supports(k plan.StepKind) error {
 func (p *Process) NewMember(ctx context.Context, spec Spec) (Member, error) {
 	m := &cluster.Member{Name: spec.Name, DataDir: filepath.Join(p.dir, spec.Name, "data"), LogPath: spec.LogPath, Token: spec.Token}
 	var err error
+	var failpoints string
 	if p.lan != nil {
 		addr, err := p.lan.Add(ctx, spec.Name)
 		if err != nil {
@@ -68,6 +70,7 @@ func (p *Process) NewMember(ctx context.Context, spec Spec) (Member, error) {
 			return nil, err
 		}
 		m.ClientURL, m.PeerURL = fmt.Sprintf("http://%s:2379", addr), fmt.Sprintf("http://%s:2380", addr)
+		failpoints = fmt.Sprintf("http://%s:2381", addr)
 	} else {
 		if m.ClientURL, err = cluster.FreeURL(); err != nil {
 			return nil, err
@@ -75,8 +78,13 @@ func (p *Process) NewMember(ctx context.Context, spec Spec) (Member, error) {
 		if m.PeerURL, err = cluster.FreeURL(); err != nil {
 			return nil, err
 		}
+		if failpoints, err = cluster.FreeURL(); err != nil {
+			return nil, err
+		}
 	}
-	pm := &processMember{m: m, spec: spec, lan: p.lan}
+	// A failpoint build serves its failpoints there (crash steps); other binaries ignore it.
+	m.Env = append(m.Env, "GOFAIL_HTTP="+strings.TrimPrefix(failpoints, "http://"))
+	pm := &processMember{m: m, spec: spec, lan: p.lan, failpoints: failpoints}
 	p.mu.Lock()
 	p.members = append(p.members, pm)
 	p.mu.Unlock()
@@ -108,14 +116,16 @@ func (p *Process) Close(ctx context.Context) error {
 
 type processMember struct {
 	life
-	m    *cluster.Member
-	spec Spec
-	lan  *netns.Net
+	m          *cluster.Member
+	spec       Spec
+	lan        *netns.Net
+	failpoints string
 }
 
-func (m *processMember) Name() string      { return m.m.Name }
-func (m *processMember) ClientURL() string { return m.m.ClientURL }
-func (m *processMember) PeerURL() string   { return m.m.PeerURL }
+func (m *processMember) Name() string       { return m.m.Name }
+func (m *processMember) Failpoints() string { return m.failpoints }
+func (m *processMember) ClientURL() string  { return m.m.ClientURL }
+func (m *processMember) PeerURL() string    { return m.m.PeerURL }
 
 func (m *processMember) Start(_ context.Context, bin cluster.Binary) error {
 	m.bin = bin

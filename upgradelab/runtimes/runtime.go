@@ -80,6 +80,10 @@ type Member interface {
 	Versions(ctx context.Context) (cluster.Versions, error)
 	// Log is the member's output of all its runs so far.
 	Log(ctx context.Context) string
+	// Failpoints is the base URL where the member serves its gofail failpoints (its binary
+	// answers there when built with them; GOFAIL_HTTP), or "" when the runtime does not give it
+	// one.
+	Failpoints() string
 }
 
 // ErrNoEngine says a container runtime was asked for where no Docker engine answers.
