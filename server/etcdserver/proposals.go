@@ -71,7 +71,15 @@ func (s *Server) proposeRetrying(ctx context.Context, data []byte) error {
 // forwarded message); proposing them here gets raft's answer, so they can be retried, and once this
 // member is a follower again raft forwards them on to the new leader.
 func (s *Server) processRemoteProposal(m raftpb.Message) {
+	// Once the member has begun to stop, forwarded proposals are dropped (the follower's client
+	// retries); counting one in after the stop began waiting would race with that wait.
+	s.remoteMu.Lock()
+	if s.remoteClosed {
+		s.remoteMu.Unlock()
+		return
+	}
 	s.remoteProposals.Add(1)
+	s.remoteMu.Unlock()
 	go func() {
 		defer s.remoteProposals.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
@@ -88,6 +96,9 @@ func (s *Server) processRemoteProposal(m raftpb.Message) {
 // waitRemoteProposals gives forwarded proposals still looking for a leader a bounded time to find
 // one before the member stops.
 func (s *Server) waitRemoteProposals(limit time.Duration) {
+	s.remoteMu.Lock()
+	s.remoteClosed = true
+	s.remoteMu.Unlock()
 	done := make(chan struct{})
 	go func() { s.remoteProposals.Wait(); close(done) }()
 	select {

@@ -121,8 +121,11 @@ type Server struct {
 	versionWake chan struct{}
 	// leaders wakes proposals that raft dropped while leadership was moving.
 	leaders *leaderWatch
-	// remoteProposals counts proposals forwarded by peers that are still being handed to raft.
+	// remoteProposals counts proposals forwarded by peers that are still being handed to raft;
+	// remoteClosed (under remoteMu) is set when the member stops taking them.
 	remoteProposals sync.WaitGroup
+	remoteMu        sync.Mutex
+	remoteClosed    bool
 
 	// draining closes when the member stops taking client work; long-lived streams end on it.
 	draining  chan struct{}
