@@ -3,7 +3,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -20,7 +18,6 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"sigs.k8s.io/yaml"
 
 	"etcdx/pkg/buildinfo"
@@ -565,122 +562,15 @@ func execute(f runFlags, runs []oneRun, bins cluster.Binaries, stdout, stderr io
 		Progress: stdout, StartTimeout: 60 * time.Second, ExpectTimeout: f.timeout, CheckTimeout: 2 * time.Minute,
 		Warmup: 2 * time.Second, Settle: 2 * time.Second,
 		Workload: workload.Config{Clients: f.clients, Interval: f.interval}}
-	var levels []string
-	for l, b := range bins {
-		levels = append(levels, l+"="+b.Path)
+	cells := make([]lab.Cell, len(runs))
+	for i, r := range runs {
+		cells[i] = lab.Cell{Plan: r.plan, Members: r.members, Set: r.set, Binaries: r.bins, Skip: r.skip}
 	}
-	sort.Strings(levels)
-	fmt.Fprintf(stdout, "binaries: %s\nworkdir: %s\n", strings.Join(levels, " "), f.workDir)
-	var reports []lab.Report
-	for _, r := range runs {
-		if r.skip != "" {
-			rep := lab.Report{Plan: r.plan.Name, Members: r.members, Seed: r.plan.Seed, Skipped: r.skip, StartedAt: time.Now(), LostWrites: []string{}, Subjects: r.set}
-			rep.EndedAt = rep.StartedAt
-			reports = append(reports, rep)
-			fmt.Fprintf(stdout, "SKIP %s/%d%s: %s\n", r.plan.Name, r.members, inSet(r.set), r.skip)
-			continue
+	campaign := &lab.Campaign{Runner: runner, Cells: cells, Progress: stdout, AfterRun: func(rep lab.Report) {
+		if err := report.RunFiles(rep); err != nil {
+			fmt.Fprintf(stderr, "upgradelab: %v\n", err)
 		}
-		fmt.Fprintf(stdout, "=== %s, %d members, from %s%s\n", r.plan.Name, r.members, r.plan.Start, inSet(r.set))
-		rr := *runner
-		if r.bins != nil {
-			rr.Binaries, rr.WorkDir = r.bins, filepath.Join(f.workDir, r.set)
-		}
-		rep := rr.Run(ctx, r.plan, r.members)
-		rep.Subjects = r.set
-		reports = append(reports, rep)
-		verdict := "PASS"
-		if !rep.Passed {
-			verdict = "FAIL"
-		}
-		fmt.Fprintf(stdout, "%s %s/%d%s in %.1fs (%s): %d writes, %d reads, %d failed requests; %d of %d acknowledged writes lost; %d register operations: %s\n     availability: %s\n",
-			verdict, rep.Plan, rep.Members, inSet(r.set), rep.Duration.Seconds(), rep.Runtime, rep.Writes, rep.Reads, rep.FailedOps,
-			len(rep.LostWrites), rep.AckedWrites, rep.HistoryOps, rep.Linearizable, rep.Availability)
-		if rep.Dir != "" {
-			if err := writeRunFiles(rep); err != nil {
-				fmt.Fprintf(stderr, "upgradelab: %v\n", err)
-			}
-		}
-		if !rep.Passed {
-			fmt.Fprintf(stdout, "     %s\n     logs: %s\n", rep.Failure, rep.Dir)
-			if rep.Seed != 0 {
-				fmt.Fprintf(stdout, "     seed %d: replay with upgradelab plan --seed %d and the same --from, --via, --to, --faults and --members\n", rep.Seed, rep.Seed)
-			}
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	if err := mergeTraces(reports, f.traceFile); err != nil {
-		return reports, fmt.Errorf("--trace-file: %w", err)
-	}
-	b, err := json.MarshalIndent(reports, "", "  ")
-	if err != nil {
-		return reports, err
-	}
-	if err := lab.WriteFile(f.report, b); err != nil {
-		return reports, fmt.Errorf("--report: %w", err)
-	}
-	page, err := report.Summary(reports, filepath.Dir(f.html))
-	if err != nil {
-		return reports, err
-	}
-	if err := lab.WriteFile(f.html, page); err != nil {
-		return reports, fmt.Errorf("--html: %w", err)
-	}
-	x, err := report.JUnit(reports)
-	if err != nil {
-		return reports, err
-	}
-	if err := lab.WriteFile(f.junit, x); err != nil {
-		return reports, fmt.Errorf("--junit: %w", err)
-	}
-	return reports, nil
-}
-
-// mergeTraces writes the spans of every run into one OTLP JSON file.
-func mergeTraces(reports []lab.Report, path string) error {
-	var all []*tracepb.ResourceSpans
-	for _, r := range reports {
-		if r.Trace == "" {
-			continue
-		}
-		b, err := os.ReadFile(r.Trace)
-		if err != nil {
-			return err
-		}
-		spans, err := traces.UnmarshalJSON(b)
-		if err != nil {
-			return fmt.Errorf("%s: %w", r.Trace, err)
-		}
-		all = append(all, spans...)
-	}
-	b, err := traces.MarshalJSON(all)
-	if err != nil {
-		return err
-	}
-	return lab.WriteFile(path, b)
-}
-
-// writeRunFiles puts the run's report.json and report.html in its folder.
-func writeRunFiles(rep lab.Report) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := lab.WriteFile(filepath.Join(rep.Dir, "report.json"), b); err != nil {
-		return err
-	}
-	page, err := report.HTML(rep)
-	if err != nil {
-		return err
-	}
-	return lab.WriteFile(filepath.Join(rep.Dir, "report.html"), page)
-}
-
-// inSet names a matrix's subject set in progress lines.
-func inSet(set string) string {
-	if set == "" {
-		return ""
-	}
-	return " (" + set + ")"
+	}}
+	reports := campaign.Run(ctx)
+	return reports, report.Outputs{JSON: f.report, HTML: f.html, JUnit: f.junit, Trace: f.traceFile}.Write(reports)
 }
