@@ -17,7 +17,7 @@ func TestCampaignSkipsCellsThatCannotRun(t *testing.T) {
 	var out bytes.Buffer
 	afterRun := 0
 	c := &Campaign{Runner: &Runner{Binaries: cluster.Binaries{}, WorkDir: t.TempDir()}, Progress: &out,
-		Cells: []Cell{{Plan: p, Members: 1, Skip: "cannot run at 1 members: no member m2"}, {Plan: p, Members: 5, Set: "mixed", Skip: "no binary for 3.7"}},
+		Cells:    []Cell{{Plan: p, Members: 1, Skip: "cannot run at 1 members: no member m2"}, {Plan: p, Members: 5, Set: "mixed", Skip: "no binary for 3.7"}},
 		AfterRun: func(Report) { afterRun++ }}
 	reports := c.Run(context.Background())
 	if len(reports) != 2 || afterRun != 0 {
