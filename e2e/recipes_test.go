@@ -11,6 +11,7 @@ import (
 
 	epb "go.etcd.io/etcd/server/v3/etcdserver/api/v3election/v3electionpb"
 	lpb "go.etcd.io/etcd/server/v3/etcdserver/api/v3lock/v3lockpb"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
@@ -25,7 +26,14 @@ func recipeSession(t *testing.T, m *Member) []string {
 	note := func(step string, err error, detail string) {
 		if err != nil {
 			s := status.Convert(err)
-			detail = fmt.Sprintf("error %s: %s", s.Code(), s.Message())
+			msg := s.Message()
+			// A call that outlives its deadline ends with whichever side notices first: the
+			// client's own timer ("context deadline exceeded") or the server resetting the stream
+			// at the same deadline. Both are the caller's deadline, in either implementation.
+			if s.Code() == codes.DeadlineExceeded && strings.Contains(msg, "RST_STREAM") {
+				msg = "context deadline exceeded"
+			}
+			detail = fmt.Sprintf("error %s: %s", s.Code(), msg)
 		}
 		out = append(out, step+": "+detail)
 	}
