@@ -85,7 +85,7 @@ vulncheck:
 SEEDS ?= 100
 FIRST_SEED ?= 1
 sim:
-	cd server && SIM_SEEDS=$(SEEDS) SIM_FIRST_SEED=$(FIRST_SEED) $(GO) test -count=1 -timeout 0 -run '^TestSimulation$$' -v ./sim | grep -E '^(---|=== RUN|ok|FAIL|PASS)|sim_test.go'
+	cd server && SIM_SEEDS=$(SEEDS) SIM_FIRST_SEED=$(FIRST_SEED) $(GO) test -count=1 -timeout 0 -run '^TestSimulation$$' -v ./sim | grep -E '^(---|=== RUN|ok|FAIL|PASS)|sim_test.go|^          |replay:'
 
 # The hot paths' micro-benchmarks (mvcc put, range, watch fan-out; WAL save; backend commit): a
 # change's effect in seconds, before make bench.

@@ -52,6 +52,13 @@ func (h *History) Ack(key, value string) {
 	h.mu.Unlock()
 }
 
+// Len is how many operations are recorded.
+func (h *History) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.ops)
+}
+
 // Ops is a copy of the recorded operations.
 func (h *History) Ops() []Op {
 	h.mu.Lock()
