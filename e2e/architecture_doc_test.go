@@ -54,7 +54,7 @@ func TestArchitectureDocNamesWhatExists(t *testing.T) {
 func checkArchitectureDoc(root, doc string) (errs []error, checked int) {
 	c := &docChecker{root: root, pkgs: map[string]*declIndex{}}
 	for n, line := range strings.Split(doc, "\n") {
-		if !strings.HasPrefix(line, "|") && !regexp.MustCompile(`^\d+\. `).MatchString(line) {
+		if !strings.HasPrefix(line, "|") && !numberedStep.MatchString(line) {
 			continue
 		}
 		c.dir, c.file = "", ""
@@ -95,9 +95,10 @@ func checkArchitectureDoc(root, doc string) (errs []error, checked int) {
 }
 
 var (
-	backticked = regexp.MustCompile("`([^`]+)`")
-	fileBound  = regexp.MustCompile(`^[\s,(→]*(and\s+)?$`)
-	identifier = regexp.MustCompile(`^([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*))?(?:\(\))?$`)
+	backticked   = regexp.MustCompile("`([^`]+)`")
+	numberedStep = regexp.MustCompile(`^\d+\. `)
+	fileBound    = regexp.MustCompile(`^[\s,(→]*(and\s+)?$`)
+	identifier   = regexp.MustCompile(`^([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*))?(?:\(\))?$`)
 )
 
 // docChecker follows where a line of the document points.

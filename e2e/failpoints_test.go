@@ -13,14 +13,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
-	"etcdx/upgradelab/cluster"
 )
 
 // failpointMember is a member of the failpoint build (make build-failpoints) whose failpoints
@@ -181,36 +175,15 @@ func TestFailpointCrashesLoseNoWrite(t *testing.T) {
 		members[i] = newFailpointMember(t, m, "failpoints/etcd")
 	}
 	c.Start()
-	cli := c.Client()
-
-	ledger := cluster.NewLedger()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			k, v := fmt.Sprintf("ledger/%06d", i), fmt.Sprintf("v%d", i)
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			if _, err := cli.Put(ctx, k, v); err == nil {
-				ledger.Ack(k, v)
-			}
-			cancel()
-		}
-	}()
-	// progress waits until the writer has n more acknowledged writes: the cluster serves.
+	load := startSteadyLoad(t, c, "ledger", 1)
+	// progress waits until the load has n more acknowledged writes: the cluster serves.
 	progress := func(n int) {
 		t.Helper()
-		want := len(ledger.Acked()) + n
+		want := load.ackedCount() + n
 		deadline := time.Now().Add(30 * time.Second)
-		for len(ledger.Acked()) < want {
+		for load.ackedCount() < want {
 			if time.Now().After(deadline) {
-				t.Fatalf("writes stalled at %d acknowledged (waiting for %d)", len(ledger.Acked()), want)
+				t.Fatalf("writes stalled at %d acknowledged (waiting for %d)", load.ackedCount(), want)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -238,7 +211,7 @@ func TestFailpointCrashesLoseNoWrite(t *testing.T) {
 		if strings.Count(m.Log(), "failpoint panic") != panics+1 {
 			t.Fatalf("%s ended, but not at %s:\n%s", m.Name, name, m.LogTail(30))
 		}
-		t.Logf("%s crashed at %s with %d writes acknowledged", m.Name, name, len(ledger.Acked()))
+		t.Logf("%s crashed at %s with %d writes acknowledged", m.Name, name, load.ackedCount())
 		progress(50) // the others go on without it
 		m.Start()
 		progress(50)
@@ -263,30 +236,16 @@ func TestFailpointCrashesLoseNoWrite(t *testing.T) {
 	if _, err := os.Stat(follower.DataDir + "/member/snap/db"); err != nil {
 		t.Fatalf("the database after a crash in defrag: %v", err)
 	}
-	close(stop)
-	wg.Wait()
-
+	acked := load.end()
+	if len(acked) < 300 {
+		t.Errorf("only %d writes acknowledged: the load was not steady", len(acked))
+	}
+	// Every member holds every acknowledged write, each applied once.
 	for _, m := range members {
-		mcli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := ledger.Check(Ctx(t), mcli, "ledger/")
-		mcli.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(res.Lost) > 0 || len(res.AppliedTwice) > 0 {
-			t.Errorf("%s: of %d acknowledged writes, lost %d (%v), applied twice %d", m.Name, res.Checked, len(res.Lost), firstOf(res.Lost, 5), len(res.AppliedTwice))
-		}
-		if res.Checked < 300 {
-			t.Errorf("only %d writes acknowledged: the load was not steady", res.Checked)
-		}
+		checkAcked(t, m.Client(), "ledger", acked)
 	}
 	requireSameHashKV(t, c)
 }
-
-func firstOf(s []string, n int) []string { return s[:min(n, len(s))] }
 
 // failpointUpgradePlan is a rolling upgrade 3.6 -> 3.7 on failpoint builds with members crashed
 // at upstream's failpoints along the way: the leader before it writes a Ready to its WAL while the

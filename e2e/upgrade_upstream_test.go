@@ -110,6 +110,13 @@ func blame(failed []failure, phases []phase) map[string][]string {
 	return out
 }
 
+// ackedCount is how many writes have been acknowledged so far.
+func (l *steadyLoad) ackedCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.acked)
+}
+
 // end stops the load and returns what was acknowledged.
 func (l *steadyLoad) end() map[string]string {
 	close(l.stop)

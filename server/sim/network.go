@@ -352,9 +352,14 @@ func (t *memTransport) RemovePeer(id uint64) {
 }
 
 func (t *memTransport) ActiveSince(id uint64) time.Time {
+	t.n.mu.Lock()
+	defer t.n.mu.Unlock()
+	return t.activeSince(id)
+}
+
+// activeSince is ActiveSince with n.mu held.
+func (t *memTransport) activeSince(id uint64) time.Time {
 	n := t.n
-	n.mu.Lock()
-	defer n.mu.Unlock()
 	p := n.members[id]
 	if p == nil || !p.up || !t.ep.peers[id] || n.cut[[2]uint64{t.ep.id, id}] || n.cut[[2]uint64{id, t.ep.id}] {
 		return time.Time{}
@@ -364,14 +369,10 @@ func (t *memTransport) ActiveSince(id uint64) time.Time {
 
 func (t *memTransport) ActivePeers() int {
 	t.n.mu.Lock()
-	ids := make([]uint64, 0, len(t.ep.peers))
-	for id := range t.ep.peers {
-		ids = append(ids, id)
-	}
-	t.n.mu.Unlock()
+	defer t.n.mu.Unlock()
 	active := 0
-	for _, id := range ids {
-		if !t.ActiveSince(id).IsZero() {
+	for id := range t.ep.peers {
+		if !t.activeSince(id).IsZero() {
 			active++
 		}
 	}
