@@ -3,6 +3,7 @@ module etcdx/pkg
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	go.etcd.io/etcd/api/v3 v3.6.16
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12

@@ -134,7 +134,13 @@ step "nix run .#etcdctl -- version"
 shows "etcdctl version: $etcdversion" nix run --no-write-lock-file "$(pkg etcdctl)" -- version
 
 step "checks.$system.unit: the unit tests, built as the flake's check"
-nix build --no-write-lock-file --no-link "$w#checks.$system.unit"
+if ! nix build --no-write-lock-file --no-link "$w#checks.$system.unit"; then
+	# Nix shows the build's last lines only: print what failed from the whole log.
+	drv=$(nix eval --no-write-lock-file --raw "$w#checks.$system.unit.drvPath")
+	echo "nix-check: the unit tests failed; the failures from the build log:" >&2
+	command nix log "$drv" 2>/dev/null | grep -E -B3 -A40 -- '^(--- FAIL|FAIL|panic:)|seed [0-9]+ FAILED' | head -300 >&2 || true
+	exit 1
+fi
 echo "unit tests passed inside the Nix build"
 
 step "vendor tree: nix hash path of the fetched tree equals nix/vendor-hash"

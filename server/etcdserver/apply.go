@@ -214,7 +214,7 @@ func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest, ind
 	if r.Header != nil {
 		in.Username, in.Revision = r.Header.Username, r.Header.AuthRevision
 	}
-	if needsAdmin(r) {
+	if needsAdmin(r, s.cfg.Level) {
 		if err := s.auth.IsAdminPermitted(in); err != nil {
 			return &applyResult{err: err}
 		}
@@ -286,7 +286,7 @@ func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest, ind
 	case r.LeaseCheckpoint != nil:
 		var persist *backend.BatchTx
 		// Persisted from cluster version 3.6 on, or earlier with upstream's LeaseCheckpointPersist gate.
-		if version.LeaseCheckpointPersist.On(version.Local(), s.ClusterVersion()) || s.cfg.Features.Enabled(features.LeaseCheckpointPersist) {
+		if version.LeaseCheckpointPersist.On(s.cfg.Level, s.ClusterVersion()) || s.cfg.Features.Enabled(features.LeaseCheckpointPersist) {
 			persist = b
 		}
 		for _, cp := range r.LeaseCheckpoint.Checkpoints {

@@ -158,9 +158,9 @@ func (s *Server) WatchPermitted(ctx context.Context, key, rangeEnd []byte) error
 
 // needsAdmin lists the requests only root may make. AuthStatus is root's below 3.7 and
 // anyone's from 3.7 (decided by the member that answers it: it changes nothing).
-func needsAdmin(r *pb.InternalRaftRequest) bool {
+func needsAdmin(r *pb.InternalRaftRequest, level version.Level) bool {
 	if r.AuthStatus != nil {
-		return !version.OpenAuthStatus.Built(version.Local())
+		return !version.OpenAuthStatus.Built(level)
 	}
 	return r.AuthEnable != nil || r.AuthDisable != nil || r.AuthUserAdd != nil ||
 		r.AuthUserDelete != nil || r.AuthUserChangePassword != nil || r.AuthUserGrantRole != nil ||

@@ -16,7 +16,6 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
-	"etcdx/pkg/buildinfo"
 	"etcdx/server/backend"
 	"etcdx/server/features"
 	"etcdx/server/lease"
@@ -73,7 +72,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	if wal.Exist(cfg.walDir()) {
 		cluster, dg, storage := s.vers.get()
-		if err := version.CheckStart(buildinfo.Version, storage, cluster, dg, cfg.DataDir); err != nil {
+		if err := version.CheckStart(cfg.release(), storage, cluster, dg, cfg.DataDir); err != nil {
 			return fail(err)
 		}
 	}
@@ -130,8 +129,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.UnsafeNoFsync {
 		s.wal.SetUnsafeNoSync()
 	}
-	s.tr = cfg.peers().Transport(transport.Config{ID: s.id, ClusterID: s.mem.ClusterID(), ServerVersion: buildinfo.Version,
-		MinClusterVersion: version.MinClusterVersion(version.Local()), Raft: s, Logger: lg.With("component", "transport"), TLS: cfg.PeerTLS, LocalAddr: cfg.PeerLocalAddr,
+	s.tr = cfg.peers().Transport(transport.Config{ID: s.id, ClusterID: s.mem.ClusterID(), ServerVersion: cfg.release(),
+		MinClusterVersion: version.MinClusterVersion(cfg.Level), Raft: s, Logger: lg.With("component", "transport"), TLS: cfg.PeerTLS, LocalAddr: cfg.PeerLocalAddr,
 		ReadTimeout: cfg.PeerReadTimeout, WriteTimeout: cfg.PeerWriteTimeout, URLs: cfg.PeerURLs, OnRemoved: s.removedByPeer})
 	s.peerClient = cfg.peerHTTPClient(10 * time.Second)
 	for _, m := range s.initialPeers {
@@ -143,7 +142,7 @@ func New(cfg Config) (*Server, error) {
 	s.m.serverID.WithLabelValues(fmt.Sprintf("%x", s.id)).Set(1)
 	s.m.setClusterVersion(s.ClusterVersion())
 	s.m.quotaBytes.Set(float64(cfg.QuotaBackendBytes))
-	s.log.Info("starting etcd server", "local-member-id", fmt.Sprintf("%x", s.id), "local-server-version", buildinfo.Version,
+	s.log.Info("starting etcd server", "local-member-id", fmt.Sprintf("%x", s.id), "local-server-version", cfg.release(),
 		"cluster-id", fmt.Sprintf("%x", s.ClusterID()), "cluster-version", s.ClusterVersion().String())
 	return s, nil
 }
@@ -427,7 +426,7 @@ func (s *Server) joinExisting(rcfg *raft.Config) error {
 		return err
 	}
 	members, cid := rc.members, rc.id
-	if err := version.CheckJoin(version.Local(), rc.version, rc.downgrade); err != nil {
+	if err := version.CheckJoin(s.cfg.Level, rc.version, rc.downgrade); err != nil {
 		return err
 	}
 	var self *membership.Member

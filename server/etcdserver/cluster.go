@@ -15,7 +15,6 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
-	"etcdx/pkg/buildinfo"
 	"etcdx/server/failpoint"
 	"etcdx/server/membership"
 )
@@ -342,7 +341,7 @@ func (s *Server) publish() {
 	failpoint.At(failpoint.BeforePublishing)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
-		err := s.proposeApplied(ctx, &pb.InternalRaftRequest{ClusterMemberAttrSet: membership.Publish(s.id, s.cfg.Name, s.cfg.ClientURLs, buildinfo.Version)})
+		err := s.proposeApplied(ctx, &pb.InternalRaftRequest{ClusterMemberAttrSet: membership.Publish(s.id, s.cfg.Name, s.cfg.ClientURLs, s.cfg.release())})
 		cancel()
 		if err == nil {
 			s.log.Info("published local member to cluster through raft", "local-member-id", fmt.Sprintf("%x", s.id),

@@ -10,9 +10,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"etcdx/pkg/buildinfo"
 	"etcdx/server/features"
 	"etcdx/server/membership"
 	"etcdx/server/schema"
+	"etcdx/server/version"
 	"etcdx/server/wal"
 )
 
@@ -110,6 +112,10 @@ type Config struct {
 	// LeaseClock is the clock the lessor judges expiry by (nil: time.Now); the simulation's can
 	// jump.
 	LeaseClock func() time.Time
+	// Level is the etcd line this member runs as (zero: the binary's, version.Local()): what it
+	// publishes, which peers and cluster versions it accepts, where it migrates its storage. The
+	// simulation runs members of different levels in one process.
+	Level version.Level
 	// WALDisk is how the WAL's appends reach stable storage (nil: the file and fdatasync); the
 	// simulation's can lose what was not synced.
 	WALDisk wal.Disk
@@ -205,6 +211,12 @@ func (c *Config) validate() error {
 	if c.LeaseCheckpointInterval == 0 {
 		c.LeaseCheckpointInterval = DefaultLeaseCheckpointInterval
 	}
+	if c.Level.IsZero() {
+		c.Level = version.Local()
+	}
+	if !version.IsKnown(c.Level) {
+		return fmt.Errorf("level %s: the tree implements %v", c.Level, version.Known())
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -229,3 +241,7 @@ func (e *DiscoveryError) Error() string {
 	return fmt.Sprintf("failed to %s discovery cluster (%v)", e.Op, e.Err)
 }
 func (e *DiscoveryError) Unwrap() error { return e.Err }
+
+// release is the upstream patch release this member's level implements, what it reports as its
+// version to peers and clients.
+func (c *Config) release() string { return buildinfo.UpstreamRelease(c.Level.String()) }

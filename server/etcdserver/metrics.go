@@ -10,7 +10,6 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3/raftpb"
 
-	"etcdx/pkg/buildinfo"
 	"etcdx/server/features"
 	"etcdx/server/version"
 )
@@ -162,7 +161,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	reg.MustRegister(idleFamilies()...)
-	if !version.NoV2StoreMetrics.Built(version.Local()) {
+	if !version.NoV2StoreMetrics.Built(s.cfg.Level) {
 		m.v2StoreReads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "etcd_debugging_store_reads_total",
 			Help: "Total number of reads action by (get/getRecursive), local to this member."}, []string{"action"})
 		m.v2StoreWrites = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "etcd_debugging_store_writes_total",
@@ -170,12 +169,12 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		reg.MustRegister(m.v2StoreReads, m.v2StoreWrites)
 		m.v2StoreRead("getRecursive") // the membership read at start, as the v2 store's recovery
 	}
-	if version.Metrics37.Built(version.Local()) {
+	if version.Metrics37.Built(s.cfg.Level) {
 		m.requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "etcd_server_request_duration_seconds", Help: "Response latency distribution in seconds for each type.",
 			Buckets: ms}, []string{"type", "success"})
 		reg.MustRegister(m.requestDuration)
 	}
-	m.serverVersion.WithLabelValues(buildinfo.Version).Set(1)
+	m.serverVersion.WithLabelValues(s.cfg.release()).Set(1)
 	return m
 }
 

@@ -16,7 +16,6 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"etcdx/pkg/buildinfo"
 	"etcdx/server/failpoint"
 	"etcdx/server/lease"
 	"etcdx/server/transport"
@@ -51,7 +50,7 @@ func (s *Server) Process(ctx context.Context, m raftpb.Message) error {
 // CheckPeerVersion refuses peers whose binary may not run in this cluster (transport.Raft).
 func (s *Server) CheckPeerVersion(serverVersion, minClusterVersion string) error {
 	cluster, dg, _ := s.vers.get()
-	return version.CheckPeer(buildinfo.Version, cluster, dg, serverVersion, minClusterVersion)
+	return version.CheckPeer(s.cfg.release(), cluster, dg, serverVersion, minClusterVersion)
 }
 
 // IsIDRemoved reports whether id was removed from the cluster (transport.Raft).

@@ -13,13 +13,13 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
-	"etcdx/pkg/buildinfo"
 	"etcdx/server/auth"
 	"etcdx/server/backend"
 	"etcdx/server/lease"
 	"etcdx/server/logutil"
 	"etcdx/server/membership"
 	"etcdx/server/mvcc"
+	"etcdx/server/version"
 	"etcdx/server/wal"
 )
 
@@ -253,7 +253,10 @@ func (s *Server) ReadyNotify() <-chan struct{} { return s.ready }
 func (s *Server) Done() <-chan struct{} { return s.done }
 
 // Version is the server version this member runs.
-func (s *Server) Version() string { return buildinfo.Version }
+func (s *Server) Version() string { return s.cfg.release() }
+
+// Level is the etcd line this member runs as (Config.Level).
+func (s *Server) Level() version.Level { return s.cfg.Level }
 
 // AppliedIndex is the last applied raft index.
 func (s *Server) AppliedIndex() uint64 { return s.appliedIndex.Load() }

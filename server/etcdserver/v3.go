@@ -323,6 +323,9 @@ func (s *Server) LeaseRenew(ctx context.Context, id int64) (int64, error) {
 }
 
 func (s *Server) renewLocal(ctx context.Context, id int64) (int64, error) {
+	if err := s.confirmLeadership(ctx); err != nil {
+		return -1, err
+	}
 	ttl, checkpointed, err := s.les.Renew(ctx, id)
 	if err == nil {
 		s.m.leaseRenewed.Inc()
@@ -337,6 +340,23 @@ func (s *Server) renewLocal(ctx context.Context, id int64) (int64, error) {
 		return -1, ErrNotLeader
 	}
 	return ttl, err
+}
+
+// confirmLeadership makes sure, with a ReadIndex round, that this member still leads before it
+// renews a lease. A leader cut off from the others does not know at once that another member
+// leads: a renewal it granted would never reach the new leader, which could expire the lease
+// before the TTL the client was given (the simulation caught it: 200 ms early). A quorum that
+// answered the round has heard from this leader, so no other member can lead for an election
+// timeout after it, and the new leader's lessor extends every lease past that. Upstream skips the
+// round while its raft loop ticks, and so can grant such a renewal.
+func (s *Server) confirmLeadership(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.requestTimeout())
+	defer cancel()
+	if err := s.LinearizableReadNotify(ctx); err != nil || s.Leader() != s.id {
+		s.log.Warn("could not confirm this member's leadership before renewing a lease", "error", err)
+		return ErrNotLeader
+	}
+	return nil
 }
 
 // LeaseTimeToLive describes a lease; the remaining TTL is known only to the leader.

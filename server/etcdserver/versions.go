@@ -11,7 +11,6 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/membershippb"
 
-	"etcdx/pkg/buildinfo"
 	"etcdx/server/backend"
 	"etcdx/server/schema"
 	"etcdx/server/version"
@@ -79,7 +78,7 @@ func (s *Server) ClusterVersion() version.Level {
 // StorageVersion is the schema level of this member's backend. A 3.5 binary has no notion of it
 // and reports zero, as upstream 3.5 reports nothing.
 func (s *Server) StorageVersion() version.Level {
-	if !version.StorageVersion.Built(version.Local()) {
+	if !version.StorageVersion.Built(s.cfg.Level) {
 		return version.Level{}
 	}
 	_, _, st := s.vers.get()
@@ -99,15 +98,15 @@ func (s *Server) applyClusterVersion(b *backend.BatchTx, ver string, index uint6
 	if err != nil {
 		return &applyResult{err: fmt.Errorf("cluster version %q: %w", ver, err)}
 	}
-	if version.Local().Less(nv) {
+	if s.cfg.Level.Less(nv) {
 		if index < s.committedIndex.Load() {
 			// History: a member that joined during a downgrade replays the version the cluster
 			// had before it; the later entries lower it again (versionLoop stops the member if
 			// they do not).
-			s.log.Info("replaying a cluster version newer than this binary from the log", "cluster-version", nv.String(), "local-version", buildinfo.Version, "index", index)
+			s.log.Info("replaying a cluster version newer than this binary from the log", "cluster-version", nv.String(), "local-version", s.cfg.release(), "index", index)
 		} else {
 			s.stopOlderBinary(nv)
-			return &applyResult{err: fmt.Errorf("cluster version %s is newer than this binary %s", nv, buildinfo.Version)}
+			return &applyResult{err: fmt.Errorf("cluster version %s is newer than this binary %s", nv, s.cfg.release())}
 		}
 	}
 	if err := schema.PutClusterVersion(b, nv); err != nil {
@@ -144,7 +143,7 @@ func (s *Server) applyClusterVersion(b *backend.BatchTx, ver string, index uint6
 // it past this binary (it had not yet seen this member restart with an older one), and running on
 // would mean running an unknown level.
 func (s *Server) stopOlderBinary(cluster version.Level) {
-	s.log.Error("the cluster version is newer than this binary; stopping", "cluster-version", cluster.String(), "local-version", buildinfo.Version)
+	s.log.Error("the cluster version is newer than this binary; stopping", "cluster-version", cluster.String(), "local-version", s.cfg.release())
 	go s.Stop()
 }
 
@@ -152,7 +151,7 @@ func (s *Server) stopOlderBinary(cluster version.Level) {
 // of the entry that changed the cluster version.
 func (s *Server) followStorage(b *backend.BatchTx) error {
 	cluster, dg, storage := s.vers.get()
-	want, ok := version.StorageTarget(version.Local(), cluster)
+	want, ok := version.StorageTarget(s.cfg.Level, cluster)
 	if !ok {
 		return nil
 	}
@@ -171,7 +170,7 @@ func (s *Server) followStorage(b *backend.BatchTx) error {
 		s.log.Info("migrated storage version", "from", from.String(), "to", want.String(), "actions", done)
 	}
 	if version.ReadyToDowngrade(cluster, want, dg) {
-		s.log.Info("the member is ready to be downgraded", "target-version", dg.Target().String(), "storage-version", want.String(), "server-version", buildinfo.Version)
+		s.log.Info("the member is ready to be downgraded", "target-version", dg.Target().String(), "storage-version", want.String(), "server-version", s.cfg.release())
 	}
 	return nil
 }
@@ -239,7 +238,7 @@ func (s *Server) versionLoop() {
 	var warned version.Skew
 	var waiting string
 	for {
-		if c := s.ClusterVersion(); version.Local().Less(c) {
+		if c := s.ClusterVersion(); s.cfg.Level.Less(c) {
 			s.stopOlderBinary(c) // caught up with the log, and nothing lowered it
 			return
 		}
@@ -298,22 +297,22 @@ func (s *Server) proposeVersionChange(r *pb.InternalRaftRequest) {
 // warnVersionSkew logs, once per situation, that this member's binary and the cluster disagree.
 func (s *Server) warnVersionSkew(last version.Skew) version.Skew {
 	c := s.versionCluster()
-	sk := c.Skew(version.Local())
+	sk := c.Skew(s.cfg.Level)
 	if sk == last {
 		return sk
 	}
 	switch {
 	case sk.Behind:
-		s.log.Warn(fmt.Sprintf("the local etcd version %s is not up-to-date", buildinfo.Version),
-			"local-member-version", buildinfo.Version, "remote-member-version", sk.NewestVersion)
+		s.log.Warn(fmt.Sprintf("the local etcd version %s is not up-to-date", s.cfg.release()),
+			"local-member-version", s.cfg.release(), "remote-member-version", sk.NewestVersion)
 		if s.Leader() == s.id {
 			// Upstream's leader says this (every second; here once per situation).
-			s.log.Warn("leader found higher-versioned member", "local-member-version", buildinfo.Version,
+			s.log.Warn("leader found higher-versioned member", "local-member-version", s.cfg.release(),
 				"remote-member-id", fmt.Sprintf("%x", sk.NewestID), "remote-member-version", sk.NewestVersion)
 		}
 	case sk.Ahead:
-		s.log.Warn(fmt.Sprintf("the cluster version %s is lower than the local etcd version %s: features of %s stay off until every member runs it", c.Version, buildinfo.Version, version.Local()),
-			"cluster-version", c.Version.String(), "local-member-version", buildinfo.Version)
+		s.log.Warn(fmt.Sprintf("the cluster version %s is lower than the local etcd version %s: features of %s stay off until every member runs it", c.Version, s.cfg.release(), s.cfg.Level),
+			"cluster-version", c.Version.String(), "local-member-version", s.cfg.release())
 	}
 	return sk
 }
@@ -328,7 +327,7 @@ func (s *Server) Downgrade(ctx context.Context, r *pb.DowngradeRequest) (*pb.Dow
 	resp := &pb.DowngradeResponse{Version: c.Version.String()}
 	switch r.Action {
 	case pb.DowngradeRequest_VALIDATE, pb.DowngradeRequest_ENABLE:
-		if err := c.ValidateDowngrade(version.Local(), r.Version); err != nil {
+		if err := c.ValidateDowngrade(s.cfg.Level, r.Version); err != nil {
 			return nil, err
 		}
 		if r.Action == pb.DowngradeRequest_VALIDATE {

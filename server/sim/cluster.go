@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"sync"
@@ -24,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"etcdx/server/etcdserver"
+	"etcdx/server/version"
 )
 
 // Member is one member of the simulated cluster.
@@ -68,12 +70,33 @@ func (m *Member) ID() uint64 {
 	return 0
 }
 
-// Cluster is N members bootstrapped together on one Network.
+// Cluster is N members bootstrapped together on one Network. Each member has a slot; a
+// replaced member's slot holds its successor.
 type Cluster struct {
-	Net     *Network
-	Members []*Member
+	Net *Network
+	log *slog.Logger
+	// template is the configuration new members start from; dir holds their data dirs.
+	template etcdserver.Config
+	dir      string
+
+	mu      sync.Mutex
+	members []*Member
 	ids     map[string]uint64
-	log     *slog.Logger
+	named   int // members ever created, for the next one's name
+}
+
+// Members lists the members in their slots.
+func (c *Cluster) Members() []*Member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*Member(nil), c.members...)
+}
+
+// Member is the member in slot i.
+func (c *Cluster) Member(i int) *Member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.members[i]
 }
 
 // ClusterConfig shapes a simulated cluster.
@@ -88,6 +111,8 @@ type ClusterConfig struct {
 	SnapshotCount uint64
 	// Log receives the members' logs at info level (default: none).
 	Log io.Writer
+	// Level is the etcd line every member starts as (default: the newest the tree implements).
+	Level version.Level
 }
 
 // NewCluster prepares and starts the members, and waits until each has published itself.
@@ -107,33 +132,31 @@ func NewCluster(ctx context.Context, net *Network, cc ClusterConfig) (*Cluster, 
 	if cc.Log != nil {
 		handler = slog.NewJSONHandler(cc.Log, &slog.HandlerOptions{Level: slog.LevelInfo})
 	}
-	c := &Cluster{Net: net, ids: map[string]uint64{}, log: slog.New(handler)}
+	c := &Cluster{Net: net, ids: map[string]uint64{}, log: slog.New(handler), dir: cc.Dir}
+	c.template = etcdserver.Config{InitialClusterToken: "sim", NewCluster: true, TickMs: cc.TickMs, ElectionTicks: cc.ElectionTicks,
+		SnapshotCount: cc.SnapshotCount, SnapshotCatchUpEntries: cc.SnapshotCount / 3, MaxRequestBytes: etcdserver.DefaultMaxRequestBytes,
+		MaxTxnOps: etcdserver.DefaultMaxTxnOps, PreVote: true, StrictReconfigCheck: true,
+		LeaseCheckpointInterval: etcdserver.DefaultLeaseCheckpointInterval, BackendBatchInterval: 20 * time.Millisecond,
+		BackendBatchLimit: 1000, Level: cc.Level}
 	initial := map[string][]string{}
-	for i := 1; i <= cc.Size; i++ {
-		name := fmt.Sprintf("m%d", i)
-		m := &Member{Name: name, PeerURL: fmt.Sprintf("http://%s.sim:2380", name), Disk: NewDisk()}
-		initial[name] = []string{m.PeerURL}
-		c.Members = append(c.Members, m)
+	for i := 0; i < cc.Size; i++ {
+		m := c.newMember(cc.Level)
+		initial[m.Name] = []string{m.PeerURL}
+		c.members = append(c.members, m)
 	}
-	for _, m := range c.Members {
-		m.cfg = etcdserver.Config{Name: m.Name, DataDir: filepath.Join(cc.Dir, m.Name), PeerURLs: []string{m.PeerURL},
-			ClientURLs: []string{fmt.Sprintf("http://%s.sim:2379", m.Name)}, InitialCluster: initial, InitialClusterToken: "sim",
-			NewCluster: true, TickMs: cc.TickMs, ElectionTicks: cc.ElectionTicks, SnapshotCount: cc.SnapshotCount,
-			SnapshotCatchUpEntries: cc.SnapshotCount / 3, MaxRequestBytes: etcdserver.DefaultMaxRequestBytes,
-			MaxTxnOps: etcdserver.DefaultMaxTxnOps, PreVote: true, StrictReconfigCheck: true,
-			LeaseCheckpointInterval: etcdserver.DefaultLeaseCheckpointInterval, BackendBatchInterval: 20 * time.Millisecond,
-			BackendBatchLimit: 1000, Peers: net.For(m.PeerURL), LeaseClock: m.clock.Now, WALDisk: m.Disk}
+	for _, m := range c.members {
+		m.cfg.InitialCluster = initial
 		if err := os.MkdirAll(m.cfg.DataDir, 0o700); err != nil {
 			return nil, err
 		}
 	}
-	for _, m := range c.Members {
+	for _, m := range c.members {
 		if err := c.start(m); err != nil {
 			c.Close()
 			return nil, err
 		}
 	}
-	for _, m := range c.Members {
+	for _, m := range c.members {
 		if err := waitReady(ctx, m); err != nil {
 			c.Close()
 			return nil, err
@@ -142,9 +165,26 @@ func NewCluster(ctx context.Context, net *Network, cc ClusterConfig) (*Cluster, 
 	return c, nil
 }
 
+// newMember names the next member and prepares its configuration (at level), without an
+// initial cluster.
+func (c *Cluster) newMember(level version.Level) *Member {
+	c.mu.Lock()
+	c.named++
+	name := fmt.Sprintf("m%d", c.named)
+	c.mu.Unlock()
+	m := &Member{Name: name, PeerURL: fmt.Sprintf("http://%s.sim:2380", name), Disk: NewDisk()}
+	m.cfg = c.template
+	m.cfg.Name, m.cfg.DataDir, m.cfg.PeerURLs = name, filepath.Join(c.dir, name), []string{m.PeerURL}
+	m.cfg.ClientURLs = []string{fmt.Sprintf("http://%s.sim:2379", name)}
+	m.cfg.Peers, m.cfg.LeaseClock, m.cfg.WALDisk, m.cfg.Level = c.Net.For(m.PeerURL), m.clock.Now, m.Disk, level
+	return m
+}
+
 // start opens the member on its data and starts its loops.
 func (c *Cluster) start(m *Member) error {
+	m.mu.Lock()
 	cfg := m.cfg
+	m.mu.Unlock()
 	cfg.Logger = c.log.With("member", m.Name)
 	cfg.Registry = prometheus.NewRegistry()
 	srv, err := etcdserver.New(cfg)
@@ -156,7 +196,9 @@ func (c *Cluster) start(m *Member) error {
 	m.mu.Lock()
 	m.srv = srv
 	m.mu.Unlock()
+	c.mu.Lock()
 	c.ids[m.Name] = srv.ID()
+	c.mu.Unlock()
 	return nil
 }
 
@@ -191,20 +233,50 @@ func (c *Cluster) Crash(m *Member) {
 	c.Stop(m)
 }
 
+// CrashTorn cuts a member's power in the middle of a write-back: its WAL keeps some of what was
+// not synced, the last append torn at a sector (Disk.PowerOffTorn).
+func (c *Cluster) CrashTorn(m *Member, rng *rand.Rand) error {
+	err := m.Disk.PowerOffTorn(rng)
+	c.Stop(m)
+	return err
+}
+
 // Restart brings a stopped or crashed member back on its data (powering its disk on); it does not wait for the member to rejoin
 // (a partition may keep it out for a while), WaitReady does.
 func (c *Cluster) Restart(m *Member) error {
 	if m.Server() != nil {
 		return nil
 	}
+	m.mu.Lock()
 	m.cfg.NewCluster = false
+	m.mu.Unlock()
 	m.Disk.PowerOn()
 	return c.start(m)
 }
 
+// Swap stops a member and starts it again on its data as another level: an operator replacing
+// its binary in place, during an upgrade or a downgrade.
+func (c *Cluster) Swap(m *Member, to version.Level) error {
+	c.Stop(m)
+	m.mu.Lock()
+	m.cfg.Level = to
+	m.mu.Unlock()
+	return c.Restart(m)
+}
+
+// Level is the etcd line the member runs (or last ran) as.
+func (m *Member) Level() version.Level {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cfg.Level.IsZero() {
+		return version.Local()
+	}
+	return m.cfg.Level
+}
+
 // WaitReady waits until every member runs and has published itself since its last start.
 func (c *Cluster) WaitReady(ctx context.Context) error {
-	for _, m := range c.Members {
+	for _, m := range c.Members() {
 		if err := waitReady(ctx, m); err != nil {
 			return err
 		}
@@ -214,7 +286,7 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 
 // Close stops every member and the network.
 func (c *Cluster) Close() {
-	for _, m := range c.Members {
+	for _, m := range c.Members() {
 		c.Stop(m)
 	}
 	c.Net.Close()
@@ -223,7 +295,7 @@ func (c *Cluster) Close() {
 // Up lists the running members.
 func (c *Cluster) Up() []*Member {
 	var up []*Member
-	for _, m := range c.Members {
+	for _, m := range c.Members() {
 		if m.Server() != nil {
 			up = append(up, m)
 		}
@@ -232,4 +304,8 @@ func (c *Cluster) Up() []*Member {
 }
 
 // IDOf is a member's ID.
-func (c *Cluster) IDOf(m *Member) uint64 { return c.ids[m.Name] }
+func (c *Cluster) IDOf(m *Member) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ids[m.Name]
+}

@@ -8,21 +8,13 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"etcdx/pkg/register"
 )
 
-// Op is one client operation on a register key, as recorded.
-type Op struct {
-	Client int
-	Key    string
-	Write  bool
-	// Value is what a write wrote or a read returned.
-	Value string
-	// Call and Return are nanoseconds since the run began; Return is math.MaxInt64 for a write
-	// whose outcome is unknown (it failed or timed out, and may still have been applied).
-	Call, Return int64
-	// Rev is the store revision the response reported (0 when unknown).
-	Rev int64
-}
+// Op is one client operation on a register key, as recorded (Return is register.Unknown for a
+// write whose outcome is unknown).
+type Op = register.Op
 
 // History records what the clients did and saw.
 type History struct {
@@ -80,11 +72,7 @@ func (h *History) Acked() map[string]string {
 // CheckLinearizable judges the register operations with porcupine: nil when some order
 // of them, consistent with real time, is a sequence of register reads and writes.
 func CheckLinearizable(ops []Op, timeout time.Duration) error {
-	in := make([]porcupine.Operation, 0, len(ops))
-	for _, op := range ops {
-		in = append(in, porcupine.Operation{ClientId: op.Client, Input: op, Call: op.Call, Output: op.Value, Return: op.Return})
-	}
-	switch porcupine.CheckOperationsTimeout(registerModel, in, timeout) {
+	switch register.Check(ops, timeout) {
 	case porcupine.Ok:
 		return nil
 	case porcupine.Illegal:
@@ -94,40 +82,22 @@ func CheckLinearizable(ops []Op, timeout time.Duration) error {
 	}
 }
 
-// registerModel: each key is a register; a write sets it, a read returns it.
-var registerModel = porcupine.Model{
-	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-		byKey := map[string][]porcupine.Operation{}
-		for _, op := range history {
-			k := op.Input.(Op).Key
-			byKey[k] = append(byKey[k], op)
+// appliedIn says at which revision of the store's history (by revision, as storeHistory reads
+// it) each register write took effect.
+func appliedIn(ref map[int64][]Event) register.Applied {
+	at := map[[2]string]int64{}
+	for rev, evs := range ref {
+		for _, e := range evs {
+			k := [2]string{e.Key, e.Value}
+			if old, ok := at[k]; !e.Delete && (!ok || rev < old) {
+				at[k] = rev
+			}
 		}
-		keys := make([]string, 0, len(byKey))
-		for k := range byKey {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		out := make([][]porcupine.Operation, 0, len(keys))
-		for _, k := range keys {
-			out = append(out, byKey[k])
-		}
-		return out
-	},
-	Init: func() any { return "" },
-	Step: func(state, input, output any) (bool, any) {
-		op := input.(Op)
-		if op.Write {
-			return true, op.Value
-		}
-		return output.(string) == state.(string), state
-	},
-	DescribeOperation: func(input, output any) string {
-		op := input.(Op)
-		if op.Write {
-			return fmt.Sprintf("put(%s, %s)", op.Key, op.Value)
-		}
-		return fmt.Sprintf("get(%s) -> %q", op.Key, output)
-	},
+	}
+	return func(key, value string) (int64, bool) {
+		rev, ok := at[[2]string{key, value}]
+		return rev, ok
+	}
 }
 
 // CheckRevisions: each client's acknowledged operations, one after another in real time, report
@@ -200,22 +170,29 @@ func CheckWatch(name string, got []Event, reference map[int64][]Event, from, fin
 	return nil
 }
 
-// CheckClusterVersions judges the cluster versions a member reported over time: never lower
-// than before (outside a downgrade, which the simulation does not run yet) and never above the
-// member's own level.
-func CheckClusterVersions(name string, seen []string, level string) error {
+// VersionSample is the cluster version a member reported at At (History.now), and the level the
+// member ran as then.
+type VersionSample struct {
+	At             int64
+	Cluster, Level string
+}
+
+// CheckClusterVersions checks what one member reported over a run: the cluster version never
+// above the member's level, and never lowered but by a downgrade (to its target, after the
+// harness asked for it).
+func CheckClusterVersions(name string, seen []VersionSample, dg DowngradeWindow) error {
 	prev := ""
 	for _, v := range seen {
-		if v == "" {
+		if v.Cluster == "" {
 			continue
 		}
-		if prev != "" && lessVersion(v, prev) {
-			return fmt.Errorf("%s lowered the cluster version from %s to %s", name, prev, v)
+		if prev != "" && lessVersion(v.Cluster, prev) && (dg.Target == "" || v.At < dg.From || v.Cluster != dg.Target) {
+			return fmt.Errorf("%s lowered the cluster version from %s to %s", name, prev, v.Cluster)
 		}
-		if lessVersion(level, v) {
-			return fmt.Errorf("%s reported cluster version %s, above its level %s", name, v, level)
+		if lessVersion(v.Level, v.Cluster) {
+			return fmt.Errorf("%s reported cluster version %s, above its level %s", name, v.Cluster, v.Level)
 		}
-		prev = v
+		prev = v.Cluster
 	}
 	return nil
 }

@@ -178,8 +178,10 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	n.mu.Lock()
 	target := n.byHost[req.URL.Host]
 	from := rt.p.ep
-	ok := target != nil && target.up && target.handler != nil && from != nil &&
-		!n.cut[[2]uint64{from.id, target.id}] && !n.cut[[2]uint64{target.id, from.id}]
+	// A member that has no transport yet (one joining: it asks for the members before it
+	// knows its ID) has no links to cut.
+	ok := target != nil && target.up && target.handler != nil &&
+		(from == nil || !n.cut[[2]uint64{from.id, target.id}] && !n.cut[[2]uint64{target.id, from.id}])
 	var h http.Handler
 	if ok {
 		h = target.handler

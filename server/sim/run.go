@@ -15,8 +15,8 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
+	"etcdx/pkg/register"
 	"etcdx/server/mvcc"
-	"etcdx/server/version"
 )
 
 // Options shape one simulated run.
@@ -41,6 +41,8 @@ type Options struct {
 	// again through the middle of the run: a planted bug (a clock running ahead) the lease
 	// check must catch.
 	JumpClocks time.Duration
+	// Path, when set, is the version lifecycle of the run instead of the seed's draw.
+	Path *Path
 }
 
 func (o *Options) defaults() {
@@ -69,11 +71,15 @@ type Action struct {
 	At time.Duration
 	// Kind: "isolate", "cut" (one way From -> To), "mend", "restart" (stop now, start Back
 	// later), "crash" (cut the member's power now, start it Back later), "powercut" (every
-	// member crashes at once and starts again), "faults".
-	Kind     string
-	Member   int // index in the cluster
-	To       int
-	Back     time.Duration
+	// member crashes at once and starts again), "faults", "advance" (the next step of the run's
+	// version lifecycle, Path).
+	Kind   string
+	Member int // index in the cluster
+	To     int
+	Back   time.Duration
+	// Torn: the power cut tears the last write-back (Disk.PowerOffTorn) instead of losing every
+	// unsynced append.
+	Torn     bool
 	Faults   Faults
 	describe string
 }
@@ -82,12 +88,17 @@ func (a Action) String() string { return fmt.Sprintf("%v %s", a.At, a.describe) 
 
 // Schedule draws a run's fault schedule from its seed: the same seed, the same schedule. At
 // most one member is down at a time, so a quorum can form again between faults.
-func Schedule(seed int64, o Options) []Action {
+func Schedule(seed int64, o Options) (out []Action) {
 	o.defaults()
 	rng := rand.New(rand.NewSource(seed))
-	var out []Action
 	downUntil := time.Duration(0)
 	powercut := false // at most one per run
+	replaced := 0     // at most two per run
+	_, advances := lifecycleSchedule(seed, o)
+	defer func() {
+		out = append(out, advances...)
+		sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
+	}()
 	for at := o.Step; at < o.Duration; at += o.Step {
 		a := Action{At: at, Member: rng.Intn(o.Members)}
 		switch p := rng.Float64(); {
@@ -106,21 +117,29 @@ func Schedule(seed int64, o Options) []Action {
 			downUntil = at + a.Back + o.Step
 			a.describe = fmt.Sprintf("stop m%d, back after %v", a.Member+1, a.Back)
 			if rng.Intn(2) == 0 {
-				a.Kind = "crash"
-				a.describe = fmt.Sprintf("cut m%d's power, back after %v", a.Member+1, a.Back)
+				a.Kind, a.Torn = "crash", rng.Intn(2) == 0
+				a.describe = fmt.Sprintf("cut m%d's power%s, back after %v", a.Member+1, tornText(a.Torn), a.Back)
 			}
 		case p < 0.63:
 			if at < downUntil || powercut {
 				continue
 			}
 			powercut = true
-			a.Kind, a.describe = "powercut", "cut every member's power; all start again"
+			a.Kind, a.Torn = "powercut", rng.Intn(2) == 0
+			a.describe = fmt.Sprintf("cut every member's power%s; all start again", tornText(a.Torn))
 			downUntil = at + o.Step
-		case p < 0.75:
+		case p < 0.70:
 			a.Kind = "faults"
 			a.Faults = Faults{Drop: rng.Float64() * 0.1, Duplicate: rng.Float64() * 0.05, Reorder: rng.Float64() * 0.1,
 				MaxDelay: time.Duration(rng.Intn(20)) * time.Millisecond}
 			a.describe = fmt.Sprintf("faults %+v", a.Faults)
+		case p < 0.76:
+			if at < downUntil || replaced == 2 {
+				continue
+			}
+			replaced++
+			a.Kind, a.describe = "replace", fmt.Sprintf("replace m%d's slot: remove it, add a learner, promote it", a.Member+1)
+			downUntil = at + o.Step
 		default:
 			continue
 		}
@@ -129,10 +148,20 @@ func Schedule(seed int64, o Options) []Action {
 	return out
 }
 
+func tornText(torn bool) string {
+	if torn {
+		return " (torn write-back)"
+	}
+	return ""
+}
+
 // Result is what a run found.
 type Result struct {
 	Seed     int64
+	Path     Path
 	Schedule []Action
+	// Lifecycle is what the advances did, in order.
+	Lifecycle []string
 	// Ops is how many register operations were recorded; Acked, ledger writes acknowledged;
 	// WatchEvents, events the watches delivered and the check compared.
 	// LeasesExpired, leases whose expiry the lease check judged.
@@ -153,28 +182,31 @@ func (r *Result) failf(format string, args ...any) {
 // start); a failed check is in the Result.
 func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 	o.defaults()
-	res := &Result{Seed: seed, Schedule: Schedule(seed, o)}
+	path, _ := lifecycleSchedule(seed, o)
+	res := &Result{Seed: seed, Path: path, Schedule: Schedule(seed, o)}
 	if o.LyingDisks {
 		res.Schedule = append(res.Schedule, Action{At: o.Duration / 2, Kind: "powercut", describe: "cut every member's power (lying disks)"})
 		sort.SliceStable(res.Schedule, func(i, j int) bool { return res.Schedule[i].At < res.Schedule[j].At })
 	}
 	net := NewNetwork(rand.New(rand.NewSource(seed+1)), Faults{})
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	c, err := NewCluster(startCtx, net, ClusterConfig{Size: o.Members, Dir: o.Dir, Log: o.Log})
+	c, err := NewCluster(startCtx, net, ClusterConfig{Size: o.Members, Dir: o.Dir, Log: o.Log, Level: path.From})
 	cancel()
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
 	if o.LyingDisks {
-		for _, m := range c.Members {
+		for _, m := range c.Members() {
 			m.Disk.DropSyncs()
 		}
 	}
 
 	hist := NewHistory()
 	watches := newWatchers(c, hist)
-	versions := newVersionSampler(c)
+	versions := newVersionSampler(c, hist)
+	life := newLifecycle(path, c, hist, rand.New(rand.NewSource(seed+98)))
+	tear := rand.New(rand.NewSource(seed + 97)) // where torn write-backs stop
 	// Clients stop first; the watches and the version sampler go on until the last lease can
 	// have expired.
 	stop, stopObservers := make(chan struct{}), make(chan struct{})
@@ -202,7 +234,7 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 		// Every 100 ms through the middle half of the run: leases alive at each jump are cut short.
 		for at := o.Duration / 4; at < 3*o.Duration/4; at += 100 * time.Millisecond {
 			time.AfterFunc(at, func() {
-				for _, m := range c.Members {
+				for _, m := range c.Members() {
 					m.JumpClock(o.JumpClocks)
 				}
 			})
@@ -213,6 +245,8 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 		m  *Member
 	}
 	var restarts []pending
+	var learners []*Member // added by a replacement, not yet promoted
+	var joins []*Member    // added, but could not start yet (every peer it knows was out of reach)
 	for _, a := range res.Schedule {
 		if wait := time.Until(begin.Add(a.At)); wait > 0 {
 			time.Sleep(wait)
@@ -223,34 +257,81 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 			}
 			restarts = restarts[1:]
 		}
-		m := c.Members[a.Member]
+		for i := 0; i < len(joins); i++ {
+			if c.Join(joins[i]) == nil {
+				joins = append(joins[:i], joins[i+1:]...)
+				i--
+			}
+		}
+		for i := 0; i < len(learners); i++ {
+			if learners[i].Server() != nil && c.Promote(ctx, learners[i]) {
+				res.Lifecycle = append(res.Lifecycle, fmt.Sprintf("%v promote %s", a.At, learners[i].Name))
+				learners = append(learners[:i], learners[i+1:]...)
+				i--
+			}
+		}
+		m := c.Member(a.Member)
 		switch a.Kind {
 		case "isolate":
 			net.Isolate(c.IDOf(m))
 		case "cut":
-			net.Cut(c.IDOf(m), c.IDOf(c.Members[a.To]))
+			net.Cut(c.IDOf(m), c.IDOf(c.Member(a.To)))
 		case "mend":
 			net.MendAll()
 		case "restart":
 			c.Stop(m)
 			restarts = append(restarts, pending{at: time.Now().Add(a.Back), m: m})
 		case "crash":
-			c.Crash(m)
+			if a.Torn {
+				if err := c.CrashTorn(m, tear); err != nil {
+					res.failf("tear %s's write-back: %v", m.Name, err)
+				}
+			} else {
+				c.Crash(m)
+			}
 			restarts = append(restarts, pending{at: time.Now().Add(a.Back), m: m})
 		case "powercut":
-			for _, m := range c.Members {
-				m.Disk.PowerOff() // all at the same instant, before any stops
+			for _, m := range c.Members() {
+				// all at the same instant, before any stops
+				if !a.Torn {
+					m.Disk.PowerOff()
+				} else if err := m.Disk.PowerOffTorn(tear); err != nil {
+					res.failf("tear %s's write-back: %v", m.Name, err)
+				}
 			}
-			for _, m := range c.Members {
+			for _, m := range c.Members() {
 				c.Stop(m)
 			}
-			for _, m := range c.Members {
+			for _, m := range c.Members() {
 				if err := c.Restart(m); err != nil {
 					res.failf("start %s after the power cut: %v", m.Name, err)
 				}
 			}
 		case "faults":
 			net.SetFaults(a.Faults)
+		case "replace":
+			if len(restarts) > 0 || len(learners) > 0 || len(joins) > 0 || len(c.Up()) < len(c.Members()) {
+				continue // one member out at a time
+			}
+			nm, err := c.Replace(ctx, a.Member)
+			switch {
+			case err != nil:
+				res.failf("replace %s: %v", m.Name, err)
+			case nm != nil:
+				learners = append(learners, nm)
+				res.Lifecycle = append(res.Lifecycle, fmt.Sprintf("%v replace %s by learner %s", a.At, m.Name, nm.Name))
+				if err := c.Join(nm); err != nil {
+					joins = append(joins, nm) // its peers are out of reach: again at the next step
+				}
+			}
+		case "advance":
+			did, err := life.advance(ctx)
+			if err != nil {
+				res.failf("%s: %v", did, err)
+			}
+			if did != "" {
+				res.Lifecycle = append(res.Lifecycle, fmt.Sprintf("%v %s", a.At, did))
+			}
 		}
 	}
 	if wait := time.Until(begin.Add(o.Duration)); wait > 0 {
@@ -265,11 +346,27 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 			res.failf("restart %s: %v", p.m.Name, err)
 		}
 	}
+	for _, m := range joins {
+		if err := c.Join(m); err != nil {
+			res.failf("%s could not join once the faults ended: %v", m.Name, err)
+		}
+	}
 	readyCtx, cancelReady := context.WithTimeout(ctx, 30*time.Second)
 	if err := c.WaitReady(readyCtx); err != nil {
 		res.failf("after the faults: %v", err)
 	}
 	cancelReady()
+	// A learner catches up once the faults are gone: it must be promotable.
+	for _, l := range learners {
+		deadline := time.Now().Add(memberChangeBound)
+		for !c.Promote(ctx, l) {
+			if time.Now().After(deadline) {
+				res.failf("learner %s could not be promoted within %v of the faults ending", l.Name, memberChangeBound)
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 	time.Sleep(o.Step)
 	close(stop)
 	wg.Wait()
@@ -280,7 +377,7 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 	observers.Wait()
 
 	res.Ops, res.Acked = len(hist.Ops()), len(hist.Acked())
-	check(ctx, c, hist, watches, versions, res)
+	check(ctx, c, hist, watches, versions, life.downgrade, res)
 	checkLeases(watches, leases, res)
 	return res, nil
 }
@@ -364,10 +461,12 @@ func newWatchers(c *Cluster, h *History) *watchers { return &watchers{c: c, h: h
 
 func (w *watchers) run(stop <-chan struct{}) {
 	var wg sync.WaitGroup
-	for _, m := range w.c.Members {
+	for slot := range w.c.Members() {
 		wg.Add(1)
-		go func(m *Member) {
+		go func(slot int) {
 			defer wg.Done()
+			// A slot's watch goes on from where it was when its member is replaced: the new
+			// member's store holds the same history once it has caught up.
 			next := int64(1)
 			for {
 				select {
@@ -375,6 +474,7 @@ func (w *watchers) run(stop <-chan struct{}) {
 					return
 				default:
 				}
+				m := w.c.Member(slot)
 				s := m.Server()
 				if s == nil {
 					time.Sleep(10 * time.Millisecond)
@@ -382,7 +482,7 @@ func (w *watchers) run(stop <-chan struct{}) {
 				}
 				next = w.follow(m.Name, s.KV(), s.Stopping(), next, stop)
 			}
-		}(m)
+		}(slot)
 	}
 	wg.Wait()
 }
@@ -426,15 +526,17 @@ func eventOf(ev mvcc.Event) Event {
 	return Event{Rev: ev.KV.ModRevision, Key: string(ev.KV.Key), Value: string(ev.KV.Value), Delete: ev.Type == mvccpb.DELETE}
 }
 
-// versionSampler records the cluster version each running member reports, every few ms.
+// versionSampler records the cluster version each running member reports, with the level it
+// runs as, every few ms.
 type versionSampler struct {
 	c    *Cluster
+	h    *History
 	mu   sync.Mutex
-	seen map[string][]string
+	seen map[string][]VersionSample
 }
 
-func newVersionSampler(c *Cluster) *versionSampler {
-	return &versionSampler{c: c, seen: map[string][]string{}}
+func newVersionSampler(c *Cluster, h *History) *versionSampler {
+	return &versionSampler{c: c, h: h, seen: map[string][]VersionSample{}}
 }
 
 func (v *versionSampler) run(stop <-chan struct{}) {
@@ -446,25 +548,28 @@ func (v *versionSampler) run(stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		for _, m := range v.c.Members {
-			if s := m.Server(); s != nil {
-				cv := s.ClusterVersion()
-				if !cv.IsZero() {
-					v.mu.Lock()
-					v.seen[m.Name] = append(v.seen[m.Name], cv.String())
-					v.mu.Unlock()
-				}
+		for _, m := range v.c.Members() {
+			s := m.Server()
+			if s == nil {
+				continue
+			}
+			select {
+			case <-s.ReadyNotify():
+			default:
+				continue // still replaying its log: not serving what it holds yet
+			}
+			if cv := s.ClusterVersion(); !cv.IsZero() {
+				v.mu.Lock()
+				v.seen[m.Name] = append(v.seen[m.Name], VersionSample{At: v.h.now(), Cluster: cv.String(), Level: s.Level().String()})
+				v.mu.Unlock()
 			}
 		}
 	}
 }
 
 // check runs every check on the quiet cluster and the recorded history.
-func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionSampler, res *Result) {
+func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionSampler, dg DowngradeWindow, res *Result) {
 	ops := h.Ops()
-	if err := CheckLinearizable(ops, time.Minute); err != nil {
-		res.failf("linearizability: %v", err)
-	}
 	if err := CheckRevisions(ops); err != nil {
 		res.failf("revisions: %v", err)
 	}
@@ -473,10 +578,21 @@ func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionS
 		res.failf("settle: %v", err)
 		return
 	}
+	// The store's own history, from revision 1: what the watches are compared with, and what
+	// tells the writes of unknown outcome that took effect from those that did not.
+	ref, err := storeHistory(c.Member(0).Server().KV(), final)
+	if err != nil {
+		res.failf("read the store's history: %v", err)
+		return
+	}
+	resolved := register.ResolveUnknown(ops, appliedIn(ref))
+	if err := CheckLinearizable(resolved, time.Minute); err != nil {
+		res.failf("linearizability: %v", err)
+	}
 	// Every member holds every acknowledged ledger write, and the same keyspace.
 	acked := h.Acked()
 	hashes := map[uint32][]string{}
-	for _, m := range c.Members {
+	for _, m := range c.Members() {
 		s := m.Server()
 		r, err := s.KV().Range([]byte("ledger/"), []byte("ledger0"), mvcc.RangeOptions{})
 		if err != nil {
@@ -501,11 +617,6 @@ func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionS
 		res.failf("members disagree at revision %d: %v", final, hashes)
 	}
 	// Watches: the store's own history from revision 1 is the reference.
-	ref, err := storeHistory(c.Members[0].Server().KV(), final)
-	if err != nil {
-		res.failf("read the store's history: %v", err)
-		return
-	}
 	w.mu.Lock()
 	logs := append([]watchLog(nil), w.got...)
 	w.mu.Unlock()
@@ -522,7 +633,7 @@ func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionS
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for name, seen := range v.seen {
-		if err := CheckClusterVersions(name, seen, version.Local().String()); err != nil {
+		if err := CheckClusterVersions(name, seen, dg); err != nil {
 			res.failf("cluster version: %v", err)
 		}
 	}
@@ -535,8 +646,8 @@ func settle(ctx context.Context, c *Cluster) (int64, error) {
 	for {
 		// A linearizable write through any member moves everyone to a revision all will reach.
 		up := c.Up()
-		if len(up) != len(c.Members) {
-			return 0, fmt.Errorf("%d of %d members running", len(up), len(c.Members))
+		if n := len(c.Members()); len(up) != n {
+			return 0, fmt.Errorf("%d of %d members running", len(up), n)
 		}
 		wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
 		resp, err := up[0].Server().Put(wctx, &pb.PutRequest{Key: []byte("settle"), Value: []byte("x")})
@@ -546,7 +657,7 @@ func settle(ctx context.Context, c *Cluster) (int64, error) {
 			deadline := time.Now().Add(10 * time.Second)
 			for time.Now().Before(deadline) {
 				all := true
-				for _, m := range c.Members {
+				for _, m := range c.Members() {
 					if m.Server().KV().Rev() < rev {
 						all = false
 					}

@@ -66,6 +66,7 @@ func TestSimulation(t *testing.T) {
 				t.Logf("seed %d: %v", seed, a)
 			}
 		}
+		t.Logf("seed %d: %s; lifecycle: %s", seed, res.Path, strings.Join(res.Lifecycle, "; "))
 		t.Logf("seed %d: %d operations, %d acknowledged ledger writes, %d watch events, %d leases expired, %d faults scheduled", seed, res.Ops, res.Acked, res.WatchEvents, res.LeasesExpired, len(res.Schedule))
 		if res.Ops < 50 || res.Acked < 10 || res.WatchEvents < res.Acked || res.LeasesExpired == 0 {
 			t.Errorf("seed %d: too little got through (%d operations, %d writes, %d watch events, %d leases expired): the run proves nothing", seed, res.Ops, res.Acked, res.WatchEvents, res.LeasesExpired)
@@ -153,14 +154,26 @@ func TestChecksCatchPlantedBugs(t *testing.T) {
 		}
 	})
 	t.Run("cluster version", func(t *testing.T) {
-		if err := CheckClusterVersions("m1", []string{"3.6", "3.7", "3.7"}, "3.7"); err != nil {
-			t.Fatal(err)
+		at := func(ms int64, cluster, level string) VersionSample {
+			return VersionSample{At: ms * int64(time.Millisecond), Cluster: cluster, Level: level}
 		}
-		if CheckClusterVersions("m1", []string{"3.7", "3.6"}, "3.7") == nil {
-			t.Fatal("a lowered cluster version passed")
-		}
-		if CheckClusterVersions("m1", []string{"3.7"}, "3.6") == nil {
-			t.Fatal("a cluster version above the member's level passed")
+		dg := DowngradeWindow{Target: "3.6", From: 5 * int64(time.Millisecond)}
+		for _, c := range []struct {
+			name string
+			seen []VersionSample
+			dg   DowngradeWindow
+			ok   bool
+		}{
+			{"raised with the members' levels", []VersionSample{at(1, "3.6", "3.7"), at(2, "3.7", "3.7")}, DowngradeWindow{}, true},
+			{"lowered without a downgrade", []VersionSample{at(1, "3.7", "3.7"), at(2, "3.6", "3.7")}, DowngradeWindow{}, false},
+			{"above the member's level", []VersionSample{at(1, "3.7", "3.6")}, DowngradeWindow{}, false},
+			{"lowered to the target after the downgrade was asked for", []VersionSample{at(1, "3.7", "3.7"), at(6, "3.6", "3.7"), at(7, "3.6", "3.6")}, dg, true},
+			{"lowered before the downgrade was asked for", []VersionSample{at(1, "3.7", "3.7"), at(4, "3.6", "3.7")}, dg, false},
+			{"lowered below the downgrade's target", []VersionSample{at(1, "3.7", "3.7"), at(6, "3.5", "3.7")}, dg, false},
+		} {
+			if err := CheckClusterVersions("m1", c.seen, c.dg); (err == nil) != c.ok {
+				t.Errorf("%s: ok=%v, got %v", c.name, c.ok, err)
+			}
 		}
 	})
 }

@@ -16,7 +16,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"etcdx/pkg/buildinfo"
 	"etcdx/server/etcdserver"
 	"etcdx/server/membership"
 	"etcdx/server/version"
@@ -43,7 +42,7 @@ func (m *maintenanceServer) Status(ctx context.Context, r *pb.StatusRequest) (*p
 	s := m.s
 	resp := &pb.StatusResponse{
 		Header:           &pb.ResponseHeader{},
-		Version:          buildinfo.Version,
+		Version:          s.Version(),
 		DbSize:           s.Backend().Size(),
 		DbSizeInUse:      s.Backend().SizeInUse(),
 		Leader:           s.Leader(),
@@ -56,7 +55,7 @@ func (m *maintenanceServer) Status(ctx context.Context, r *pb.StatusRequest) (*p
 	if st := s.StorageVersion(); !st.IsZero() {
 		resp.StorageVersion = st.Full()
 	}
-	if version.Downgrade.Built(version.Local()) {
+	if version.Downgrade.Built(s.Level()) {
 		dg := s.DowngradeInfo()
 		resp.DowngradeInfo = &pb.DowngradeInfo{Enabled: dg.Enabled, TargetVersion: dg.TargetVersion}
 	}
@@ -164,7 +163,7 @@ func (m *maintenanceServer) Snapshot(r *pb.SnapshotRequest, srv pb.Maintenance_S
 
 // withStorageVersion adds the storage version to a snapshot log event from 3.6, as upstream's.
 func (m *maintenanceServer) withStorageVersion(storageVersion string, kv ...any) []any {
-	if version.StorageVersion.Built(version.Local()) {
+	if version.StorageVersion.Built(m.s.Level()) {
 		kv = append(kv, "storage-version", storageVersion)
 	}
 	return kv

@@ -16,7 +16,6 @@ import (
 
 	"etcdx/server/etcdserver"
 	"etcdx/server/failpoint"
-	"etcdx/server/version"
 )
 
 // Options tune the gRPC server.
@@ -68,7 +67,7 @@ func NewServer(s *etcdserver.Server, o Options) *grpc.Server {
 		grpc.ChainStreamInterceptor(countStream(s), learnerStreamGate(s), leaderStreamGate(s, lw), authStream(s)))
 	gs := grpc.NewServer(opts...)
 	h := header{s: s}
-	gs.RegisterService(kvService(version.Local()), &kvServer{s: s, hdr: h})
+	gs.RegisterService(kvService(s.Level()), &kvServer{s: s, hdr: h})
 	pb.RegisterWatchServer(gs, &watchServer{s: s, hdr: h, progressInterval: o.WatchProgressNotifyInterval,
 		maxRequestBytes: int(cfg.MaxRequestBytes), loop: o.WatchLoop})
 	pb.RegisterLeaseServer(gs, &leaseServer{s: s, hdr: h})

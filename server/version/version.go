@@ -21,9 +21,8 @@ type Level struct {
 	Major, Minor int64
 }
 
-// The levels this tree implements, oldest first. A binary built at one of them behaves as it.
-// 3.7 has the 3.6 schema and no new features yet; the default build stays 3.6 (issue 4), and a
-// 3.7 build exists so skip-version upgrades can be refused by a real binary.
+// The levels this tree implements, oldest first. A binary built at one of them behaves as that
+// upstream line's current patch release (pkg/buildinfo); the default build is the newest.
 var (
 	V3_5  = Level{3, 5}
 	V3_6  = Level{3, 6}

@@ -6,9 +6,7 @@ package workload
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"etcdx/pkg/register"
 	"etcdx/upgradelab/cluster"
 )
 
@@ -277,7 +276,7 @@ func (w *Workload) writeRegister(id int, key, val string) {
 	op := Op{Client: id, Key: key, Write: true, Value: val, Call: call, Return: w.now()}
 	if err != nil {
 		// The write may still take effect at any later time.
-		op.Unknown, op.Return = true, math.MaxInt64
+		op.Unknown, op.Return = true, register.Unknown
 	}
 	w.record(op)
 }
@@ -333,46 +332,10 @@ func (w *Workload) LostWrites(ctx context.Context, limit int) ([]string, int, er
 // porcupine's verdict (Ok, Illegal or Unknown on timeout) and the number of operations.
 func (w *Workload) Linearizable(timeout time.Duration) (porcupine.CheckResult, int) {
 	w.mu.Lock()
-	ops := make([]porcupine.Operation, 0, len(w.ops))
+	ops := make([]register.Op, 0, len(w.ops))
 	for _, op := range w.ops {
-		ops = append(ops, porcupine.Operation{ClientId: op.Client, Input: op, Call: op.Call, Output: op.Value, Return: op.Return})
+		ops = append(ops, register.Op{Client: op.Client, Key: op.Key, Write: op.Write, Value: op.Value, Call: op.Call, Return: op.Return})
 	}
 	w.mu.Unlock()
-	return porcupine.CheckOperationsTimeout(registerModel, ops, timeout), len(ops)
-}
-
-// registerModel is one register per key: a write sets it, a read returns it.
-var registerModel = porcupine.Model{
-	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-		byKey := map[string][]porcupine.Operation{}
-		var keys []string
-		for _, op := range history {
-			k := op.Input.(Op).Key
-			if _, ok := byKey[k]; !ok {
-				keys = append(keys, k)
-			}
-			byKey[k] = append(byKey[k], op)
-		}
-		sort.Strings(keys)
-		out := make([][]porcupine.Operation, 0, len(keys))
-		for _, k := range keys {
-			out = append(out, byKey[k])
-		}
-		return out
-	},
-	Init: func() interface{} { return "" },
-	Step: func(state, input, output interface{}) (bool, interface{}) {
-		op := input.(Op)
-		if op.Write {
-			return true, op.Value
-		}
-		return output.(string) == state.(string), state
-	},
-	DescribeOperation: func(input, output interface{}) string {
-		op := input.(Op)
-		if op.Write {
-			return fmt.Sprintf("put(%s, %s)", op.Key, op.Value)
-		}
-		return fmt.Sprintf("get(%s) -> %q", op.Key, output)
-	},
+	return register.Check(ops, timeout), len(ops)
 }

@@ -1,0 +1,182 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"etcdx/server/etcdserver"
+	"etcdx/server/mvcc"
+	"etcdx/server/version"
+)
+
+// Directed tests: one situation each, set up through the harness, with the outcome the server
+// must give. Each stays as a regression test for what a seed once found.
+
+func startCluster(t *testing.T, level version.Level) *Cluster {
+	t.Helper()
+	net := NewNetwork(rand.New(rand.NewSource(1)), Faults{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := NewCluster(ctx, net, ClusterConfig{Size: 3, Dir: t.TempDir(), Level: level})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func leaderOf(t *testing.T, c *Cluster) *Member {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, m := range c.Up() {
+			if s := m.Server(); s != nil && s.Leader() == s.ID() {
+				return m
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no leader within 10 s")
+	return nil
+}
+
+// TestCutOffLeaderRenewsNoLease: a leader cut off from the others must not renew a lease. The
+// others elect a new leader, which never hears of the renewal and may expire the lease before
+// the TTL the client was given (seed 207 saw a lease deleted 199 ms early).
+func TestCutOffLeaderRenewsNoLease(t *testing.T) {
+	c := startCluster(t, version.Level{})
+	old := leaderOf(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	g, err := old.Server().LeaseGrant(ctx, &pb.LeaseGrantRequest{TTL: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Server().LeaseRenew(ctx, g.ID); err != nil {
+		t.Fatalf("renewal by the leader of a whole cluster: %v", err)
+	}
+	c.Net.Isolate(c.IDOf(old))
+	// Asked at once, before its check-quorum notices: it still believes it leads.
+	rctx, rcancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer rcancel()
+	ttl, err := old.Server().LeaseRenew(rctx, g.ID)
+	if err == nil {
+		t.Fatalf("a leader cut off from every other member renewed the lease (TTL %d)", ttl)
+	}
+	if !errors.Is(err, etcdserver.ErrNotLeader) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("renewal by a cut-off leader: %v, want not leader", err)
+	}
+}
+
+// TestReplaceAMember: remove a member, add a learner in its slot, start it on an empty data dir,
+// promote it once it has caught up; the new member holds what was written before it came.
+func TestReplaceAMember(t *testing.T) {
+	c := startCluster(t, version.Level{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	put := func(k string) int64 {
+		t.Helper()
+		resp, err := leaderOf(t, c).Server().Put(ctx, &pb.PutRequest{Key: []byte(k), Value: []byte("v")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Revision
+	}
+	for i := 0; i < 500; i++ { // beyond a snapshot (every 300 entries): it catches up by snapshot
+		put(fmt.Sprintf("before/%03d", i))
+	}
+	old := c.Member(1)
+	nm, err := c.Replace(ctx, 1)
+	if err != nil || nm == nil {
+		t.Fatalf("replace %s: %v, %v", old.Name, nm, err)
+	}
+	if old.Server() != nil {
+		t.Fatalf("%s still runs after its removal", old.Name)
+	}
+	if err := c.Join(nm); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.Promote(ctx, nm) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not promotable within 10 s", nm.Name)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	rev := put("after")
+	for time.Now().Before(deadline) && nm.Server().KV().Rev() < rev {
+		time.Sleep(10 * time.Millisecond)
+	}
+	r, err := nm.Server().KV().Range([]byte("before/"), []byte("before0"), mvcc.RangeOptions{})
+	if err != nil || len(r.KVs) != 500 {
+		t.Fatalf("%s holds %d of the 500 keys written before it joined (%v)", nm.Name, len(r.KVs), err)
+	}
+	ms := nm.Server().Members()
+	if len(ms) != 3 || has(ms, c.IDOf(old)) {
+		t.Fatalf("members after the replacement: %+v", ms)
+	}
+	for _, m := range ms {
+		if m.IsLearner {
+			t.Fatalf("%x is still a learner", m.ID)
+		}
+	}
+}
+
+// TestUpgradeAndDowngradeInPlace walks the version lifecycle on a quiet cluster: every member
+// swapped from 3.6 to 3.7 (the cluster and storage versions follow once the last one is), then
+// a downgrade enabled (the cluster version goes back to 3.6 at once, each member's storage with
+// it), each member swapped back, and the downgrade finished by the leader.
+func TestUpgradeAndDowngradeInPlace(t *testing.T) {
+	from, to := version.V3_6, version.V3_7
+	c := startCluster(t, from)
+	h := NewHistory()
+	l := newLifecycle(Path{From: from, To: to, Downgrade: true}, c, h, rand.New(rand.NewSource(1)))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	waitFor := func(what string, ok func(s *etcdserver.Server) bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			all := true
+			for _, m := range c.Members() {
+				if s := m.Server(); s == nil || !ok(s) {
+					all = false
+				}
+			}
+			if all {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("not every member within 20 s: %s", what)
+	}
+	var did []string
+	for i := 0; i < 50 && !(l.enabled && l.next(to) == nil); i++ {
+		step, err := l.advance(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if step != "" {
+			did = append(did, step)
+		}
+		if len(did) == 3 && l.next(from) == nil { // the last member is at 3.7
+			waitFor("cluster and storage at 3.7", func(s *etcdserver.Server) bool {
+				return s.ClusterVersion() == to && s.StorageVersion() == to
+			})
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(did) != 7 {
+		t.Fatalf("the lifecycle took %d steps, want 3 swaps, the downgrade and 3 swaps back: %v", len(did), did)
+	}
+	waitFor("cluster and storage back at 3.6, the downgrade finished", func(s *etcdserver.Server) bool {
+		return s.ClusterVersion() == from && s.StorageVersion() == from && !s.DowngradeInfo().Enabled && s.Level() == from
+	})
+	t.Logf("steps: %v", did)
+}
