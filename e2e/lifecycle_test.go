@@ -105,8 +105,9 @@ func rollingUpgrade(t *testing.T, h hop) {
 			t.Fatalf("%s after the swap: %+v, %v", m.Name, v, err)
 		}
 		if i < len(c.Members)-1 {
-			// Mixed cluster: the cluster version waits for the last member, storage stays.
-			time.Sleep(1500 * time.Millisecond)
+			// Mixed cluster: once the leader has seen the upgraded members, it keeps the
+			// cluster version for the rest, and storage stays.
+			c.WaitHeldBy(c.Members[i+1:], 15*time.Second)
 			for _, o := range c.Members {
 				if v, err := o.Versions(); err != nil || v.Cluster != h.from+".0" || (v.Storage != "" && v.Storage != h.from+".0") {
 					t.Fatalf("with %d of 3 members upgraded, %s reports %+v, %v", i+1, o.Name, v, err)
@@ -255,7 +256,7 @@ func downgradeCancel(t *testing.T, h hop) {
 	if _, err := cl.Downgrade(Ctx(t), clientv3.DowngradeCancel, ""); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second)
+	c.WaitHeldBy([]*Member{m}, 15*time.Second) // the leader decided: the older member holds it
 	for _, o := range c.Members {
 		v, err := o.Versions()
 		if err != nil || v.Cluster != down {

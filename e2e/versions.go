@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -89,5 +92,46 @@ func (c *Cluster) WaitVersions(cluster, storage string, timeout time.Duration) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+	}
+}
+
+// WaitHeldBy waits until the leader has decided, having seen a newer member, to keep the cluster
+// version for the members in held (the log event "the cluster version stays until every member
+// runs a newer binary" naming exactly them): the event that proves the version loop looked at the
+// mixed cluster, where a sleep would pass with a slow loop.
+func (c *Cluster) WaitHeldBy(held []*Member, timeout time.Duration) {
+	c.t.Helper()
+	ids := map[string]uint64{}
+	resp, err := c.Client().MemberList(Ctx(c.t))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, m := range resp.Members {
+		ids[m.Name] = m.ID
+	}
+	var want []uint64
+	for _, m := range held {
+		want = append(want, ids[m.Name])
+	}
+	slices.Sort(want)
+	hex := make([]string, len(want))
+	for i, id := range want {
+		hex[i] = fmt.Sprintf("%x", id)
+	}
+	field := fmt.Sprintf(`"members":%q`, strings.Join(hex, ","))
+	const event = "the cluster version stays until every member runs a newer binary"
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, m := range c.Members {
+			for _, l := range strings.Split(m.Log(), "\n") {
+				if strings.Contains(l, event) && strings.Contains(l, field) {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("no leader logged %q with %s within %v", event, field, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

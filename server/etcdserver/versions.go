@@ -3,6 +3,7 @@ package etcdserver
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -257,20 +258,26 @@ func (s *Server) versionLoop() {
 }
 
 // decideVersions proposes what version.Cluster.Decide says the leader should, and says which
-// members a downgrade waits for whenever that changes (lastWaiting is what it said last).
+// members a downgrade or an upgrade waits for whenever that changes (lastWaiting is what it said
+// last).
 func (s *Server) decideVersions(lastWaiting string) string {
 	c := s.versionCluster()
 	d := c.Decide()
 	waiting := ""
-	if len(d.WaitingFor) > 0 {
-		ids := make([]string, len(d.WaitingFor))
-		for i, id := range d.WaitingFor {
-			ids[i] = fmt.Sprintf("%x", id)
-		}
-		waiting = strings.Join(ids, ",")
+	switch {
+	case len(d.WaitingFor) > 0:
+		waiting = "downgrade:" + memberList(d.WaitingFor)
 		if waiting != lastWaiting {
 			s.log.Info("the downgrade waits for members that still run a newer binary: swap their binaries or remove them",
-				"target-version", c.Downgrade.Target().String(), "members", waiting)
+				"target-version", c.Downgrade.Target().String(), "members", memberList(d.WaitingFor))
+		}
+	case len(d.HeldBy) > 0:
+		// Ours: the leader has seen a newer member and keeps the cluster version, and says for
+		// whom (operators ask why it has not moved; tests wait for this decision).
+		waiting = "upgrade:" + memberList(d.HeldBy)
+		if waiting != lastWaiting {
+			s.log.Info("the cluster version stays until every member runs a newer binary: upgrade these members",
+				"cluster-version", c.Version.String(), "members", memberList(d.HeldBy))
 		}
 	}
 	switch {
@@ -284,6 +291,13 @@ func (s *Server) decideVersions(lastWaiting string) string {
 		s.proposeVersionChange(&pb.InternalRaftRequest{ClusterVersionSet: &membershippb.ClusterVersionSetRequest{Ver: d.SetVersion.Full()}})
 	}
 	return waiting
+}
+
+// memberList is member IDs as upstream's logs write them (hex), in order, comma-separated.
+func memberList(ids []uint64) string {
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	return strings.Join(hexIDs(sorted), ",")
 }
 
 func (s *Server) proposeVersionChange(r *pb.InternalRaftRequest) {

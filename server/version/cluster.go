@@ -25,6 +25,10 @@ type Decision struct {
 	// (their binary must be swapped, or the member removed). Members that never started are not
 	// waited for: when they start, CheckJoin refuses a binary newer than the target.
 	WaitingFor []uint64
+	// HeldBy, in an upgrade under way (some member runs a newer level than the cluster version),
+	// are the members still at the cluster version: it rises once each of them runs the newer
+	// level.
+	HeldBy []uint64
 }
 
 // lowest is the lowest level among the members, and false when some member's level is unknown
@@ -75,7 +79,19 @@ func (c Cluster) Decide() Decision {
 	if c.Version.IsZero() || c.Version.Less(low) {
 		return Decision{SetVersion: low}
 	}
-	return Decision{}
+	var d Decision
+	newer := false
+	for _, m := range c.Members {
+		l, _ := ParseLevel(m.Version)
+		if l == c.Version {
+			d.HeldBy = append(d.HeldBy, m.ID)
+		}
+		newer = newer || c.Version.Less(l)
+	}
+	if !newer {
+		d.HeldBy = nil
+	}
+	return d
 }
 
 // ValidateDowngrade accepts, for a binary at level bin, only a target exactly one minor below the

@@ -26,7 +26,8 @@ func TestDecide(t *testing.T) {
 		{"rise when the last member upgrades", Cluster{Version: V3_5, Members: members("3.6.0", "3.6.0", "3.6.0")}, Decision{SetVersion: V3_6}},
 		{"nothing to do", Cluster{Version: V3_6, Members: members("3.6.0", "3.6.0")}, Decision{}},
 		// A member that is down keeps the version it last published: the cluster stays at it.
-		{"member down keeps its version", Cluster{Version: V3_5, Members: members("3.6.0", "3.6.0", "3.5.0")}, Decision{}},
+		{"member down keeps its version", Cluster{Version: V3_5, Members: members("3.6.0", "3.6.0", "3.5.0")}, Decision{HeldBy: []uint64{3}}},
+		{"upgrade under way: held by the members not yet upgraded", Cluster{Version: V3_6, Members: members("3.7.3", "3.6.16", "3.6.16")}, Decision{HeldBy: []uint64{2, 3}}},
 		{"never lowered without a downgrade", Cluster{Version: V3_6, Members: members("3.6.0", "3.5.0")}, Decision{}},
 		{"unstarted member: undecided", Cluster{Members: members("3.6.0", "", "3.6.0")}, Decision{}},
 		{"unstarted member holds the version", Cluster{Version: V3_5, Members: members("3.6.0", "")}, Decision{}},
@@ -94,7 +95,7 @@ func TestDowngradeLifecycle(t *testing.T) {
 	c.Members[0].Version = "3.5.0"
 	step(Decision{WaitingFor: []uint64{2, 3}})
 	c.Downgrade = DowngradeInfo{} // CANCEL
-	step(Decision{})
+	step(Decision{HeldBy: []uint64{1}})
 	if sk := c.Skew(V3_6); !sk.Ahead || sk.Behind {
 		t.Errorf("a 3.6 member of a 3.5 cluster after the cancel: %+v", sk)
 	}
