@@ -273,6 +273,24 @@ func TestEtcdutlCheck(t *testing.T) {
 	if len(acked) != 1000 {
 		t.Fatalf("%d of 1000 writes acknowledged", len(acked))
 	}
+	// Deletions, by request and by a lease's revocation: their records hold the key alone.
+	cl := m.Client()
+	if _, err := cl.Put(Ctx(t), "deleted", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Delete(Ctx(t), "deleted"); err != nil {
+		t.Fatal(err)
+	}
+	l, gerr := cl.Grant(Ctx(t), 60)
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	if _, err := cl.Put(Ctx(t), "leased", "v", clientv3.WithLease(l.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Revoke(Ctx(t), l.ID); err != nil {
+		t.Fatal(err)
+	}
 	if err := m.Stop(); err != nil {
 		t.Fatal(err)
 	}
