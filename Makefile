@@ -57,6 +57,8 @@ tools:
 unit:
 	@set -e; for m in $(filter-out e2e,$(MODULES)); do \
 		echo "== go test -race $$m"; (cd $$m && CGO_ENABLED=1 $(GO) test -race -count=1 ./...); done
+	@echo "== the simulation with failpoints built in (its delays take effect): one seed"
+	cd server && SIM_SEED=3 $(GO) test -tags failpoints -count=1 -run '^TestSimulation$$' ./sim
 
 # Each fuzz target for a bounded number of runs from the committed seed corpora (scripts/fuzz.sh).
 fuzz:
@@ -81,11 +83,12 @@ vulncheck:
 
 # A long campaign of the in-process simulation (server/sim): SEEDS seeded runs from FIRST_SEED, each
 # a 3-member cluster under client load and its seed's faults; every failing seed is printed
-# with the command that replays it. make test runs two seeds (with the unit tests).
+# with the command that replays it. Built with failpoints, so its "delay" steps take effect.
+# make test runs two seeds with the unit tests, and a third with failpoints.
 SEEDS ?= 100
 FIRST_SEED ?= 1
 sim:
-	cd server && SIM_SEEDS=$(SEEDS) SIM_FIRST_SEED=$(FIRST_SEED) $(GO) test -count=1 -timeout 0 -run '^TestSimulation$$' -v ./sim | grep -E '^(---|=== RUN|ok|FAIL|PASS)|sim_test.go|^          |replay:'
+	cd server && SIM_SEEDS=$(SEEDS) SIM_FIRST_SEED=$(FIRST_SEED) $(GO) test -tags failpoints -count=1 -timeout 0 -run '^TestSimulation$$' -v ./sim | grep -E '^(---|=== RUN|ok|FAIL|PASS)|sim_test.go|^          |replay:'
 
 # The hot paths' micro-benchmarks (mvcc put, range, watch fan-out; WAL save; backend commit): a
 # change's effect in seconds, before make bench.

@@ -2,6 +2,8 @@
 
 package failpoint
 
+import "errors"
+
 // Enabled reports whether this binary was built with failpoints.
 const Enabled = false
 
@@ -15,3 +17,12 @@ func Value(Name) (string, bool) { return "", false }
 
 // At evaluates a point whose terms act rather than return (panic, sleep, print); nothing here.
 func At(Name) {}
+
+// errNotBuilt is what setting a point answers in a binary without failpoints.
+var errNotBuilt = errors.New("failpoints are not built in (build with -tags failpoints)")
+
+// Set would give a point terms; this binary has none.
+func Set(Name, string) error { return errNotBuilt }
+
+// Clear would remove a point's terms; this binary has none.
+func Clear(Name) error { return errNotBuilt }

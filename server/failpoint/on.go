@@ -47,3 +47,10 @@ func Value(n Name) (string, bool) {
 
 // At evaluates a point whose terms act rather than return: panic, sleep, print.
 func At(n Name) { Value(n) }
+
+// Set gives a point terms from now on, in gofail's syntax (what GOFAIL_HTTP takes), e.g.
+// "sleep(10)". The registry is the process's: in-process members share it.
+func Set(n Name, terms string) error { return gofail.Enable(string(n), terms) }
+
+// Clear removes a point's terms.
+func Clear(n Name) error { return gofail.Disable(string(n)) }

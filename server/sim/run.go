@@ -16,6 +16,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"etcdx/pkg/register"
+	"etcdx/server/failpoint"
 	"etcdx/server/mvcc"
 )
 
@@ -71,15 +72,20 @@ type Action struct {
 	At time.Duration
 	// Kind: "isolate", "cut" (one way From -> To), "mend", "restart" (stop now, start Back
 	// later), "crash" (cut the member's power now, start it Back later), "powercut" (every
-	// member crashes at once and starts again), "faults", "advance" (the next step of the run's
-	// version lifecycle, Path).
+	// member crashes at once and starts again), "faults", "replace" (a member replaced by a new
+	// learner, Cluster.Replace), "delay" (a failpoint sleeps, in every member: gofail's registry is
+	// the process's; a no-op in a build without failpoints), "advance" (the next step of the
+	// run's version lifecycle, Path).
 	Kind   string
 	Member int // index in the cluster
 	To     int
 	Back   time.Duration
 	// Torn: the power cut tears the last write-back (Disk.PowerOffTorn) instead of losing every
 	// unsynced append.
-	Torn     bool
+	Torn bool
+	// Point and Terms: a "delay" sets the failpoint Point to Terms (a sleep) until the next one.
+	Point    failpoint.Name
+	Terms    string
 	Faults   Faults
 	describe string
 }
@@ -140,12 +146,26 @@ func Schedule(seed int64, o Options) (out []Action) {
 			replaced++
 			a.Kind, a.describe = "replace", fmt.Sprintf("replace m%d's slot: remove it, add a learner, promote it", a.Member+1)
 			downUntil = at + o.Step
+		case p < 0.82:
+			a.Kind, a.Point = "delay", delayPoints[rng.Intn(len(delayPoints))]
+			a.Terms = fmt.Sprintf("sleep(%d)", 1+rng.Intn(10))
+			a.describe = fmt.Sprintf("failpoint %s=%s in every member", a.Point, a.Terms)
 		default:
 			continue
 		}
 		out = append(out, a)
 	}
 	return out
+}
+
+// delayPoints are the failpoints on the paths a run takes (raft's loop, the WAL, applying,
+// snapshots, the backend's commits, lease renewals) that a "delay" slows down.
+var delayPoints = []failpoint.Name{
+	failpoint.RaftBeforeSave, failpoint.RaftAfterSave, failpoint.RaftBeforeLeaderSend, failpoint.RaftBeforeFollowerSend,
+	failpoint.RaftBeforeAdvance, failpoint.RaftBeforeApplySnap, failpoint.RaftAfterApplySnap, failpoint.RaftAfterWALRelease,
+	failpoint.RaftBeforeSaveSnap, failpoint.RaftAfterSaveSnap, failpoint.ApplyBeforeOpenSnapshot,
+	failpoint.BeforeApplyOneEntryNormal, failpoint.BeforeApplyOneConfChange, failpoint.BeforeCommit, failpoint.AfterCommit,
+	failpoint.WALBeforeSync, failpoint.WALAfterSync, failpoint.BeforeServeHTTPLeaseRenew, failpoint.BeforeCheckpointInLeaseRenew,
 }
 
 func tornText(torn bool) string {
@@ -164,8 +184,9 @@ type Result struct {
 	Lifecycle []string
 	// Ops is how many register operations were recorded; Acked, ledger writes acknowledged;
 	// WatchEvents, events the watches delivered and the check compared.
-	// LeasesExpired, leases whose expiry the lease check judged.
-	Ops, Acked, WatchEvents, LeasesExpired int
+	// LeasesExpired, leases whose expiry the lease check judged; Delays, failpoint delays set
+	// (none in a build without failpoints).
+	Ops, Acked, WatchEvents, LeasesExpired, Delays int
 	// Failures are the checks that failed.
 	Failures []string
 }
@@ -245,6 +266,12 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 		m  *Member
 	}
 	var restarts []pending
+	var delayed failpoint.Name // the failpoint a "delay" set, cleared by the next one and at the end
+	defer func() {
+		if delayed != "" {
+			failpoint.Clear(delayed)
+		}
+	}()
 	var learners []*Member // added by a replacement, not yet promoted
 	var joins []*Member    // added, but could not start yet (every peer it knows was out of reach)
 	for _, a := range res.Schedule {
@@ -324,6 +351,14 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 					joins = append(joins, nm) // its peers are out of reach: again at the next step
 				}
 			}
+		case "delay":
+			if delayed != "" {
+				failpoint.Clear(delayed)
+			}
+			if err := failpoint.Set(a.Point, a.Terms); err == nil {
+				delayed = a.Point
+				res.Delays++
+			}
 		case "advance":
 			did, err := life.advance(ctx)
 			if err != nil {
@@ -339,6 +374,10 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 	}
 	// Quiet: every fault gone, every member back; the clients go on a little so the healed
 	// cluster serves them too, then stop.
+	if delayed != "" {
+		failpoint.Clear(delayed)
+		delayed = ""
+	}
 	net.SetFaults(Faults{})
 	net.MendAll()
 	for _, p := range restarts {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"etcdx/server/failpoint"
 	"flag"
 	"fmt"
 	"math"
@@ -67,7 +68,16 @@ func TestSimulation(t *testing.T) {
 			}
 		}
 		t.Logf("seed %d: %s; lifecycle: %s", seed, res.Path, strings.Join(res.Lifecycle, "; "))
-		t.Logf("seed %d: %d operations, %d acknowledged ledger writes, %d watch events, %d leases expired, %d faults scheduled", seed, res.Ops, res.Acked, res.WatchEvents, res.LeasesExpired, len(res.Schedule))
+		t.Logf("seed %d: %d operations, %d acknowledged ledger writes, %d watch events, %d leases expired, %d faults scheduled, %d failpoint delays set", seed, res.Ops, res.Acked, res.WatchEvents, res.LeasesExpired, len(res.Schedule), res.Delays)
+		delays := 0
+		for _, a := range res.Schedule {
+			if a.Kind == "delay" {
+				delays++
+			}
+		}
+		if failpoint.Enabled && res.Delays != delays {
+			t.Errorf("seed %d: %d of %d failpoint delays took effect in a failpoints build", seed, res.Delays, delays)
+		}
 		if res.Ops < 50 || res.Acked < 10 || res.WatchEvents < res.Acked || res.LeasesExpired == 0 {
 			t.Errorf("seed %d: too little got through (%d operations, %d writes, %d watch events, %d leases expired): the run proves nothing", seed, res.Ops, res.Acked, res.WatchEvents, res.LeasesExpired)
 		}
