@@ -91,6 +91,12 @@ type Report struct {
 	LostWrites   []string       `json:"lostWrites"`
 	HistoryOps   int            `json:"historyOps"`
 	Linearizable string         `json:"linearizable"`
+	// UnknownWrites are register writes whose outcome the client did not learn; UnknownWritesLeft,
+	// those the store's history did not settle before the linearizability check (all of them
+	// when the history could not be read: HistoryNote says why).
+	UnknownWrites     int    `json:"unknownWrites"`
+	UnknownWritesLeft int    `json:"unknownWritesLeft"`
+	HistoryNote       string `json:"historyNote,omitempty"`
 	// Preloaded is the number of keys written before the plan (--preload).
 	Preloaded   int `json:"preloaded,omitempty"`
 	WatchEvents int `json:"watchEvents"`
@@ -466,6 +472,13 @@ func (r *Runner) check(ctx context.Context, w *workload.Workload, x *run, rep *R
 		rep.LostWrites = lost
 		span.SetAttributes(attribute.Int("acked-writes-checked", checked), attribute.Int("lost-writes", len(lost)))
 	}
+	hctx, hcancel := context.WithTimeout(ctx, 30*time.Second)
+	rep.UnknownWrites, rep.UnknownWritesLeft, err = w.NarrowUnknown(hctx)
+	hcancel()
+	if err != nil {
+		rep.HistoryNote = err.Error() // the check runs on the writes as they are
+	}
+	span.SetAttributes(attribute.Int("unknown-writes", rep.UnknownWrites), attribute.Int("unknown-writes-left", rep.UnknownWritesLeft))
 	f.Linearizable, f.HistoryOps = w.Linearizable(r.CheckTimeout)
 	f.Timeout = r.CheckTimeout
 	rep.Linearizable, rep.HistoryOps = string(f.Linearizable), f.HistoryOps

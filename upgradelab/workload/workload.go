@@ -37,18 +37,9 @@ type Config struct {
 	KeptLeaseTTL, ExpiringLeaseTTL int64
 }
 
-// Op is one register operation as porcupine sees it.
-type Op struct {
-	Client int
-	Key    string
-	Write  bool
-	// Value written, or read ("" for a missing key).
-	Value string
-	// Unknown marks a write whose outcome the client did not learn (an error or timeout).
-	Unknown bool
-	Call    int64
-	Return  int64
-}
+// Op is one register operation as porcupine sees it (register.Unknown as its Return marks a
+// write whose outcome the client did not learn).
+type Op = register.Op
 
 // Stats counts what happened.
 type Stats struct {
@@ -273,10 +264,10 @@ func (w *Workload) writeRegister(id int, key, val string) {
 		w.revs[id] = append(w.revs[id], RevisionSeen{Op: "put", Revision: rev})
 		w.mu.Unlock()
 	}
-	op := Op{Client: id, Key: key, Write: true, Value: val, Call: call, Return: w.now()}
+	op := Op{Client: id, Key: key, Write: true, Value: val, Call: call, Return: w.now(), Rev: rev}
 	if err != nil {
 		// The write may still take effect at any later time.
-		op.Unknown, op.Return = true, register.Unknown
+		op.Return, op.Rev = register.Unknown, 0
 	}
 	w.record(op)
 }
@@ -298,7 +289,7 @@ func (w *Workload) readRegister(id int, key string) {
 	w.mu.Lock()
 	w.revs[id] = append(w.revs[id], RevisionSeen{Op: "get", Revision: resp.Header.Revision})
 	w.mu.Unlock()
-	w.record(Op{Client: id, Key: key, Value: val, Call: call, Return: ret})
+	w.record(Op{Client: id, Key: key, Value: val, Call: call, Return: ret, Rev: resp.Header.Revision})
 }
 
 func (w *Workload) record(op Op) {
@@ -332,10 +323,63 @@ func (w *Workload) LostWrites(ctx context.Context, limit int) ([]string, int, er
 // porcupine's verdict (Ok, Illegal or Unknown on timeout) and the number of operations.
 func (w *Workload) Linearizable(timeout time.Duration) (porcupine.CheckResult, int) {
 	w.mu.Lock()
-	ops := make([]register.Op, 0, len(w.ops))
-	for _, op := range w.ops {
-		ops = append(ops, register.Op{Client: op.Client, Key: op.Key, Write: op.Write, Value: op.Value, Call: op.Call, Return: op.Return})
-	}
+	ops := append([]Op(nil), w.ops...)
 	w.mu.Unlock()
 	return register.Check(ops, timeout), len(ops)
+}
+
+// NarrowUnknown reads the register keys' history from the cluster (a watch from revision 1, up
+// to a marker it writes) and narrows the writes of unknown outcome with it
+// (register.ResolveUnknown): one whose value never appeared is left out, one that did gets the
+// latest moment it can have taken effect. Porcupine's search grows with every open-ended write,
+// and a member stopped under load leaves many. A compacted history leaves them as they are (the
+// error says so). It reports how many such writes there were and how many are left open.
+func (w *Workload) NarrowUnknown(ctx context.Context) (before, after int, err error) {
+	w.mu.Lock()
+	before = openWrites(w.ops)
+	w.mu.Unlock()
+	prefix := w.cfg.Prefix + "/reg/"
+	marker := prefix + "~history-read"
+	r, err := w.cli.Put(ctx, marker, "x")
+	if err != nil {
+		return before, before, fmt.Errorf("write the history marker: %w", err)
+	}
+	at := map[[2]string]int64{}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := false
+	for resp := range w.cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(1)) {
+		if err := resp.Err(); err != nil {
+			return before, before, fmt.Errorf("read the register history: %w", err)
+		}
+		for _, ev := range resp.Events {
+			k := [2]string{string(ev.Kv.Key), string(ev.Kv.Value)}
+			if _, ok := at[k]; ev.Type == clientv3.EventTypePut && !ok {
+				at[k] = ev.Kv.ModRevision
+			}
+			done = done || ev.Kv.ModRevision >= r.Header.Revision
+		}
+		if done {
+			break
+		}
+	}
+	if !done {
+		return before, before, fmt.Errorf("the register history ended before revision %d: %w", r.Header.Revision, ctx.Err())
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ops = register.ResolveUnknown(w.ops, func(key, value string) (int64, bool) {
+		rev, ok := at[[2]string{key, value}]
+		return rev, ok
+	})
+	return before, openWrites(w.ops), nil
+}
+
+func openWrites(ops []Op) (n int) {
+	for _, op := range ops {
+		if op.Write && op.Return == register.Unknown {
+			n++
+		}
+	}
+	return n
 }

@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"etcdx/pkg/register"
 	"etcdx/server/embed"
 )
 
@@ -114,7 +115,7 @@ func TestUnknownWritesMayOrMayNotHaveHappened(t *testing.T) {
 	w := &Workload{start: time.Now()}
 	key := "/r"
 	// A write that failed (outcome unknown) and a later read that did not see it: legal.
-	w.record(Op{Key: key, Write: true, Value: "a", Unknown: true, Call: 10, Return: 1 << 62})
+	w.record(Op{Key: key, Write: true, Value: "a", Call: 10, Return: register.Unknown})
 	w.record(Op{Key: key, Value: "", Call: 20, Return: 30})
 	if v, _ := w.Linearizable(10 * time.Second); v != porcupine.Ok {
 		t.Fatalf("unseen unknown write: %s", v)
@@ -142,5 +143,48 @@ func TestPreloadWritesTheSizeAsked(t *testing.T) {
 	r, err := cli.Get(ctx, "/preload/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil || r.Count != 201 {
 		t.Fatalf("count %v, %v", r, err)
+	}
+}
+
+// Writes of unknown outcome are settled by the store's history: one that took effect is kept
+// with the latest moment it can have, one that never did is left out; a compacted history
+// leaves them open and says why.
+func TestNarrowUnknownWithTheStoresHistory(t *testing.T) {
+	cli := member(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	w := &Workload{cli: cli, cfg: Config{Prefix: "/narrow"}, start: time.Now()}
+	key := "/narrow/reg/0"
+	put, err := cli.Put(ctx, key, "applied") // its client never heard back
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.record(Op{Client: 0, Key: key, Write: true, Value: "applied", Call: 10, Return: register.Unknown})
+	w.record(Op{Client: 0, Key: key, Write: true, Value: "never", Call: 20, Return: register.Unknown})
+	w.record(Op{Client: 1, Key: key, Value: "applied", Call: 30, Return: 40, Rev: put.Header.Revision})
+	before, after, err := w.NarrowUnknown(ctx)
+	if err != nil || before != 2 || after != 0 {
+		t.Fatalf("narrowed %d -> %d: %v", before, after, err)
+	}
+	if verdict, n := w.Linearizable(10 * time.Second); verdict != porcupine.Ok || n != 2 {
+		t.Fatalf("%d operations after narrowing: %s", n, verdict)
+	}
+	for _, op := range w.ops {
+		if op.Value == "applied" && op.Write && (op.Return != 40 || op.Rev != put.Header.Revision) {
+			t.Fatalf("the applied write: %+v", op)
+		}
+	}
+
+	w.record(Op{Client: 0, Key: key, Write: true, Value: "later", Call: 50, Return: register.Unknown})
+	r, err := cli.Put(ctx, "/narrow/other", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Compact(ctx, r.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	before, after, err = w.NarrowUnknown(ctx)
+	if err == nil || before != 1 || after != 1 {
+		t.Fatalf("on a compacted history: %d -> %d, %v", before, after, err)
 	}
 }
