@@ -81,14 +81,16 @@ lint:
 vulncheck:
 	@tools=$$(./scripts/go-tools.sh); $(GO) run ./e2e/cmd/vulncheck -govulncheck $$tools/govulncheck -db $$tools/vulndb $(MODULES)
 
-# A long campaign of the in-process simulation (server/sim): SEEDS seeded runs from FIRST_SEED, each
-# a 3-member cluster under client load and its seed's faults; every failing seed is printed
-# with the command that replays it. Built with failpoints, so its "delay" steps take effect.
-# make test runs two seeds with the unit tests, and a third with failpoints.
+# A long campaign of the in-process simulation (server/sim): SEEDS seeded runs from FIRST_SEED, in
+# PARALLEL processes, each run a 3-member cluster under client load and its seed's faults; every
+# failing seed is printed with the command that replays it (scripts/sim.sh). Built with
+# failpoints, so its "delay" steps take effect. make test runs two seeds with the unit tests, and
+# a third with failpoints.
 SEEDS ?= 100
 FIRST_SEED ?= 1
+PARALLEL ?= 1
 sim:
-	cd server && SIM_SEEDS=$(SEEDS) SIM_FIRST_SEED=$(FIRST_SEED) $(GO) test -tags failpoints -count=1 -timeout 0 -run '^TestSimulation$$' -v ./sim | grep -E '^(---|=== RUN|ok|FAIL|PASS)|sim_test.go|^          |replay:'
+	SEEDS=$(SEEDS) FIRST_SEED=$(FIRST_SEED) PARALLEL=$(PARALLEL) GO=$(GO) ./scripts/sim.sh
 
 # The hot paths' micro-benchmarks (mvcc put, range, watch fan-out; WAL save; backend commit): a
 # change's effect in seconds, before make bench.

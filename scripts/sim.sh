@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# make sim: a campaign of the in-process simulation (server/sim), SEEDS seeds from FIRST_SEED, in
+# PARALLEL processes at once (a run spends most of its time waiting on timers, so two per CPU
+# keep the machine busy). Prints every run's summary and, for a failing seed, its reasons and the
+# command that replays it; exits 1 when a seed failed.
+set -euo pipefail
+seeds=${SEEDS:-100} first=${FIRST_SEED:-1} parallel=${PARALLEL:-1} go=${GO:-go}
+cd "$(dirname "$0")/../server"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$go" test -c -tags failpoints -o "$tmp/sim.test" ./sim
+start=$(date +%s)
+per=$(((seeds + parallel - 1) / parallel))
+pids=()
+for ((p = 0; p < parallel; p++)); do
+	from=$((first + p * per))
+	n=$((seeds - p * per))
+	((n > per)) && n=$per
+	((n > 0)) || break
+	(cd sim && SIM_SEEDS=$n SIM_FIRST_SEED=$from "$tmp/sim.test" -test.count=1 -test.timeout=0 -test.run '^TestSimulation$' -test.v >"$tmp/shard$p.log" 2>&1) &
+	pids+=($!)
+done
+status=0
+for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+for log in "$tmp"/shard*.log; do
+	grep -E '^(---|ok|FAIL|PASS)|sim_test.go|^          |replay:' "$log" || true
+done
+failed=$(cat "$tmp"/shard*.log | grep -c 'FAILED:' || true)
+echo "sim: $seeds seeds from $first in $parallel processes: $failed failed, $(($(date +%s) - start)) s"
+exit $status
