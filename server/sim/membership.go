@@ -69,7 +69,20 @@ func (c *Cluster) Replace(ctx context.Context, i int) (*Member, error) {
 // Join starts a member added by Replace: it learns the cluster from the members it was given and
 // catches up from the leader. With every one of them out of reach it cannot start, as a real
 // member exits: start it again later.
-func (c *Cluster) Join(m *Member) error { return c.Restart(m) }
+func (c *Cluster) Join(m *Member) error {
+	// During a downgrade a new member must run the target (the cluster refuses a newer one and
+	// says so): the operator starts it with the target's binary.
+	if via := c.upExcept(m); via != nil {
+		if s := via.Server(); s != nil {
+			if dg := s.DowngradeInfo(); dg.Enabled && dg.Target().Less(m.Level()) {
+				m.mu.Lock()
+				m.cfg.Level = dg.Target()
+				m.mu.Unlock()
+			}
+		}
+	}
+	return c.Restart(m)
+}
 
 // Promote asks for the learner m to become a voter; it reports whether m is a voter now.
 // A learner that has not caught up yet is refused (ErrLearnerNotReady): ask again later.
