@@ -112,6 +112,14 @@ func (s *Server) handleReady(rd raft.Ready, st *readyState) bool {
 		st.saved = rd.HardState
 	}
 	if hasSnap {
+		// The hard state saved with a snapshot moves only the commit index, which Save does not
+		// sync; unsynced, a crash leaves the WAL's commit behind the snapshot the database now
+		// holds, and the member cannot start (upstream syncs here too: etcd-io/etcd#10219). The
+		// simulation found it: a joined member's graceful stop lost the record.
+		if err := s.wal.Sync(); err != nil {
+			s.fatal("failed to sync the WAL after a Raft snapshot", err)
+			return false
+		}
 		failpoint.At(failpoint.RaftBeforeApplySnap)
 		if err := s.storage.ApplySnapshot(rd.Snapshot); err != nil {
 			s.fatal("failed to apply the incoming snapshot to raft storage", err)

@@ -143,6 +143,14 @@ func (w *WAL) sync() error {
 	return nil
 }
 
+// Sync makes every record written so far durable (the raft loop calls it after saving the hard
+// state that follows a received snapshot, which a commit-only hard state would not sync).
+func (w *WAL) Sync() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.sync()
+}
+
 // Exist reports whether dir holds a WAL.
 func Exist(dir string) bool {
 	segs, err := listSegments(dir)
