@@ -81,6 +81,24 @@ var Model = porcupine.Model{
 // read once the cluster is quiet); ok is false for a write that never did.
 type Applied func(key, value string) (rev int64, ok bool)
 
+// Writes is what a store's history says of register writes: the revision at which each value was
+// first written to each key. Its Applied method is what ResolveUnknown asks.
+type Writes map[[2]string]int64
+
+// Put records a put of value to key at rev, read from the history in any order.
+func (w Writes) Put(key, value string, rev int64) {
+	k := [2]string{key, value}
+	if old, ok := w[k]; !ok || rev < old {
+		w[k] = rev
+	}
+}
+
+// Applied is the revision at which value was first written to key, if it ever was.
+func (w Writes) Applied(key, value string) (int64, bool) {
+	rev, ok := w[[2]string{key, value}]
+	return rev, ok
+}
+
 // ResolveUnknown narrows the writes of unknown outcome with what the store's history says of
 // them, so porcupine judges far fewer open-ended operations (each one multiplies its search):
 //   - a write whose value never appeared did not take effect: it is left out;

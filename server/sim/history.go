@@ -82,22 +82,17 @@ func CheckLinearizable(ops []Op, timeout time.Duration) error {
 	}
 }
 
-// appliedIn says at which revision of the store's history (by revision, as storeHistory reads
-// it) each register write took effect.
-func appliedIn(ref map[int64][]Event) register.Applied {
-	at := map[[2]string]int64{}
+// appliedIn is the register writes of the store's history (by revision, as storeHistory reads it).
+func appliedIn(ref map[int64][]Event) register.Writes {
+	w := register.Writes{}
 	for rev, evs := range ref {
 		for _, e := range evs {
-			k := [2]string{e.Key, e.Value}
-			if old, ok := at[k]; !e.Delete && (!ok || rev < old) {
-				at[k] = rev
+			if !e.Delete {
+				w.Put(e.Key, e.Value, rev)
 			}
 		}
 	}
-	return func(key, value string) (int64, bool) {
-		rev, ok := at[[2]string{key, value}]
-		return rev, ok
-	}
+	return w
 }
 
 // CheckRevisions: each client's acknowledged operations, one after another in real time, report

@@ -624,7 +624,7 @@ func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionS
 		res.failf("read the store's history: %v", err)
 		return
 	}
-	resolved := register.ResolveUnknown(ops, appliedIn(ref))
+	resolved := register.ResolveUnknown(ops, appliedIn(ref).Applied)
 	if err := CheckLinearizable(resolved, time.Minute); err != nil {
 		res.failf("linearizability: %v", err)
 	}

@@ -344,7 +344,7 @@ func (w *Workload) NarrowUnknown(ctx context.Context) (before, after int, err er
 	if err != nil {
 		return before, before, fmt.Errorf("write the history marker: %w", err)
 	}
-	at := map[[2]string]int64{}
+	writes := register.Writes{}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := false
@@ -353,9 +353,8 @@ func (w *Workload) NarrowUnknown(ctx context.Context) (before, after int, err er
 			return before, before, fmt.Errorf("read the register history: %w", err)
 		}
 		for _, ev := range resp.Events {
-			k := [2]string{string(ev.Kv.Key), string(ev.Kv.Value)}
-			if _, ok := at[k]; ev.Type == clientv3.EventTypePut && !ok {
-				at[k] = ev.Kv.ModRevision
+			if ev.Type == clientv3.EventTypePut {
+				writes.Put(string(ev.Kv.Key), string(ev.Kv.Value), ev.Kv.ModRevision)
 			}
 			done = done || ev.Kv.ModRevision >= r.Header.Revision
 		}
@@ -368,10 +367,7 @@ func (w *Workload) NarrowUnknown(ctx context.Context) (before, after int, err er
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.ops = register.ResolveUnknown(w.ops, func(key, value string) (int64, bool) {
-		rev, ok := at[[2]string{key, value}]
-		return rev, ok
-	})
+	w.ops = register.ResolveUnknown(w.ops, writes.Applied)
 	return before, openWrites(w.ops), nil
 }
 
