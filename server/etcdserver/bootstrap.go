@@ -300,7 +300,7 @@ func (s *Server) restart(rcfg *raft.Config) error {
 		s.savedSnapIndex = sn.Metadata.Index
 		s.confState = sn.Metadata.ConfState
 	}
-	if err := checkLogCoversDB(s.id, cfg.walDir(), st, ents, s.consistentIndex); err != nil {
+	if err := checkLogCoversDB(s.id, cfg.walDir(), st, sn.Metadata.Index, ents, s.consistentIndex); err != nil {
 		return err
 	}
 	// A power cut can leave the WAL's synced commit index behind what the database applied

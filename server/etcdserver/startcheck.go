@@ -10,9 +10,11 @@ import (
 
 // checkLogCoversDB refuses a data dir whose database has applied entries its WAL no longer
 // holds (wal.CheckCovers), naming the repair. Upstream starts on such a dir and then hangs.
-func checkLogCoversDB(id uint64, walDir string, st raftpb.HardState, ents []raftpb.Entry, consistent func() (uint64, uint64)) error {
+// ents are the WAL's entries after the snapshot the member starts from (snapIndex, 0 for none):
+// the WAL holds the log up to the snapshot too, though no entry of it is left to read.
+func checkLogCoversDB(id uint64, walDir string, st raftpb.HardState, snapIndex uint64, ents []raftpb.Entry, consistent func() (uint64, uint64)) error {
 	cindex, cterm := consistent()
-	last := uint64(0)
+	last := snapIndex
 	if len(ents) > 0 {
 		last = ents[len(ents)-1].Index
 	}
