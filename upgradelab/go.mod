@@ -3,9 +3,11 @@ module etcdx/upgradelab
 go 1.26.0
 
 require (
+	etcdx/etcdutl v0.0.0
 	etcdx/pkg v0.0.0
 	etcdx/server v0.0.0
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/coreos/go-semver v0.3.1
 	github.com/dustin/go-humanize v1.1.0
 	github.com/moby/moby/api v1.56.1
 	github.com/moby/moby/client v0.6.2
@@ -34,7 +36,7 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
-	github.com/prometheus/common v0.72.0 // indirect
+	github.com/prometheus/common v0.72.0
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/soheilhy/cmux v0.1.5 // indirect
 	go.etcd.io/bbolt v1.4.3 // indirect
@@ -52,7 +54,6 @@ require (
 	github.com/containerd/errdefs/pkg v0.3.0 // indirect
 	github.com/containerd/log v0.1.0 // indirect
 	github.com/containerd/platforms v0.2.1 // indirect
-	github.com/coreos/go-semver v0.3.1 // indirect
 	github.com/coreos/go-systemd/v22 v22.5.0 // indirect
 	github.com/cpuguy83/dockercfg v0.3.2 // indirect
 	github.com/distribution/reference v0.6.0 // indirect
@@ -109,5 +110,7 @@ require (
 )
 
 replace etcdx/server => ../server
+
+replace etcdx/etcdutl => ../etcdutl
 
 replace etcdx/pkg => ../pkg

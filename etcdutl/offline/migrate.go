@@ -97,7 +97,7 @@ func unappliedNewerEntries(dataDir string, applied uint64, target version.Level)
 	if _, err := os.Stat(schema.WALDir(dataDir)); os.IsNotExist(err) {
 		return nil, nil
 	}
-	ents, err := wal.ReadEntries(schema.WALDir(dataDir))
+	ents, err := wal.Entries(schema.WALDir(dataDir))
 	if err != nil {
 		return nil, fmt.Errorf("read the WAL: %w", err)
 	}

@@ -33,6 +33,15 @@ func Load(be *backend.Backend, cid uint64) (*Membership, error) {
 	return m, nil
 }
 
+// Read reads the membership stored in a database file opened by an offline tool.
+func Read(db *bolt.DB) (*Membership, error) {
+	m := &Membership{members: map[uint64]*Member{}, removed: map[uint64]bool{}}
+	if err := db.View(m.read); err != nil {
+		return nil, fmt.Errorf("read membership: %w", err)
+	}
+	return m, nil
+}
+
 func (m *Membership) read(tx *bolt.Tx) error {
 	if b := tx.Bucket(schema.Members); b != nil {
 		if err := b.ForEach(func(k, v []byte) error {

@@ -49,8 +49,10 @@ func (m *maintenanceServer) Status(ctx context.Context, r *pb.StatusRequest) (*p
 		RaftIndex:        s.CommittedIndex(),
 		RaftTerm:         s.Term(),
 		RaftAppliedIndex: s.AppliedIndex(),
-		DbSizeQuota:      s.Config().QuotaBackendBytes,
 		IsLearner:        s.IsLearner(),
+	}
+	if version.StatusQuota.Built(s.Level()) {
+		resp.DbSizeQuota = s.Config().QuotaBackendBytes
 	}
 	if st := s.StorageVersion(); !st.IsZero() {
 		resp.StorageVersion = st.Full()

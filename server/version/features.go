@@ -36,6 +36,9 @@ const (
 	// NoV2StoreMetrics: upstream 3.7 dropped the v2 store's etcd_debugging_store_reads_total and
 	// etcd_debugging_store_writes_total, which count the membership kept in it until then.
 	NoV2StoreMetrics
+	// StatusQuota: Maintenance.Status reports the backend quota (dbSizeQuota), a field upstream
+	// 3.6 added; a 3.5 member reports it only as the etcd_server_quota_backend_bytes metric.
+	StatusQuota
 )
 
 var features = map[Feature]struct {
@@ -53,6 +56,7 @@ var features = map[Feature]struct {
 	NoV2DiscoveryFlags:     {"no-v2-discovery-flags", V3_7},
 	NoDebuggingRangeTotal:  {"no-debugging-range-total", V3_6},
 	NoV2StoreMetrics:       {"no-v2-store-metrics", V3_7},
+	StatusQuota:            {"status-quota", V3_6},
 }
 
 func (f Feature) String() string { return features[f].name }

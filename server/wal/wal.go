@@ -299,16 +299,6 @@ func (w *WAL) cutTornTail(end int64) error {
 	return syncDir(w.dir)
 }
 
-// ReadEntries returns every entry the WAL in dir still holds, without locking or changing any file
-// (a torn final write is ignored, not cut). For offline tools.
-func ReadEntries(dir string) ([]raftpb.Entry, error) {
-	r, err := scanAll(dir)
-	if err != nil {
-		return nil, err
-	}
-	return r.ents, nil
-}
-
 // scanAll reads every segment in dir, read-only, keeping every entry still held.
 func scanAll(dir string) (*scanResult, error) {
 	segs, err := listSegments(dir)
@@ -321,8 +311,8 @@ func scanAll(dir string) (*scanResult, error) {
 	return scan(dir, segs, raftpb.SnapshotMetadata{}, true, nil)
 }
 
-// Entries reads every entry the segments in dir hold, without locking or changing any file
-// (etcdutl check v2store).
+// Entries returns every entry the WAL in dir still holds, without locking or changing any file
+// (a torn final write is ignored, not cut). For offline tools.
 func Entries(dir string) ([]raftpb.Entry, error) {
 	r, err := scanAll(dir)
 	if err != nil {

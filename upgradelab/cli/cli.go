@@ -37,6 +37,9 @@ Usage:
                    [--runtime auto|container|process|netns] [--max-stall DUR] [--max-failed N]
   upgradelab plan  [--from S] [--via S,...] [--to S] [--faults K,...] [--seed N] [--dry-run] [run flags]
                            generate a random plan from a seed and run it (or print it)
+  upgradelab assess --to V [--endpoints URL,...] [--data-dir D ...] [--config FILE ...] [--plan-out FILE]
+                           judge whether this cluster can go to V: every known blocker on the way,
+                           with its fix and source, and the safe path (exit 1 when something blocks)
   upgradelab plans         list the built-in plans
   upgradelab clean [--all] remove containers, networks and volumes that killed runs left
 
@@ -61,6 +64,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return clean(args[1:], stdout, stderr)
 	case "plan":
 		return planCmd(args[1:], stdout, stderr)
+	case "assess":
+		return assessCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,330 @@
+package e2e
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"etcdx/server/membership"
+	"etcdx/server/schema"
+)
+
+// assessAnswer is the part of `upgradelab assess -w json` the tests read.
+type assessAnswer struct {
+	Facts struct {
+		Members []struct {
+			Name    string `json:"name"`
+			ID      string `json:"id"`
+			Learner bool   `json:"learner"`
+			Live    *struct {
+				Version string `json:"version"`
+				Quota   int64  `json:"quota"`
+			} `json:"live"`
+		} `json:"members"`
+		ClusterVersion string `json:"clusterVersion"`
+	} `json:"facts"`
+	Report struct {
+		Target   string `json:"target"`
+		Verdict  string `json:"verdict"`
+		Findings []struct {
+			Check, Subject, Verdict, Summary, Fix string
+			Sources                               []string
+		} `json:"findings"`
+		Path []struct {
+			Kind string `json:"kind"`
+			To   string `json:"to"`
+		} `json:"path"`
+	} `json:"report"`
+}
+
+// assess runs upgradelab assess with -w json and returns its exit status and answer.
+func assess(t *testing.T, args ...string) (int, assessAnswer) {
+	t.Helper()
+	var a assessAnswer
+	code, out := runTool(t, "upgradelab", append([]string{"assess", "-w", "json"}, args...)...)
+	// The JSON document is the whole of stdout; a note about --plan-out may follow on stderr.
+	doc := out
+	if i := strings.LastIndex(out, "\n}\n"); i >= 0 {
+		doc = out[:i+3]
+	}
+	if err := json.Unmarshal([]byte(doc), &a); err != nil {
+		t.Fatalf("upgradelab assess %v: exit %d, output is no JSON answer: %v\n%s", args, code, err, out)
+	}
+	return code, a
+}
+
+// findings are "check subject verdict" lines, for the tests' messages and lookups.
+func (a assessAnswer) findings() string {
+	var lines []string
+	for _, f := range a.Report.Findings {
+		lines = append(lines, f.Check+" "+f.Subject+" "+f.Verdict)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (a assessAnswer) has(t *testing.T, line string) {
+	t.Helper()
+	if !strings.Contains("\n"+a.findings()+"\n", "\n"+line+"\n") {
+		t.Errorf("no finding %q; findings:\n%s", line, a.findings())
+	}
+}
+
+// TestAssessAHealthyClusterAndRehearseItsPath: a healthy 3.6 cluster of ours, assessed for 3.7,
+// gets no blocker and a one-hop path; the path, written as a lab plan, runs green in the lab.
+func TestAssessAHealthyClusterAndRehearseItsPath(t *testing.T) {
+	c := NewCluster(t, 3)
+	for _, m := range c.Members {
+		m.Bin = ServerAt(t, LastReleaseLevel)
+	}
+	c.Start()
+	writeN(t, c.Client(), "k", 20)
+	planFile := filepath.Join(t.TempDir(), "path.yaml")
+	code, a := assess(t, "--endpoints", strings.Join(c.Endpoints(), ","), "--to", "3.7", "--plan-out", planFile, "--subjects", "ours")
+	if code != 0 || a.Report.Verdict != "ok" {
+		t.Fatalf("exit %d, verdict %s; findings:\n%s", code, a.Report.Verdict, a.findings())
+	}
+	if len(a.Facts.Members) != 3 || a.Facts.ClusterVersion != "3.6.0" {
+		t.Errorf("members %d, cluster version %q", len(a.Facts.Members), a.Facts.ClusterVersion)
+	}
+	for _, m := range a.Facts.Members {
+		if m.Live == nil || m.Live.Version != ReleaseOf(LastReleaseLevel) {
+			t.Errorf("member %s: live %+v, want version %s", m.Name, m.Live, ReleaseOf(LastReleaseLevel))
+		}
+	}
+	if len(a.Report.Path) != 1 || a.Report.Path[0].Kind != "upgrade" || a.Report.Path[0].To != ReleaseOf(CurrentLevel) {
+		t.Errorf("path %+v, want one upgrade to %s", a.Report.Path, ReleaseOf(CurrentLevel))
+	}
+	a.has(t, "health cluster ok")
+	a.has(t, "alarms cluster ok")
+
+	code, text := runTool(t, "upgradelab", "assess", "--endpoints", strings.Join(c.Endpoints(), ","), "--to", "3.7.3")
+	if code != 0 || !strings.Contains(text, "Assessment: 3 members at 3.6.16, to 3.7.3: OK") || !strings.Contains(text, "1. Upgrade 3.6.16 -> 3.7.3") {
+		t.Errorf("text answer, exit %d:\n%s", code, text)
+	}
+
+	// The written plan, rehearsed on a cluster of the same size.
+	work := t.TempDir()
+	code, out := runTool(t, "upgradelab", "run", "--runtime", "process", "--plan", planFile,
+		"--bin-dir", filepath.Dir(Binary(t, "etcd")), "--workdir", work)
+	if code != 0 {
+		t.Fatalf("upgradelab run --plan %s: exit %d\n%s", planFile, code, out)
+	}
+	if reps := readLabReport(t, filepath.Join(work, "report.json")); len(reps) != 1 || !reps[0].Passed || reps[0].Members != 3 {
+		t.Fatalf("rehearsal: %+v", reps)
+	}
+}
+
+// TestAssessNamesLiveBlockers: a 3.5 cluster of ours assessed straight for 3.7, with a NOSPACE
+// alarm, a learner added but never started, and a config file with flags 3.6 and 3.7 refuse:
+// each is named with its fix, the verdict blocks (exit 1), and the path goes through 3.6.
+func TestAssessNamesLiveBlockers(t *testing.T) {
+	c := NewCluster(t, 3, "--quota-backend-bytes", strconv.Itoa(2<<20))
+	for _, m := range c.Members {
+		m.Bin = ServerAt(t, OldestLevel)
+	}
+	c.Start()
+	cli := c.Client()
+	big := strings.Repeat("x", 64<<10)
+	for i := 0; ; i++ {
+		if _, err := cli.Put(Ctx(t), fmt.Sprintf("big/%d", i), big); err != nil {
+			if !strings.Contains(err.Error(), "space exceeded") {
+				t.Fatalf("put %d: %v", i, err)
+			}
+			break
+		}
+		if i > 200 {
+			t.Fatal("no NOSPACE alarm after 200 puts of 64 KiB under a 2 MiB quota")
+		}
+	}
+	c.WaitPeersSettled()
+	added, err := cli.MemberAddAsLearner(Ctx(t), []string{fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	learner := fmt.Sprintf("%x", added.Member.ID)
+
+	config := filepath.Join(t.TempDir(), "m1.conf.yml")
+	if err := os.WriteFile(config, []byte("name: m1\nexperimental-compaction-batch-limit: 1000\nenable-v2: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, a := assess(t, "--endpoints", strings.Join(c.Endpoints(), ","), "--config", config, "--to", "3.7")
+	if code != 1 || a.Report.Verdict != "block" {
+		t.Fatalf("exit %d, verdict %s, want 1 and block; findings:\n%s", code, a.Report.Verdict, a.findings())
+	}
+	for _, want := range []string{"skipped-minor cluster block", "health cluster block", "learner-present " + learner + " warn",
+		"flags m1 block", "v2-custom m1 warn", "v2-custom cluster warn"} {
+		a.has(t, want)
+	}
+	alarmed := 0
+	for _, f := range a.Report.Findings {
+		if f.Check == "alarms" && f.Verdict == "block" && strings.Contains(f.Summary, "NOSPACE") && strings.Contains(f.Fix, "alarm disarm") {
+			alarmed++
+		}
+		if f.Check == "flags" && strings.Contains(f.Summary, "--experimental-compaction-batch-limit") && !strings.Contains(f.Fix, "--compaction-batch-limit") {
+			t.Errorf("flag finding without its replacement: %+v", f)
+		}
+	}
+	// A 3.5 member reports its quota only as a metric (etcd_server_quota_backend_bytes).
+	for _, m := range a.Facts.Members {
+		if m.Live != nil && m.Live.Quota != 2<<20 {
+			t.Errorf("member %s: quota %d, want %d (--quota-backend-bytes)", m.Name, m.Live.Quota, 2<<20)
+		}
+	}
+	a.has(t, "quota m1 warn")
+	if alarmed == 0 {
+		t.Errorf("the NOSPACE alarm is not named with its fix; findings:\n%s", a.findings())
+	}
+	if len(a.Report.Path) != 2 || a.Report.Path[0].To != ReleaseOf(LastReleaseLevel) || a.Report.Path[1].To != ReleaseOf(CurrentLevel) {
+		t.Errorf("path %+v, want 3.5.35 -> %s -> %s", a.Report.Path, ReleaseOf(LastReleaseLevel), ReleaseOf(CurrentLevel))
+	}
+
+	code, out := runTool(t, "upgradelab", "assess", "--to", "3.7")
+	if code != 2 || !strings.Contains(out, "give --endpoints") {
+		t.Errorf("assess without a source: exit %d\n%s", code, out)
+	}
+}
+
+// TestAssessReadsStoppedMembersDataDirs: an upstream 3.5.35 cluster with v2 data written through
+// its v2 API, a member removed, and one member's v3 store then edited into the two states that
+// broke 3.5 -> 3.6 upgrades (a voter still a learner there: etcd-io/etcd#19557, as upstream's
+// own test makes it; the removed member still there: etcd-io/etcd#20967). Assess reads the
+// stopped member's data dir, names all three, and changes no file of it.
+func TestAssessReadsStoppedMembersDataDirs(t *testing.T) {
+	c := NewCluster(t, 3, "--enable-v2")
+	for _, m := range c.Members {
+		m.Bin = UpstreamBinaryAt(t, Upstream35Version, "etcd")
+	}
+	c.Start()
+	writeN(t, c.Client(), "k", 10)
+	resp, err := http.PostForm(c.Members[0].ClientURL+"/v2/keys/app/config", url.Values{"value": {"custom"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("v2 write: %s", resp.Status)
+	}
+	c.WaitPeersSettled()
+	cli := c.Client()
+	added, err := cli.MemberAddAsLearner(Ctx(t), []string{fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.MemberRemove(Ctx(t), added.Member.ID); err != nil {
+		t.Fatal(err)
+	}
+	m2 := c.Members[1]
+	m2ID := memberIDOf(t, c, m2.Name)
+	m3 := c.Members[2]
+	// The removal reaches m3 before it stops.
+	ctx, cancel := context.WithTimeout(Ctx(t), 10*time.Second)
+	defer cancel()
+	waitFor(t, ctx, "m3 to see the removal", func() bool { return memberCount(t, m3) == 3 })
+	if err := m3.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err := bolt.Open(schema.BackendPath(m3.DataDir), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := membership.Read(db)
+	if err == nil {
+		members := mem.List()
+		for i := range members {
+			if members[i].ID == m2ID {
+				members[i].IsLearner = true
+			}
+		}
+		members = append(members, membership.Member{ID: added.Member.ID, PeerURLs: added.Member.PeerURLs})
+		err = db.Update(func(tx *bolt.Tx) error { return membership.Rewrite(tx, members) })
+	}
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	before := treeHash(t, m3.DataDir)
+	code, a := assess(t, "--endpoints", c.Members[0].ClientURL+","+m2.ClientURL, "--data-dir", m3.DataDir, "--to", "3.6")
+	if after := treeHash(t, m3.DataDir); after != before {
+		t.Errorf("assess changed the data dir it read")
+	}
+	if code != 1 || a.Report.Verdict != "block" {
+		t.Fatalf("exit %d, verdict %s; findings:\n%s", code, a.Report.Verdict, a.findings())
+	}
+	a.has(t, "v2-custom m3 block")
+	a.has(t, "learner-mismatch m3 block")
+	a.has(t, "zombie-members m3 block")
+	a.has(t, "health cluster ok")
+	for _, f := range a.Report.Findings {
+		switch f.Check {
+		case "learner-mismatch":
+			if !strings.Contains(f.Summary, fmt.Sprintf("%x", m2ID)) {
+				t.Errorf("learner-mismatch does not name m2 (%x): %s", m2ID, f.Summary)
+			}
+		case "zombie-members":
+			if !strings.Contains(f.Summary, fmt.Sprintf("%x", added.Member.ID)) {
+				t.Errorf("zombie-members does not name the removed member (%x): %s", added.Member.ID, f.Summary)
+			}
+		}
+	}
+}
+
+func memberIDOf(t *testing.T, c *Cluster, name string) uint64 {
+	t.Helper()
+	list, err := c.Client().MemberList(Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range list.Members {
+		if m.Name == name {
+			return m.ID
+		}
+	}
+	t.Fatalf("no member %s", name)
+	return 0
+}
+
+func memberCount(t *testing.T, m *Member) int {
+	list, err := m.Client().MemberList(Ctx(t))
+	if err != nil {
+		return -1
+	}
+	return len(list.Members)
+}
+
+// treeHash is one hash of every file's name and content under dir.
+func treeHash(t *testing.T, dir string) string {
+	t.Helper()
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s %d\n", p, len(b))
+		h.Write(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))
+}

@@ -1,0 +1,64 @@
+package offline
+
+import (
+	"fmt"
+	"os"
+
+	bolt "go.etcd.io/bbolt"
+
+	"etcdx/server/schema"
+	"etcdx/server/wal"
+)
+
+// Survey is what an upgrade check reads from a stopped member's data dir (upgradelab assess),
+// without changing any file.
+type Survey struct {
+	// MemberID and ClusterID are the WAL's metadata: whose data dir this is.
+	MemberID, ClusterID uint64
+	// StorageVersion is the database's (3.5 when it records none, as upstream reads it).
+	StorageVersion string
+	DBSize         int64
+	V2Custom       V2Custom
+	Memberships    Memberships
+}
+
+// SurveyDataDir reads a stopped member's data dir; walDir "" is the data dir's own.
+func SurveyDataDir(dataDir, walDir string) (Survey, error) {
+	var s Survey
+	if err := checkDataDir(dataDir); err != nil {
+		return s, err
+	}
+	if walDir == "" {
+		walDir = schema.WALDir(dataDir)
+	}
+	in, err := wal.Inspect(walDir)
+	if err != nil {
+		return s, err
+	}
+	md, err := schema.DecodeWALMetadata(in.Metadata)
+	if err != nil {
+		return s, err
+	}
+	s.MemberID, s.ClusterID = md.NodeID, md.ClusterID
+	if s.V2Custom, err = CheckV2Store(dataDir, walDir); err != nil {
+		return s, fmt.Errorf("check v2store: %w", err)
+	}
+	if s.Memberships, err = ReadMemberships(dataDir, walDir); err != nil {
+		return s, err
+	}
+	fi, err := os.Stat(schema.BackendPath(dataDir))
+	if err != nil {
+		return s, err
+	}
+	s.DBSize = fi.Size()
+	db, err := openDB(schema.BackendPath(dataDir), true, DefaultLockWait)
+	if err != nil {
+		return s, err
+	}
+	defer db.Close()
+	return s, db.View(func(tx *bolt.Tx) error {
+		l, err := schema.Read(tx)
+		s.StorageVersion = l.String()
+		return err
+	})
+}
