@@ -175,6 +175,33 @@ func steps(s *svg, r lab.Report, ax axis, h float64) {
 	}
 }
 
+// idle greys out the parts of the run the workload did not cover (the cluster starting, and
+// the checks after the workload stopped), so a chart that ends early does not read as a drop.
+func idle(s *svg, r lab.Report, ax axis, h float64) {
+	end := r.WorkloadStart.Add(time.Duration(len(r.Series)) * time.Second)
+	if r.WorkloadStart.IsZero() {
+		end = r.StartedAt
+	}
+	for _, span := range [][2]time.Time{{r.StartedAt, r.WorkloadStart}, {end, r.EndedAt}} {
+		x0, x1 := ax.x(span[0]), ax.x(span[1])
+		if x1-x0 < 1 {
+			continue
+		}
+		s.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" class="idle"><title>no workload: %s</title></rect>`,
+			x0, padTop, x1-x0, chartH, idleWhy(span[0] == r.StartedAt))
+		if x1-x0 > 90 {
+			s.text(x0+4, padTop+chartH-6, "unit", "no workload")
+		}
+	}
+}
+
+func idleWhy(before bool) string {
+	if before {
+		return "the cluster is starting"
+	}
+	return "the workload stopped; the run checks the history, the ledger and the members"
+}
+
 // chart draws one quantity of the per-second series as a line (or several), on the same time
 // axis as the timeline.
 func chart(r lab.Report, ax axis, title, unit string, lines map[string]func(workload.Point) float64, colours map[string]string) template.HTML {
@@ -184,15 +211,17 @@ func chart(r lab.Report, ax axis, title, unit string, lines map[string]func(work
 			top = max(top, v(p))
 		}
 	}
+	label := fmt.Sprintf("max %.0f %s", top, unit)
 	if top == 0 {
-		top = 1
+		label, top = "none: 0 "+unit, 1 // the scale needs a height; the label says what was seen
 	}
 	h := padTop + chartH + padDown
 	var s svg
 	s.f(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" class="chart">`, labelW+chartW+10, h)
 	steps(&s, r, ax, h)
+	idle(&s, r, ax, h)
 	s.text(4, padTop+12, "lane", title)
-	s.text(4, padTop+28, "unit", fmt.Sprintf("max %.0f %s", top, unit))
+	s.text(4, padTop+28, "unit", label)
 	s.f(`<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" class="axis"/>`, labelW, labelW+chartW, padTop+chartH, padTop+chartH)
 	names := make([]string, 0, len(lines))
 	for n := range lines {
@@ -309,7 +338,7 @@ table{border-collapse:collapse;margin:8px 0} td,th{border:1px solid #ddd;padding
 th{background:#f4f4f4} .PASS,.ok{color:#1a7f37;font-weight:600} .FAIL,.bad{color:#c62828;font-weight:600} .SKIP{color:#8a6d00;font-weight:600}
 svg text{font:11px system-ui,sans-serif} svg .lane{font-weight:600} svg .bin{fill:#fff} svg .state{fill:#000;font-weight:600}
 svg .ver{fill:#444;font-size:10px} svg .num{fill:#555} svg .fault{fill:#c62828;font-weight:700} svg .unit,svg .legend{fill:#555}
-svg .band{fill:#f3f3f3} svg .odd{fill:#e9e9e9} svg .failed{fill:#ffd6d6} svg .tick{stroke:#444} svg .axis{stroke:#999}
+svg .idle{fill:#cfcfcf;opacity:0.55} svg .band{fill:#f3f3f3} svg .odd{fill:#e9e9e9} svg .failed{fill:#ffd6d6} svg .tick{stroke:#444} svg .axis{stroke:#999}
 code{font-size:12px} .small{color:#666;font-size:12px}
 </style>`
 

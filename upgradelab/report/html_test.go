@@ -122,3 +122,28 @@ func TestSummaryPutsSubjectSetsSideBySide(t *testing.T) {
 		t.Errorf("rows not merged by plan, size and seed:\n%s", page)
 	}
 }
+
+// The charts grey out what the workload did not cover (the run's start and its checks) and an
+// errors chart with nothing failed says so instead of drawing a scale of one failure a second.
+func TestChartsMarkTheIdlePartsAndAnEmptyScale(t *testing.T) {
+	r := sampleRun(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
+	b, err := HTML(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	// Three charts, each with the start (0-1 s) and the checks (3-20 s) greyed.
+	if n := strings.Count(page, `class="idle"`); n != 6 {
+		t.Errorf("%d idle spans, want 6 (two per chart)", n)
+	}
+	if !strings.Contains(page, "no workload: the workload stopped") || !strings.Contains(page, ">max 3 failed/s<") {
+		t.Error("the idle spans or the errors scale are not labelled")
+	}
+	for i := range r.Series {
+		r.Series[i].Failed = 0
+	}
+	b, _ = HTML(r)
+	if page := string(b); !strings.Contains(page, ">none: 0 failed/s<") || strings.Contains(page, "max 1 failed/s") {
+		t.Error("an errors chart with nothing failed does not say so")
+	}
+}
