@@ -328,3 +328,146 @@ func treeHash(t *testing.T, dir string) string {
 	}
 	return fmt.Sprintf("%x", h.Sum(nil))
 }
+
+// operator plays the operator for upgradelab guide: it waits for each "==> Step" line, does what
+// it says to the named member with the binary bin (stop, swap, start), and returns when the
+// guide exits. swap may change the binary the member gets (a mistake the test makes on purpose).
+func operator(t *testing.T, c *Cluster, p *CtlProc, bin string, swap func(step int, m *Member) string) (int, string) {
+	t.Helper()
+	for step := 1; ; step++ {
+		marker := fmt.Sprintf("==> Step %d: on ", step)
+		deadline := time.Now().Add(2 * time.Minute)
+		for !strings.Contains(p.Output(), marker) {
+			select {
+			case <-p.done:
+				return p.Wait(time.Second)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no step %d within 2m; output:\n%s", step, p.Output())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		out := p.Output()
+		rest := out[strings.Index(out, marker)+len(marker):]
+		name := rest[:strings.Index(rest, "'s host")]
+		var m *Member
+		for _, cm := range c.Members {
+			if cm.Name == name {
+				m = cm
+			}
+		}
+		if m == nil {
+			t.Fatalf("step %d names %q, no member of the cluster", step, name)
+		}
+		if err := m.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		m.Bin = bin
+		if swap != nil {
+			m.Bin = swap(step, m)
+		}
+		m.Start()
+	}
+}
+
+// TestGuideWalksAnOperatorThroughAnUpgrade: the test plays the operator on a 3.6 cluster of
+// ours under writes: the guide names one member at a time (the leader last, after moving its
+// leadership), checks each gate, sees the cluster and storage versions reach 3.7 and ends with
+// the members' hashes agreeing.
+func TestGuideWalksAnOperatorThroughAnUpgrade(t *testing.T) {
+	c := NewCluster(t, 3)
+	for _, m := range c.Members {
+		m.Bin = ServerAt(t, LastReleaseLevel)
+	}
+	c.Start()
+	writeN(t, c.Client(), "before", 20)
+	stopWrites := make(chan struct{})
+	wrote := make(chan int)
+	go func() {
+		n := 0
+		defer func() { wrote <- n }()
+		cli := c.Client()
+		for {
+			select {
+			case <-stopWrites:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if _, err := cli.Put(Ctx(t), fmt.Sprintf("during/%d", n), "v"); err == nil {
+				n++
+			}
+		}
+	}()
+	p := StartCtl(t, Binary(t, "upgradelab"), nil, "guide", "--endpoints", strings.Join(c.Endpoints(), ","), "--to", "3.7", "--step-timeout", "60s")
+	code, out := operator(t, c, p, ServerAt(t, CurrentLevel), nil)
+	close(stopWrites)
+	if n := <-wrote; n == 0 {
+		t.Error("no write succeeded during the guided upgrade")
+	}
+	if code != 0 {
+		t.Fatalf("guide exit %d:\n%s", code, out)
+	}
+	for _, want := range []string{"==> Step 3: on ", "moves leadership to", "ok: cluster version 3.7, storage version 3.7 on every member.",
+		"Done: the members' key-value stores agree"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("guide output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "==> Step 4") {
+		t.Errorf("more steps than members:\n%s", out)
+	}
+	c.WaitVersions("3.7.0", "3.7.0", 10*time.Second)
+}
+
+// TestGuideStopsAtAFailedGate: the operator starts the old binary again at the first step; the
+// gate does not pass, and the guide stops (exit 1) saying what it saw and the way back.
+func TestGuideStopsAtAFailedGate(t *testing.T) {
+	c := NewCluster(t, 3)
+	old := ServerAt(t, LastReleaseLevel)
+	for _, m := range c.Members {
+		m.Bin = old
+	}
+	c.Start()
+	p := StartCtl(t, Binary(t, "upgradelab"), nil, "guide", "--endpoints", strings.Join(c.Endpoints(), ","), "--to", "3.7", "--step-timeout", "5s")
+	code, out := operator(t, c, p, ServerAt(t, CurrentLevel), func(int, *Member) string { return old })
+	if code != 1 {
+		t.Fatalf("guide exit %d, want 1:\n%s", code, out)
+	}
+	for _, want := range []string{"runs 3.6.16, not 3.7.3", "What to do:", "put etcd 3.6.16 back on", "upgradelab assess"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("guide output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "==> Step 2") {
+		t.Errorf("the guide went on past the failed gate:\n%s", out)
+	}
+}
+
+// TestGuideWalksADowngrade: from 3.7 to 3.6, the guide enables the downgrade itself (saying so),
+// waits for the cluster and storage versions to go down, names each member to swap, and says when
+// the downgrade is complete: every member on 3.6, the downgrade info cleared (upstream gives no
+// such signal: etcd-io/etcd#19439).
+func TestGuideWalksADowngrade(t *testing.T) {
+	c := NewCluster(t, 3)
+	for _, m := range c.Members {
+		m.Bin = ServerAt(t, CurrentLevel)
+	}
+	c.Start()
+	writeN(t, c.Client(), "k", 20)
+	p := StartCtl(t, Binary(t, "upgradelab"), nil, "guide", "--endpoints", strings.Join(c.Endpoints(), ","), "--to", "3.6", "--step-timeout", "60s")
+	code, out := operator(t, c, p, ServerAt(t, LastReleaseLevel), nil)
+	if code != 0 {
+		t.Fatalf("guide exit %d:\n%s", code, out)
+	}
+	for _, want := range []string{"now validates and enables the downgrade to 3.6", "ok: cluster version 3.6, storage version 3.6 on every member: the binaries can now be swapped.",
+		"==> Step 3: on ", "the downgrade is complete: every member runs 3.6.16", "Done: the members' key-value stores agree"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("guide output lacks %q:\n%s", want, out)
+		}
+	}
+	st, err := c.Client().Status(Ctx(t), c.Members[0].ClientURL)
+	if err != nil || st.DowngradeInfo == nil || st.DowngradeInfo.Enabled {
+		t.Errorf("after the guide, status %+v (%v): want the downgrade info cleared", st, err)
+	}
+}

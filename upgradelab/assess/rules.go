@@ -41,6 +41,20 @@ type Finding struct {
 	Consequence string   `json:"consequence,omitempty"`
 	Fix         string   `json:"fix,omitempty"`
 	Sources     []string `json:"sources,omitempty"`
+	// PathHandled says the path (Report.Path) already takes care of it: a patch hop or the
+	// minors in between. upgradelab guide goes ahead despite such a block, not despite others.
+	PathHandled bool `json:"pathHandled,omitempty"`
+}
+
+// Unhandled are the blocking findings the path does not take care of.
+func (r Report) Unhandled() []Finding {
+	var out []Finding
+	for _, f := range r.Findings {
+		if f.Verdict == Block && !f.PathHandled {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // Report is the answer for one cluster and one target.
@@ -113,6 +127,11 @@ type evaluation struct {
 }
 
 func (e *evaluation) add(fd Finding) { e.r.Findings = append(e.r.Findings, fd) }
+
+// handledByPath marks the last finding as one the path takes care of.
+func (e *evaluation) handledByPath() {
+	e.r.Findings[len(e.r.Findings)-1].PathHandled = true
+}
 
 func (e *evaluation) hasFinding(check string, v Verdict) bool {
 	for _, fd := range e.r.Findings {
@@ -211,6 +230,7 @@ func (e *evaluation) minors() {
 		e.fromBlocker("skipped-minor", "cluster", Block, fmt.Sprintf("members run %s and %s: more than one minor apart", e.low, high))
 	case len(between) > 1:
 		e.fromBlocker("skipped-minor", "cluster", Block, fmt.Sprintf("%s to %s skips %s: the path goes through each", e.low, e.target, strings.Join(between[:len(between)-1], ", ")))
+		e.handledByPath()
 	default:
 		e.add(Finding{Check: "skipped-minor", Subject: "cluster", Verdict: OK, Summary: fmt.Sprintf("%s to %s skips no minor", e.low, e.target)})
 	}
@@ -233,6 +253,7 @@ func (e *evaluation) patches() {
 		if leave := semver.New(line.LeaveFrom); v.LessThan(*leave) {
 			found = true
 			e.fromBlocker("patch-below-leave", m.Name, Block, fmt.Sprintf("runs %s, below %s, the lowest %s patch that may move to %s", v, leave, line.Minor, e.k.Next(line.Minor)))
+			e.handledByPath()
 		}
 	}
 	if !found {

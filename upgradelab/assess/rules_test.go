@@ -127,6 +127,11 @@ func TestEvaluate(t *testing.T) {
 			if len(r.Path) != tc.path {
 				t.Errorf("path has %d hops, want %d: %+v", len(r.Path), tc.path, r.Path)
 			}
+			for _, f := range r.Findings {
+				if f.PathHandled != (f.Verdict == Block && (f.Check == "patch-below-leave" || f.Check == "skipped-minor" && strings.Contains(f.Summary, "the path goes through"))) {
+					t.Errorf("finding %s %s: pathHandled %v", f.Check, f.Subject, f.PathHandled)
+				}
+			}
 			if len(r.Findings) > 0 && r.Findings[0].Verdict != r.Verdict {
 				t.Errorf("findings are not worst first: %s", all)
 			}

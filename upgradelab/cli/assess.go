@@ -25,31 +25,51 @@ import (
 // patches may be taken by ours.
 var ourLevels = map[string]bool{"3.5": true, "3.6": true, "3.7": true}
 
+// connFlags say how to reach a live cluster, as etcdctl's flags do (assess and guide).
+type connFlags struct {
+	endpoints               []string
+	cacert, cert, key, user string
+	insecureSkipVerify      bool
+	timeout                 time.Duration
+}
+
+func (c *connFlags) add(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&c.endpoints, "endpoints", nil, "Client URLs of the live cluster (as etcdctl's --endpoints).")
+	fs.StringVar(&c.cacert, "cacert", "", "CA bundle that verifies the members' certificates.")
+	fs.StringVar(&c.cert, "cert", "", "Client certificate.")
+	fs.StringVar(&c.key, "key", "", "Client certificate's key.")
+	fs.BoolVar(&c.insecureSkipVerify, "insecure-skip-tls-verify", false, "Do not verify the members' certificates.")
+	fs.StringVar(&c.user, "user", "", "USER:PASSWORD when authentication is on.")
+	fs.DurationVar(&c.timeout, "timeout", 5*time.Second, "Bound of each request.")
+}
+
+// resolve is the endpoints with their TLS and credentials.
+func (c *connFlags) resolve() (assess.Endpoints, error) {
+	tlsCfg, err := c.tlsConfig()
+	if err != nil {
+		return assess.Endpoints{}, err
+	}
+	user, password, _ := strings.Cut(c.user, ":")
+	return assess.Endpoints{Endpoints: c.endpoints, TLS: tlsCfg, Username: user, Password: password, Timeout: c.timeout}, nil
+}
+
 // assessFlags are upgradelab assess's settings.
 type assessFlags struct {
-	endpoints, dataDirs, configs []string
-	to, from, writeOut           string
-	cacert, cert, key, user      string
-	insecureSkipVerify           bool
-	timeout                      time.Duration
-	planOut, subjects, mode      string
+	connFlags
+	dataDirs, configs       []string
+	to, from, writeOut      string
+	planOut, subjects, mode string
 }
 
 func assessCmd(args []string, stdout, stderr io.Writer) int {
 	var a assessFlags
 	fs := pflag.NewFlagSet("upgradelab assess", pflag.ContinueOnError)
-	fs.StringSliceVar(&a.endpoints, "endpoints", nil, "Client URLs of the live cluster (as etcdctl's --endpoints).")
+	a.connFlags.add(fs)
 	fs.StringArrayVar(&a.dataDirs, "data-dir", nil, "A stopped member's data dir, or a copy of one (repeatable); read, never changed.")
 	fs.StringArrayVar(&a.configs, "config", nil, "A member's flags: an etcd config file, a static pod manifest or /etc/default/etcd (repeatable).")
 	fs.StringVar(&a.to, "to", "", "The version to go to: a release line (3.7: its newest patch) or a patch (3.7.3).")
 	fs.StringVar(&a.from, "from", "", "The version the members run, when no live member says (data dirs and configs only).")
 	fs.StringVarP(&a.writeOut, "write-out", "w", "text", "Output: text or json.")
-	fs.StringVar(&a.cacert, "cacert", "", "CA bundle that verifies the members' certificates.")
-	fs.StringVar(&a.cert, "cert", "", "Client certificate.")
-	fs.StringVar(&a.key, "key", "", "Client certificate's key.")
-	fs.BoolVar(&a.insecureSkipVerify, "insecure-skip-tls-verify", false, "Do not verify the members' certificates.")
-	fs.StringVar(&a.user, "user", "", "USER[:PASSWORD] when authentication is on (the password is asked for on no terminal: give it here).")
-	fs.DurationVar(&a.timeout, "timeout", 5*time.Second, "Bound of each request.")
 	fs.StringVar(&a.planOut, "plan-out", "", "Write the path as a lab plan to this file (upgradelab run --plan FILE rehearses it).")
 	fs.StringVar(&a.subjects, "subjects", "upstream", "Who runs each hop of the written plan: upstream (upstream's releases) or ours (this tree's levels where one matches the hop).")
 	fs.StringVar(&a.mode, "mode", "in-place", "How the written plan moves members up: in-place (swap binaries) or replacement (add a learner, promote it, remove an old member).")
@@ -136,15 +156,13 @@ func resolveTarget(k *releases.Knowledge, to string) (*semver.Version, error) {
 func (a *assessFlags) collect() (assess.Facts, error) {
 	var f assess.Facts
 	if len(a.endpoints) > 0 {
-		tlsCfg, err := a.tlsConfig()
+		ep, err := a.resolve()
 		if err != nil {
 			return f, err
 		}
-		user, password, _ := strings.Cut(a.user, ":")
 		ctx, cancel := context.WithTimeout(context.Background(), 10*a.timeout)
 		defer cancel()
-		if f, err = assess.CollectLive(ctx, assess.Endpoints{Endpoints: a.endpoints, TLS: tlsCfg, Username: user,
-			Password: password, Timeout: a.timeout}); err != nil {
+		if f, err = assess.CollectLive(ctx, ep); err != nil {
 			return f, err
 		}
 	}
@@ -161,23 +179,23 @@ func (a *assessFlags) collect() (assess.Facts, error) {
 	return f, nil
 }
 
-func (a *assessFlags) tlsConfig() (*tls.Config, error) {
-	if a.cacert == "" && a.cert == "" && !a.insecureSkipVerify && !hasScheme(a.endpoints, "https") {
+func (c *connFlags) tlsConfig() (*tls.Config, error) {
+	if c.cacert == "" && c.cert == "" && !c.insecureSkipVerify && !hasScheme(c.endpoints, "https") {
 		return nil, nil
 	}
-	cfg := &tls.Config{InsecureSkipVerify: a.insecureSkipVerify} //nolint:gosec // asked for by flag
-	if a.cacert != "" {
-		pem, err := os.ReadFile(a.cacert)
+	cfg := &tls.Config{InsecureSkipVerify: c.insecureSkipVerify} //nolint:gosec // asked for by flag
+	if c.cacert != "" {
+		pem, err := os.ReadFile(c.cacert)
 		if err != nil {
 			return nil, fmt.Errorf("--cacert: %w", err)
 		}
 		cfg.RootCAs = x509.NewCertPool()
 		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--cacert %s: no certificate in it", a.cacert)
+			return nil, fmt.Errorf("--cacert %s: no certificate in it", c.cacert)
 		}
 	}
-	if a.cert != "" || a.key != "" {
-		pair, err := tls.LoadX509KeyPair(a.cert, a.key)
+	if c.cert != "" || c.key != "" {
+		pair, err := tls.LoadX509KeyPair(c.cert, c.key)
 		if err != nil {
 			return nil, fmt.Errorf("--cert/--key: %w", err)
 		}

@@ -40,6 +40,10 @@ Usage:
   upgradelab assess --to V [--endpoints URL,...] [--data-dir D ...] [--config FILE ...] [--plan-out FILE]
                            judge whether this cluster can go to V: every known blocker on the way,
                            with its fix and source, and the safe path (exit 1 when something blocks)
+  upgradelab guide  --to V --endpoints URL,... [--step-timeout DUR] [--max-lag N]
+                           walk the operator through the path to V on the live cluster: what to
+                           do on which host, one member at a time, each step's gate checked
+                           before the next (exit 1 when a gate fails, with what to do)
   upgradelab plans         list the built-in plans
   upgradelab clean [--all] remove containers, networks and volumes that killed runs left
 
@@ -66,6 +70,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return planCmd(args[1:], stdout, stderr)
 	case "assess":
 		return assessCmd(args[1:], stdout, stderr)
+	case "guide":
+		return guideCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

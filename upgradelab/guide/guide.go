@@ -1,0 +1,268 @@
+package guide
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"etcdx/upgradelab/assess"
+	"etcdx/upgradelab/releases"
+)
+
+// Config is one guided run.
+type Config struct {
+	Endpoints assess.Endpoints
+	// Hops is the path (releases.Path), in order.
+	Hops []releases.Hop
+	// StepTimeout is how long the operator has for one member's step, and the cluster for a
+	// version to move, before the gate counts as failed.
+	StepTimeout time.Duration
+	// Poll is how often the gates look at the cluster.
+	Poll time.Duration
+	// MaxLag is how many applied entries a member may trail the leader and count as caught up.
+	MaxLag uint64
+	Out    io.Writer
+}
+
+// ErrGate is a gate that did not pass in time; the error says which and what to do.
+var ErrGate = errors.New("gate not passed")
+
+type guide struct {
+	cfg  Config
+	step int
+}
+
+// Run guides the operator through every hop, then checks that the members' key-value stores
+// agree (hashkv). It returns an ErrGate error when a gate fails.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.StepTimeout == 0 {
+		cfg.StepTimeout = 10 * time.Minute
+	}
+	if cfg.Poll == 0 {
+		cfg.Poll = 500 * time.Millisecond
+	}
+	if cfg.MaxLag == 0 {
+		cfg.MaxLag = 1000
+	}
+	g := &guide{cfg: cfg}
+	for i, h := range cfg.Hops {
+		g.say("\n== Hop %d of %d: %s", i+1, len(cfg.Hops), assess.HopText(h))
+		if err := g.hop(ctx, h); err != nil {
+			return err
+		}
+	}
+	return g.hashesAgree(ctx)
+}
+
+func (g *guide) say(format string, args ...any) { fmt.Fprintf(g.cfg.Out, format+"\n", args...) }
+
+func (g *guide) observe(ctx context.Context) (assess.Facts, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*g.cfg.Poll+5*time.Second)
+	defer cancel()
+	return assess.CollectLive(ctx, g.cfg.Endpoints)
+}
+
+// waitFor polls until cond (a gate) says nothing is missing, or the step's time is up; it
+// returns the last reason on timeout.
+func (g *guide) waitFor(ctx context.Context, cond func(assess.Facts) string) (assess.Facts, string) {
+	deadline := time.Now().Add(g.cfg.StepTimeout)
+	var f assess.Facts
+	why := "no answer yet"
+	for {
+		var err error
+		if f, err = g.observe(ctx); err != nil {
+			why = err.Error()
+		} else if why = cond(f); why == "" {
+			return f, ""
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return f, why
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(g.cfg.Poll):
+		}
+	}
+}
+
+func (g *guide) hop(ctx context.Context, h releases.Hop) error {
+	want, minor := h.To.String(), releases.MinorOf(h.To)
+	if h.Kind == releases.HopDowngrade {
+		if err := g.enableDowngrade(ctx, minor); err != nil {
+			return err
+		}
+	}
+	for {
+		f, err := g.observe(ctx)
+		if err != nil {
+			return fmt.Errorf("%w: the cluster does not answer: %v", ErrGate, err)
+		}
+		name, isLeader := nextToSwap(f, want)
+		if name == "" {
+			break
+		}
+		if isLeader {
+			if err := g.moveLeader(ctx, f, name, want); err != nil {
+				return err
+			}
+		}
+		g.step++
+		m := memberNamed(f, name)
+		from := "its binary"
+		if m.Live != nil {
+			from = "etcd " + m.Live.Version
+		}
+		g.say("==> Step %d: on %s's host, stop etcd, replace %s with etcd %s (same flags, same data dir), start it.", g.step, name, from, want)
+		g.say("    waiting for %s to run %s, healthy, within %d entries of the leader, with no alarm (up to %v)...", name, want, g.cfg.MaxLag, g.cfg.StepTimeout)
+		f, why := g.waitFor(ctx, func(f assess.Facts) string { return memberBack(f, name, want, g.cfg.MaxLag) })
+		if why != "" {
+			return g.failed(h, name, from, why)
+		}
+		back := memberNamed(f, name)
+		g.say("    ok: %s runs %s, applied index %d", name, want, back.Live.AppliedIndex)
+	}
+	switch h.Kind {
+	case releases.HopDowngrade:
+		g.say("    waiting for the downgrade to finish: every member at %s, storage version %s, downgrade info cleared...", want, minor)
+		if _, why := g.waitFor(ctx, func(f assess.Facts) string { return downgradeDone(f, want) }); why != "" {
+			return fmt.Errorf("%w: the downgrade to %s did not finish within %v: %s; what to do: check that every member runs %s and the leader's log for the downgrade",
+				ErrGate, minor, g.cfg.StepTimeout, why, want)
+		}
+		g.say("    the downgrade is complete: every member runs %s, the cluster and storage versions are %s, and the downgrade info is cleared.", want, minor)
+	default:
+		g.say("    waiting for the cluster version and every member's storage version to reach %s...", minor)
+		if _, why := g.waitFor(ctx, func(f assess.Facts) string { return clusterAt(f, minor) }); why != "" {
+			return fmt.Errorf("%w: the cluster did not reach %s within %v: %s; what to do: check that every member runs %s (`etcdctl endpoint status --cluster`) and read the leader's log about the cluster version",
+				ErrGate, minor, g.cfg.StepTimeout, why, want)
+		}
+		g.say("    ok: cluster version %s, storage version %s on every member.", minor, minor)
+	}
+	return nil
+}
+
+// failed is the error of a member step whose gate did not pass, with the way back.
+func (g *guide) failed(h releases.Hop, name, from, why string) error {
+	back := fmt.Sprintf("put %s back on %s and start it: until every member runs the new version the cluster keeps its version, so going back is safe", from, name)
+	if h.Kind == releases.HopDowngrade {
+		back = fmt.Sprintf("put %s back on %s and start it, then `etcdctl downgrade cancel` to give up the downgrade", from, name)
+	}
+	return fmt.Errorf("%w: %s did not come back as step %d wants within %v: %s.\nWhat to do: read %s's log; if it does not run %s on its data dir, %s; then run `upgradelab assess` again before going on",
+		ErrGate, name, g.step, g.cfg.StepTimeout, why, name, h.To, back)
+}
+
+// client is a client of the given endpoints (one member's, when it must be that member: moving
+// leadership is asked of the leader).
+func (g *guide) client(endpoints ...string) (*clientv3.Client, error) {
+	ep := g.cfg.Endpoints
+	return clientv3.New(clientv3.Config{Endpoints: endpoints, TLS: ep.TLS, Username: ep.Username, Password: ep.Password,
+		DialTimeout: ep.Timeout, Logger: zap.NewNop()})
+}
+
+// moveLeader moves leadership off the member about to be stopped, saying so first.
+func (g *guide) moveLeader(ctx context.Context, f assess.Facts, leader, want string) error {
+	to := transferee(f, leader, want)
+	if to == "" {
+		g.say("    %s leads and no other voter answers: stopping it leaves the cluster without a leader until it is back.", leader)
+		return nil
+	}
+	target := memberNamed(f, to)
+	g.say("==> %s leads and stops next: upgradelab guide now moves leadership to %s (as `etcdctl move-leader %s` would).", leader, to, target.ID)
+	cli, err := g.client(memberNamed(f, leader).Live.Endpoint)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	var id uint64
+	if _, err := fmt.Sscanf(target.ID, "%x", &id); err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, g.cfg.StepTimeout)
+	defer cancel()
+	if _, err := cli.MoveLeader(cctx, id); err != nil {
+		return fmt.Errorf("%w: moving leadership from %s to %s: %v; what to do: `etcdctl move-leader` by hand, or stop %s anyway (the others elect a leader)", ErrGate, leader, to, err, leader)
+	}
+	if _, why := g.waitFor(ctx, func(f assess.Facts) string {
+		if l := leaderOf(f); l == nil || l.Name == leader {
+			return leader + " still leads"
+		}
+		return ""
+	}); why != "" {
+		return fmt.Errorf("%w: %s", ErrGate, why)
+	}
+	g.say("    ok: %s leads now.", to)
+	return nil
+}
+
+// enableDowngrade validates and enables the downgrade, saying so first, and waits until the
+// cluster and storage versions are at its minor.
+func (g *guide) enableDowngrade(ctx context.Context, minor string) error {
+	g.say("==> upgradelab guide now validates and enables the downgrade to %s (as `etcdctl downgrade validate %s` and `etcdctl downgrade enable %s` would).", minor, minor, minor)
+	cli, err := g.client(g.cfg.Endpoints.Endpoints...)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	for _, a := range []struct {
+		name   string
+		action clientv3.DowngradeAction
+	}{{"validate", clientv3.DowngradeValidate}, {"enable", clientv3.DowngradeEnable}} {
+		cctx, cancel := context.WithTimeout(ctx, g.cfg.StepTimeout)
+		_, err := cli.Downgrade(cctx, a.action, minor) // the target as etcdctl sends it
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%w: downgrade %s %s: %v", ErrGate, a.name, minor, err)
+		}
+	}
+	g.say("    waiting for the cluster version and every member's storage version to go down to %s...", minor)
+	if _, why := g.waitFor(ctx, func(f assess.Facts) string { return clusterAt(f, minor) }); why != "" {
+		return fmt.Errorf("%w: the cluster did not go down to %s within %v: %s; what to do: `etcdctl downgrade cancel` and read the leader's log", ErrGate, minor, g.cfg.StepTimeout, why)
+	}
+	g.say("    ok: cluster version %s, storage version %s on every member: the binaries can now be swapped.", minor, minor)
+	return nil
+}
+
+// hashesAgree compares every member's hashkv at one revision.
+func (g *guide) hashesAgree(ctx context.Context) error {
+	f, err := g.observe(ctx)
+	if err != nil {
+		return err
+	}
+	cli, err := g.client(g.cfg.Endpoints.Endpoints...)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	cctx, cancel := context.WithTimeout(ctx, g.cfg.StepTimeout)
+	defer cancel()
+	got, err := cli.Get(cctx, "\x00", clientv3.WithCountOnly())
+	if err != nil {
+		return fmt.Errorf("read the current revision: %w", err)
+	}
+	rev := got.Header.Revision
+	hashes := map[uint32][]string{}
+	for _, m := range f.Members {
+		if m.Live == nil {
+			continue
+		}
+		// A member that has not applied rev yet refuses it for a moment.
+		h, err := cli.HashKV(cctx, m.Live.Endpoint, rev)
+		for tries := 0; err != nil && tries < 20 && cctx.Err() == nil; tries++ {
+			time.Sleep(g.cfg.Poll)
+			h, err = cli.HashKV(cctx, m.Live.Endpoint, rev)
+		}
+		if err != nil {
+			return fmt.Errorf("hashkv of %s at revision %d: %w", m.Name, rev, err)
+		}
+		hashes[h.Hash] = append(hashes[h.Hash], m.Name)
+	}
+	if len(hashes) > 1 {
+		return fmt.Errorf("%w: the members' key-value stores differ at revision %d: %v; what to do: `etcdctl endpoint hashkv --cluster`, and replace the odd member from a healthy member's snapshot", ErrGate, rev, hashes)
+	}
+	g.say("\nDone: the members' key-value stores agree (hashkv at revision %d).", rev)
+	return nil
+}
