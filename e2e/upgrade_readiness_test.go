@@ -16,6 +16,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"etcdx/server/membership"
 	"etcdx/server/schema"
@@ -196,25 +197,38 @@ func TestAssessNamesLiveBlockers(t *testing.T) {
 	}
 }
 
-// TestAssessReadsStoppedMembersDataDirs: an upstream 3.5.35 cluster with v2 data written through
-// its v2 API, a member removed, and one member's v3 store then edited into the two states that
-// broke 3.5 -> 3.6 upgrades (a voter still a learner there: etcd-io/etcd#19557, as upstream's
-// own test makes it; the removed member still there: etcd-io/etcd#20967). Assess reads the
-// stopped member's data dir, names all three, and changes no file of it.
-func TestAssessReadsStoppedMembersDataDirs(t *testing.T) {
-	c := NewCluster(t, 3, "--enable-v2")
+// driftedCluster is an upstream 3.5.35 cluster of three (with v2 data written through its v2
+// API, when asked) and a member removed, whose third member is stopped with its v3 store edited into the two
+// states that broke 3.5 -> 3.6 upgrades: a voter (m2) still a learner there (etcd-io/etcd#19557,
+// as upstream's own test makes it) and the removed member still there (etcd-io/etcd#20967).
+type driftedCluster struct {
+	*Cluster
+	m3              *Member
+	demoted, zombie uint64
+	zombiePeerURLs  []string
+}
+
+func newDriftedCluster(t *testing.T, v2data bool) driftedCluster {
+	t.Helper()
+	var extra []string
+	if v2data {
+		extra = []string{"--enable-v2"}
+	}
+	c := NewCluster(t, 3, extra...)
 	for _, m := range c.Members {
 		m.Bin = UpstreamBinaryAt(t, Upstream35Version, "etcd")
 	}
 	c.Start()
 	writeN(t, c.Client(), "k", 10)
-	resp, err := http.PostForm(c.Members[0].ClientURL+"/v2/keys/app/config", url.Values{"value": {"custom"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("v2 write: %s", resp.Status)
+	if v2data {
+		resp, err := http.PostForm(c.Members[0].ClientURL+"/v2/keys/app/config", url.Values{"value": {"custom"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("v2 write: %s", resp.Status)
+		}
 	}
 	c.WaitPeersSettled()
 	cli := c.Client()
@@ -225,18 +239,17 @@ func TestAssessReadsStoppedMembersDataDirs(t *testing.T) {
 	if _, err := cli.MemberRemove(Ctx(t), added.Member.ID); err != nil {
 		t.Fatal(err)
 	}
-	m2 := c.Members[1]
-	m2ID := memberIDOf(t, c, m2.Name)
-	m3 := c.Members[2]
+	d := driftedCluster{Cluster: c, m3: c.Members[2], demoted: memberIDOf(t, c, c.Members[1].Name), zombie: added.Member.ID,
+		zombiePeerURLs: added.Member.PeerURLs}
 	// The removal reaches m3 before it stops.
 	ctx, cancel := context.WithTimeout(Ctx(t), 10*time.Second)
 	defer cancel()
-	waitFor(t, ctx, "m3 to see the removal", func() bool { return memberCount(t, m3) == 3 })
-	if err := m3.Stop(); err != nil {
+	waitFor(t, ctx, "m3 to see the removal", func() bool { return memberCount(t, d.m3) == 3 })
+	if err := d.m3.Stop(); err != nil {
 		t.Fatal(err)
 	}
 
-	db, err := bolt.Open(schema.BackendPath(m3.DataDir), 0o600, nil)
+	db, err := bolt.Open(schema.BackendPath(d.m3.DataDir), 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,11 +257,11 @@ func TestAssessReadsStoppedMembersDataDirs(t *testing.T) {
 	if err == nil {
 		members := mem.List()
 		for i := range members {
-			if members[i].ID == m2ID {
+			if members[i].ID == d.demoted {
 				members[i].IsLearner = true
 			}
 		}
-		members = append(members, membership.Member{ID: added.Member.ID, PeerURLs: added.Member.PeerURLs})
+		members = append(members, membership.Member{ID: d.zombie, PeerURLs: d.zombiePeerURLs})
 		err = db.Update(func(tx *bolt.Tx) error { return membership.Rewrite(tx, members) })
 	}
 	if cerr := db.Close(); err == nil {
@@ -257,7 +270,15 @@ func TestAssessReadsStoppedMembersDataDirs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return d
+}
 
+// TestAssessReadsStoppedMembersDataDirs: assess reads the stopped member's data dir of a
+// drifted cluster (newDriftedCluster), names the custom v2 data and both drifts, and changes no
+// file of it.
+func TestAssessReadsStoppedMembersDataDirs(t *testing.T) {
+	d := newDriftedCluster(t, true)
+	c, m2, m3 := d.Cluster, d.Members[1], d.m3
 	before := treeHash(t, m3.DataDir)
 	code, a := assess(t, "--endpoints", c.Members[0].ClientURL+","+m2.ClientURL, "--data-dir", m3.DataDir, "--to", "3.6")
 	if after := treeHash(t, m3.DataDir); after != before {
@@ -273,12 +294,12 @@ func TestAssessReadsStoppedMembersDataDirs(t *testing.T) {
 	for _, f := range a.Report.Findings {
 		switch f.Check {
 		case "learner-mismatch":
-			if !strings.Contains(f.Summary, fmt.Sprintf("%x", m2ID)) {
-				t.Errorf("learner-mismatch does not name m2 (%x): %s", m2ID, f.Summary)
+			if !strings.Contains(f.Summary, fmt.Sprintf("%x", d.demoted)) {
+				t.Errorf("learner-mismatch does not name m2 (%x): %s", d.demoted, f.Summary)
 			}
 		case "zombie-members":
-			if !strings.Contains(f.Summary, fmt.Sprintf("%x", added.Member.ID)) {
-				t.Errorf("zombie-members does not name the removed member (%x): %s", added.Member.ID, f.Summary)
+			if !strings.Contains(f.Summary, fmt.Sprintf("%x", d.zombie)) {
+				t.Errorf("zombie-members does not name the removed member (%x): %s", d.zombie, f.Summary)
 			}
 		}
 	}
@@ -469,5 +490,71 @@ func TestGuideWalksADowngrade(t *testing.T) {
 	st, err := c.Client().Status(Ctx(t), c.Members[0].ClientURL)
 	if err != nil || st.DowngradeInfo == nil || st.DowngradeInfo.Enabled {
 		t.Errorf("after the guide, status %+v (%v): want the downgrade info cleared", st, err)
+	}
+}
+
+// TestOursAsTheSafeHopForDriftedMembership: the drifted member's data dir (newDriftedCluster,
+// without v2 data, which 3.6 refuses by itself) under ours and upstream 3.6.16. Ours at 3.6
+// refuses it, naming the removed member and the remedy. Upstream 3.6.16 starts and brings the
+// removed member back into its member list. Ours at 3.5 (upstream 3.5.26+'s behaviour) then takes
+// both stores back in line at start, after which ours at 3.6 starts with the right membership.
+func TestOursAsTheSafeHopForDriftedMembership(t *testing.T) {
+	d := newDriftedCluster(t, false)
+	m3 := d.m3
+	listOf := func() map[uint64]bool { // member ID -> is a learner, as m3 itself sees it
+		list, err := m3.Client().MemberList(Ctx(t), clientv3.WithSerializable())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[uint64]bool{}
+		for _, m := range list.Members {
+			out[m.ID] = m.IsLearner
+		}
+		return out
+	}
+
+	before := treeHash(t, m3.DataDir)
+	m3.Bin = ServerAt(t, LastReleaseLevel)
+	if err := m3.StartNoWait(); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := m3.Wait(30 * time.Second); code == 0 || err != nil {
+		t.Fatalf("ours at 3.6 on the drifted data dir: exit %d (%v), want a refusal\n%s", code, err, m3.LogTail(20))
+	}
+	for _, want := range []string{fmt.Sprintf("%x", d.zombie), "etcd-io/etcd#20967", "start this data dir at 3.5 first"} {
+		if !m3.LogHas(want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, m3.LogTail(10))
+		}
+	}
+	if treeHash(t, m3.DataDir) != before {
+		t.Error("the refused start changed the data dir")
+	}
+
+	m3.Bin = UpstreamBinaryAt(t, Upstream36Version, "etcd")
+	m3.Start()
+	up := listOf()
+	if err := m3.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, back := up[d.zombie]; !back {
+		t.Errorf("upstream 3.6.16 on the drifted data dir: members %v; expected the removed member %x back (etcd-io/etcd#20967)", up, d.zombie)
+	}
+	t.Logf("upstream 3.6.16 on the drifted data dir lists %d members; m2 (%x) a learner: %v", len(up), d.demoted, up[d.demoted])
+
+	m3.Bin = ServerAt(t, OldestLevel)
+	m3.Start()
+	for _, want := range []string{"Syncing member in v3store", "Removing zombie member from v3store"} {
+		if !m3.LogHas(want) {
+			t.Errorf("ours at 3.5 did not log %q", want)
+		}
+	}
+	if err := m3.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	m3.Bin = ServerAt(t, LastReleaseLevel)
+	m3.Start()
+	ours := listOf()
+	if _, back := ours[d.zombie]; back || ours[d.demoted] || len(ours) != 3 {
+		t.Errorf("ours at 3.6 after ours at 3.5: members %v; want the three members, m2 (%x) a voter", ours, d.demoted)
 	}
 }

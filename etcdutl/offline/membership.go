@@ -2,10 +2,6 @@ package offline
 
 import (
 	"fmt"
-	"math"
-	"sort"
-
-	"go.etcd.io/raft/v3/raftpb"
 
 	"etcdx/server/membership"
 	"etcdx/server/schema"
@@ -18,23 +14,6 @@ import (
 // later go by). Where they disagree, the upgrade to 3.6 changes the membership.
 type Memberships struct {
 	V2, V3 membership.State
-}
-
-// MembershipDiff is where the v3 store disagrees with the v2 store.
-type MembershipDiff struct {
-	// Zombies are in the v3 store's members but removed from (or never in) the v2 store's
-	// (etcd-io/etcd#20967).
-	Zombies []membership.Member
-	// Demoted are voters in the v2 store that the v3 store still holds as learners: promoted on
-	// 3.5.1-3.5.19 (etcd-io/etcd#19557).
-	Demoted []membership.Member
-	// Missing are in the v2 store's members but not in the v3 store's.
-	Missing []membership.Member
-}
-
-// Empty says the two stores agree.
-func (d MembershipDiff) Empty() bool {
-	return len(d.Zombies)+len(d.Demoted)+len(d.Missing) == 0
 }
 
 // ReadMemberships reads both records of a stopped member's data dir without changing any file;
@@ -62,28 +41,10 @@ func ReadMemberships(dataDir, walDir string) (Memberships, error) {
 	if err != nil {
 		return ms, fmt.Errorf("failed to read WAL: %w", err)
 	}
-	v2 := membership.FromState(ms.V2)
-	for _, e := range ents {
-		// Entries past the commit index may never take effect.
-		if e.Index <= after || e.Index > in.State.Commit || e.Type != raftpb.EntryConfChange {
-			continue
-		}
-		var cc raftpb.ConfChange
-		if err := cc.Unmarshal(e.Data); err != nil {
-			return ms, fmt.Errorf("WAL entry %d: conf change: %w", e.Index, err)
-		}
-		mem, promote, err := membership.DecodeConfChange(cc)
-		if err != nil {
-			return ms, fmt.Errorf("WAL entry %d: %w", e.Index, err)
-		}
-		// A change every member refused when it applied left the membership as it was. The
-		// member's --max-learners is not known here: learner adds are not counted.
-		if v2.Validate(cc, mem, promote, math.MaxInt) != nil {
-			continue
-		}
-		v2.Apply(cc, mem)
+	// Entries past the commit index may never take effect.
+	if ms.V2, err = membership.ReplayV2(ms.V2, ents, after, in.State.Commit); err != nil {
+		return ms, err
 	}
-	ms.V2 = v2.State()
 
 	db, err := openDB(schema.BackendPath(dataDir), true, DefaultLockWait)
 	if err != nil {
@@ -98,31 +59,5 @@ func ReadMemberships(dataDir, walDir string) (Memberships, error) {
 	return ms, nil
 }
 
-// Diff compares the v3 store with the v2 store.
-func (ms Memberships) Diff() MembershipDiff {
-	var d MembershipDiff
-	v2 := map[uint64]membership.Member{}
-	for _, m := range ms.V2.Members {
-		v2[m.ID] = m
-	}
-	v3 := map[uint64]bool{}
-	for _, m := range ms.V3.Members {
-		v3[m.ID] = true
-		old, ok := v2[m.ID]
-		switch {
-		case !ok:
-			d.Zombies = append(d.Zombies, m)
-		case m.IsLearner && !old.IsLearner:
-			d.Demoted = append(d.Demoted, m)
-		}
-	}
-	for _, m := range ms.V2.Members {
-		if !v3[m.ID] {
-			d.Missing = append(d.Missing, m)
-		}
-	}
-	for _, l := range [][]membership.Member{d.Zombies, d.Demoted, d.Missing} {
-		sort.Slice(l, func(i, j int) bool { return l[i].ID < l[j].ID })
-	}
-	return d
-}
+// Drift is where the v3 store disagrees with the v2 store.
+func (ms Memberships) Drift() membership.Drift { return membership.Compare(ms.V2, ms.V3) }

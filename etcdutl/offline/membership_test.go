@@ -114,7 +114,7 @@ func TestReadMembershipsFindsDisagreements(t *testing.T) {
 			if got := ids(ms.V2.Members); len(got) != 3 || got[0] != 1 || got[1] != 2 || got[2] != 4 {
 				t.Fatalf("v2 members = %v, want [1 2 4] (m3 removed, m4 promoted; the uncommitted removal of m1 not counted)", got)
 			}
-			d := ms.Diff()
+			d := ms.Drift()
 			for what, pair := range map[string][2][]uint64{"zombies": {ids(d.Zombies), tc.zombies}, "demoted": {ids(d.Demoted), tc.demoted},
 				"missing": {ids(d.Missing), tc.missing}} {
 				if len(pair[0]) != len(pair[1]) || (len(pair[0]) > 0 && pair[0][0] != pair[1][0]) {
@@ -151,7 +151,7 @@ func TestSurveyDataDir(t *testing.T) {
 	if s.DBSize == 0 || s.V2Custom.Err() != nil {
 		t.Errorf("db size %d, v2 custom %v", s.DBSize, s.V2Custom.Err())
 	}
-	if d := s.Memberships.Diff(); len(d.Zombies) != 1 || d.Zombies[0].ID != 3 {
+	if d := s.Memberships.Drift(); len(d.Zombies) != 1 || d.Zombies[0].ID != 3 {
 		t.Errorf("zombies %v, want m3", ids(d.Zombies))
 	}
 }

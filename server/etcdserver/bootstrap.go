@@ -303,6 +303,14 @@ func (s *Server) restart(rcfg *raft.Config) error {
 	if err := checkLogCoversDB(s.id, cfg.walDir(), st, sn.Metadata.Index, ents, s.consistentIndex); err != nil {
 		return err
 	}
+	v2, err := membership.ReplayV2(s.replayMem.State(), ents, sn.Metadata.Index, cindex)
+	if err != nil {
+		return err
+	}
+	if err := s.reconcileMembership(v2); err != nil {
+		return err
+	}
+	s.initialPeers = s.mem.List()
 	// A power cut can leave the WAL's synced commit index behind what the database applied
 	// (raft does not sync a hard state whose only change is the commit): every applied entry was
 	// committed, and the WAL holds it (checked above), so raft starts from that commit. Left

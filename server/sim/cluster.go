@@ -83,6 +83,57 @@ type Cluster struct {
 	members []*Member
 	ids     map[string]uint64
 	named   int // members ever created, for the next one's name
+	// drift sees every member's log for the v3 store found out of line with the v2 store.
+	drift *driftWatch
+}
+
+// driftMessages are what a member logs when it finds its v3 store's membership out of line
+// with its v2 store's (etcdserver's reconcileMembership): among members of ours that never
+// happens, so any is a failure.
+var driftMessages = map[string]bool{"Syncing member in v3store": true, "Removing zombie member from v3store": true}
+
+// driftWatch is a log handler that keeps the drift messages (with the logger's attributes: the
+// member's name) in its sink and passes everything on.
+type driftWatch struct {
+	inner slog.Handler
+	attrs []slog.Attr
+	sink  *driftSink
+}
+
+type driftSink struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (d *driftWatch) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn || d.inner.Enabled(ctx, l)
+}
+
+func (d *driftWatch) Handle(ctx context.Context, r slog.Record) error {
+	if driftMessages[r.Message] {
+		d.sink.mu.Lock()
+		d.sink.seen = append(d.sink.seen, fmt.Sprintf("%s %v", r.Message, d.attrs))
+		d.sink.mu.Unlock()
+	}
+	if d.inner.Enabled(ctx, r.Level) {
+		return d.inner.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (d *driftWatch) WithAttrs(as []slog.Attr) slog.Handler {
+	return &driftWatch{inner: d.inner.WithAttrs(as), attrs: append(append([]slog.Attr(nil), d.attrs...), as...), sink: d.sink}
+}
+
+func (d *driftWatch) WithGroup(name string) slog.Handler {
+	return &driftWatch{inner: d.inner.WithGroup(name), attrs: d.attrs, sink: d.sink}
+}
+
+// Drifts are the drift messages the members logged.
+func (c *Cluster) Drifts() []string {
+	c.drift.sink.mu.Lock()
+	defer c.drift.sink.mu.Unlock()
+	return append([]string(nil), c.drift.sink.seen...)
 }
 
 // Members lists the members in their slots.
@@ -132,7 +183,8 @@ func NewCluster(ctx context.Context, net *Network, cc ClusterConfig) (*Cluster, 
 	if cc.Log != nil {
 		handler = slog.NewJSONHandler(cc.Log, &slog.HandlerOptions{Level: slog.LevelInfo})
 	}
-	c := &Cluster{Net: net, ids: map[string]uint64{}, log: slog.New(handler), dir: cc.Dir}
+	drift := &driftWatch{inner: handler, sink: &driftSink{}}
+	c := &Cluster{Net: net, ids: map[string]uint64{}, log: slog.New(drift), dir: cc.Dir, drift: drift}
 	c.template = etcdserver.Config{InitialClusterToken: "sim", NewCluster: true, TickMs: cc.TickMs, ElectionTicks: cc.ElectionTicks,
 		SnapshotCount: cc.SnapshotCount, SnapshotCatchUpEntries: cc.SnapshotCount / 3, MaxRequestBytes: etcdserver.DefaultMaxRequestBytes,
 		MaxTxnOps: etcdserver.DefaultMaxTxnOps, PreVote: true, StrictReconfigCheck: true,

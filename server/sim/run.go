@@ -612,6 +612,9 @@ func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionS
 	if err := CheckRevisions(ops); err != nil {
 		res.failf("revisions: %v", err)
 	}
+	if drifts := c.Drifts(); len(drifts) > 0 {
+		res.failf("membership: a member found its v3 store out of line with its v2 store: %v", drifts)
+	}
 	final, err := settle(ctx, c)
 	if err != nil {
 		res.failf("settle: %v", err)

@@ -39,6 +39,10 @@ const (
 	// StatusQuota: Maintenance.Status reports the backend quota (dbSizeQuota), a field upstream
 	// 3.6 added; a 3.5 member reports it only as the etcd_server_quota_backend_bytes metric.
 	StatusQuota
+	// MembershipFromV3: the v3 store is the membership's truth. A 3.5 member takes the v2
+	// store's: it removes from the v3 store a member the v2 store removed (upstream 3.5.26+,
+	// etcd-io/etcd#20967).
+	MembershipFromV3
 )
 
 var features = map[Feature]struct {
@@ -57,6 +61,7 @@ var features = map[Feature]struct {
 	NoDebuggingRangeTotal:  {"no-debugging-range-total", V3_6},
 	NoV2StoreMetrics:       {"no-v2-store-metrics", V3_7},
 	StatusQuota:            {"status-quota", V3_6},
+	MembershipFromV3:       {"membership-from-v3", V3_6},
 }
 
 func (f Feature) String() string { return features[f].name }

@@ -14,7 +14,7 @@ func AddDataDir(f *Facts, path, walDir string) error {
 	if err != nil {
 		return fmt.Errorf("data dir %s: %w", path, err)
 	}
-	d := s.Memberships.Diff()
+	d := s.Memberships.Drift()
 	dd := &DataDir{Path: path, V2Custom: s.V2Custom, StorageVersion: s.StorageVersion, DBSize: s.DBSize,
 		Zombies: hexIDs(d.Zombies), Demoted: hexIDs(d.Demoted), Missing: hexIDs(d.Missing)}
 	id := fmt.Sprintf("%x", s.MemberID)

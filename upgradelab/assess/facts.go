@@ -64,7 +64,7 @@ type DataDir struct {
 	// V2Custom is custom content in the v2 store or the WAL (etcdutl check v2store).
 	V2Custom offline.V2Custom `json:"v2Custom"`
 	// Zombies, Demoted and Missing are the member IDs (hex) where the v3 store disagrees with
-	// the v2 store (offline.MembershipDiff).
+	// the v2 store (membership.Drift).
 	Zombies []string `json:"zombies,omitempty"`
 	Demoted []string `json:"demoted,omitempty"`
 	Missing []string `json:"missing,omitempty"`
