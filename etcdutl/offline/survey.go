@@ -2,7 +2,6 @@ package offline
 
 import (
 	"fmt"
-	"os"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -46,11 +45,6 @@ func SurveyDataDir(dataDir, walDir string) (Survey, error) {
 	if s.Memberships, err = ReadMemberships(dataDir, walDir); err != nil {
 		return s, err
 	}
-	fi, err := os.Stat(schema.BackendPath(dataDir))
-	if err != nil {
-		return s, err
-	}
-	s.DBSize = fi.Size()
 	db, err := openDB(schema.BackendPath(dataDir), true, DefaultLockWait)
 	if err != nil {
 		return s, err
@@ -59,6 +53,7 @@ func SurveyDataDir(dataDir, walDir string) (Survey, error) {
 	return s, db.View(func(tx *bolt.Tx) error {
 		l, err := schema.Read(tx)
 		s.StorageVersion = l.String()
+		s.DBSize = tx.Size() // what Maintenance.Status reports as dbSize, not the file's preallocated length
 		return err
 	})
 }
