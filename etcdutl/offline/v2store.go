@@ -18,6 +18,10 @@ import (
 // apply (anything but a member's published attributes and the cluster version).
 type V2Custom struct {
 	Store, WAL bool
+	// Entries counts the WAL's bare v2 requests after the newest snapshot, custom or not (a 3.5
+	// member proposes one at every start to publish its name and client URLs): upstream 3.7
+	// cannot read them and crash-loops replaying them.
+	Entries int
 }
 
 // CheckV2Store looks for v2 content that keeps a 3.5 member from moving to 3.6, as upstream
@@ -54,10 +58,10 @@ func CheckV2Store(dataDir, walDir string) (V2Custom, error) {
 		if err := v2.Unmarshal(e.Data); err != nil {
 			return found, fmt.Errorf("failed to unmarshal WAL entry at index %d: %w", e.Index, err)
 		}
+		found.Entries++
 		// SYNC too: upstream 3.6 refuses every v2 request but a PUT of those two.
 		if _, err := membership.FromV2(&v2); err != nil {
 			found.WAL = true
-			break
 		}
 	}
 	return found, nil

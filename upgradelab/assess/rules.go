@@ -97,6 +97,7 @@ func Evaluate(k *releases.Knowledge, f Facts, target *semver.Version) Report {
 	e.patches()
 	e.membershipStores()
 	e.v2Content()
+	e.v2Entries()
 	e.learners()
 	e.alarms()
 	e.space()
@@ -333,6 +334,31 @@ func (e *evaluation) v2Content() {
 		e.add(Finding{Check: "v2-custom", Subject: "cluster", Verdict: OK, Summary: fmt.Sprintf("%d data dir(s) read: no custom v2 content", checked)})
 	case checked == 0:
 		e.fromBlocker("v2-custom", "cluster", Warn, "not checked: no data dir was given (stop a member or copy its data dir, or run `etcdutl check v2store` on each)")
+	}
+}
+
+// v2Entries: a path into 3.7 with members' WALs still holding 3.5's v2 requests.
+func (e *evaluation) v2Entries() {
+	b, _ := e.k.Blocker("v2-entries")
+	if !e.entered[b.Into] {
+		return
+	}
+	checked := 0
+	for _, m := range e.f.Members {
+		if m.DataDir == nil {
+			continue
+		}
+		checked++
+		if n := m.DataDir.V2Custom.Entries; n > 0 {
+			e.fromBlocker("v2-entries", m.Name, Block, fmt.Sprintf("data dir %s: the WAL holds %d v2 request(s) after its newest snapshot", m.DataDir.Path, n))
+		}
+	}
+	switch {
+	case checked > 0 && !e.hasFinding("v2-entries", Block):
+		e.add(Finding{Check: "v2-entries", Subject: "cluster", Verdict: OK, Summary: fmt.Sprintf("%d data dir(s) read: no v2 request left to replay", checked)})
+	case checked == 0 && len(e.affected(b)) > 0:
+		e.fromBlocker("v2-entries", "cluster", Warn, fmt.Sprintf("%s run %s: after the 3.6 hop, every member must take a snapshot before any moves to 3.7",
+			strings.Join(e.affected(b), ", "), rangesOf(b)))
 	}
 }
 

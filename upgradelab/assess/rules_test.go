@@ -58,7 +58,13 @@ func TestEvaluate(t *testing.T) {
 			notWant: []string{"v2-custom", "learner-mismatch", "zombie-members"}},
 		{name: "3.5.17 straight to 3.7: every 3.5 blocker named", facts: old35, target: "3.7.3", verdict: Block, path: 3,
 			want: []string{"skipped-minor cluster block", "patch-below-leave m1 block", "patch-below-leave m3 block",
-				"learner-mismatch cluster warn", "zombie-members cluster warn", "v2-custom cluster warn"}},
+				"learner-mismatch cluster warn", "zombie-members cluster warn", "v2-custom cluster warn", "v2-entries cluster warn"}},
+		{name: "3.5's v2 requests still in a WAL on the way to 3.7", facts: with(cluster("3.6.16", "3.6.16"), func(f *Facts) {
+			f.Members = append(f.Members, Member{Name: "m3", DataDir: &DataDir{Path: "/d", V2Custom: offline.V2Custom{Entries: 3}}})
+		}), target: "3.7.3", verdict: Block, path: 1, want: []string{"v2-entries m3 block"}},
+		{name: "a 3.6 data dir with none", facts: with(cluster("3.6.16", "3.6.16"), func(f *Facts) {
+			f.Members = append(f.Members, Member{Name: "m3", DataDir: &DataDir{Path: "/d"}})
+		}), target: "3.7.3", verdict: OK, path: 1, want: []string{"v2-entries cluster ok"}},
 		{name: "3.6 below 3.6.11", facts: cluster("3.6.16", "3.6.4", "3.6.16"), target: "3.7.3", verdict: Block, path: 2,
 			want: []string{"patch-below-leave m2 block"}},
 		{name: "a patch hop within 3.5 enters no minor", facts: old35, target: "3.5.35", verdict: OK, path: 1,

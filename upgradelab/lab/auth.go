@@ -23,10 +23,12 @@ const (
 	labUserPrefix   = "/upgradelab-auth/"
 )
 
-// labAuth is the auth state a run set up, as it described it right after.
+// labAuth is the auth state at a run's start, as a user allowed everything described it: the
+// one the run set up (root, the lab user), or the one a rehearsal's data brought.
 type labAuth struct {
-	endpoints []string
-	state     string
+	endpoints      []string
+	user, password string
+	state          string
 }
 
 // enableAuth makes root and the lab user, grants the lab role, and turns auth on.
@@ -58,7 +60,13 @@ func enableAuth(ctx context.Context, endpoints []string) (*labAuth, error) {
 			return nil, fmt.Errorf("auth setup: %s: %w", step.what, err)
 		}
 	}
-	a := &labAuth{endpoints: endpoints}
+	return recordAuth(ctx, endpoints, "root", labRootPassword)
+}
+
+// recordAuth describes the auth state as user sees it, to compare at the end of the run.
+func recordAuth(ctx context.Context, endpoints []string, user, password string) (*labAuth, error) {
+	a := &labAuth{endpoints: endpoints, user: user, password: password}
+	var err error
 	if a.state, err = a.describe(ctx); err != nil {
 		return nil, err
 	}
@@ -68,7 +76,7 @@ func enableAuth(ctx context.Context, endpoints []string) (*labAuth, error) {
 // describe lists, as root, whether auth is on, every user with its roles and every role with
 // its permissions.
 func (a *labAuth) describe(ctx context.Context) (string, error) {
-	cli, err := newLabClient(a.endpoints, "root", labRootPassword)
+	cli, err := newLabClient(a.endpoints, a.user, a.password)
 	if err != nil {
 		return "", err
 	}
@@ -109,10 +117,8 @@ func (a *labAuth) describe(ctx context.Context) (string, error) {
 	return b.String(), nil
 }
 
-// verify checks that users, roles and permissions are as they were set up, that the lab user
-// still logs in, may write its prefix and is refused elsewhere, and that a caller without
-// credentials is refused.
-func (a *labAuth) verify(ctx context.Context) error {
+// unchanged checks that users, roles and permissions are as they were recorded.
+func (a *labAuth) unchanged(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	now, err := a.describe(ctx)
@@ -120,8 +126,20 @@ func (a *labAuth) verify(ctx context.Context) error {
 		return err
 	}
 	if now != a.state {
-		return fmt.Errorf("auth state changed during the run:\n--- set up ---\n%s--- now ---\n%s", a.state, now)
+		return fmt.Errorf("auth state changed during the run:\n--- at the start ---\n%s--- now ---\n%s", a.state, now)
 	}
+	return nil
+}
+
+// verify checks that users, roles and permissions are as they were set up, that the lab user
+// still logs in, may write its prefix and is refused elsewhere, and that a caller without
+// credentials is refused.
+func (a *labAuth) verify(ctx context.Context) error {
+	if err := a.unchanged(ctx); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	user, err := newLabClient(a.endpoints, labUser, labUserPassword)
 	if err != nil {
 		return err

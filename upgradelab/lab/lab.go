@@ -58,6 +58,8 @@ type Runner struct {
 	Revision string
 	// Preload is how many bytes of data to write before the plan (0: none).
 	Preload int64
+	// Rehearsal starts every run from a copy of real data (nil: an empty cluster).
+	Rehearsal *Rehearsal
 }
 
 // Report is the outcome of one run.
@@ -102,6 +104,8 @@ type Report struct {
 	WatchEvents int `json:"watchEvents"`
 	// Auth is the auth check's finding, for plans run with auth on.
 	Auth string `json:"auth,omitempty"`
+	// Rehearsal is what a run from a copy of real data found (nil for other runs).
+	Rehearsal *RehearsalReport `json:"rehearsal,omitempty"`
 	// Problems are what the watch, revision and lease checks found.
 	Problems      []string                       `json:"problems,omitempty"`
 	Hashes        map[string]workload.MemberHash `json:"hashes,omitempty"`
@@ -250,6 +254,13 @@ func (r *Runner) runOnce(ctx context.Context, p *plan.Plan, size int) (rep Repor
 	sized := *p
 	sized.Members = size
 	r.progress("%s", strings.TrimRight(sized.Numbered(), "\n"))
+	if r.Rehearsal != nil {
+		t0 := time.Now()
+		if err := c.restore(ctx, r.Rehearsal.Snapshot); err != nil {
+			return fail(err)
+		}
+		r.progress("  ok    0. restore %s into %d members (%.1fs)", r.Rehearsal.Snapshot, size, time.Since(t0).Seconds())
+	}
 	if err := r.startCluster(ctx, c, p.Start); err != nil {
 		return fail(err)
 	}
@@ -259,6 +270,12 @@ func (r *Runner) runOnce(ctx context.Context, p *plan.Plan, size int) (rep Repor
 	}
 	var la *labAuth
 	user, password := "", ""
+	if r.Rehearsal != nil {
+		user, password = r.Rehearsal.User, r.Rehearsal.Password
+	}
+	if p.Auth && r.Rehearsal != nil {
+		return fail(fmt.Errorf("plan %s sets up auth of its own; a rehearsal keeps the auth of its data (give its root user)", p.Name))
+	}
 	if p.Auth {
 		t0 := time.Now()
 		if la, err = enableAuth(ctx, c.endpoints()); err != nil {
@@ -272,6 +289,23 @@ func (r *Runner) runOnce(ctx context.Context, p *plan.Plan, size int) (rep Repor
 		return fail(err)
 	}
 	defer cli.Close()
+	var shape *DataShape
+	if r.Rehearsal != nil {
+		sctx, cancel := context.WithTimeout(ctx, r.StartTimeout)
+		sh, err := shapeOf(sctx, cli)
+		cancel()
+		if err != nil {
+			return fail(err)
+		}
+		shape = &sh
+		rep.Rehearsal = &RehearsalReport{Snapshot: r.Rehearsal.Snapshot, Shape: sh}
+		r.progress("  ok    0. the restored data: %s", sh)
+		if user != "" {
+			if la, err = recordAuth(ctx, c.endpoints(), user, password); err != nil {
+				return fail(fmt.Errorf("read the restored auth state as %s: %w", user, err))
+			}
+		}
+	}
 	x := &run{Runner: r, c: c, cli: cli, rec: newRecorder()}
 	x.rec.note(ctx, c.list)
 	x.rec.poll(500 * time.Millisecond)
@@ -285,7 +319,11 @@ func (r *Runner) runOnce(ctx context.Context, p *plan.Plan, size int) (rep Repor
 		rep.Preloaded = n
 		r.progress("  ok    0. preload %d keys (%d bytes) in %.1fs", n, r.Preload, time.Since(t0).Seconds())
 	}
-	w := workload.Start(cli, r.Workload)
+	wcfg := r.Workload
+	if shape != nil && wcfg.ValueSize == 0 {
+		wcfg.ValueSize = min(shape.ValueP50, 64<<10) // writes shaped like the data
+	}
+	w := workload.Start(cli, wcfg)
 	rep.WorkloadStart = time.Now().Add(-time.Duration(w.Offset(time.Now())))
 	sleep(ctx, r.Warmup)
 	var stepErr error
@@ -333,7 +371,9 @@ func (r *Runner) runOnce(ctx context.Context, p *plan.Plan, size int) (rep Repor
 	rep.Availability = workload.Window(w.Samples(), 0, w.Offset(time.Now()))
 	rep.Series = workload.Series(w.Samples(), w.Offset(time.Now()), time.Second)
 	checkErr := r.check(ctx, w, x, &rep)
-	if checkErr == nil && la != nil {
+	if checkErr == nil && shape != nil {
+		checkErr = r.rehearsalIntact(ctx, cli, *shape, la, rep.Rehearsal)
+	} else if checkErr == nil && la != nil {
 		// Users, roles and permissions came through every step unchanged.
 		if err := la.verify(ctx); err != nil {
 			checkErr = fmt.Errorf("auth: %w", err)

@@ -102,7 +102,7 @@ func TestKnowledgeHangsTogether(t *testing.T) {
 			t.Errorf("latest %s = %v, %v; want %s", minor, v, err, want)
 		}
 	}
-	for _, check := range []string{"learner-mismatch", "zombie-members", "v2-custom", "skipped-minor", "patch-below-leave", "learner-present"} {
+	for _, check := range []string{"learner-mismatch", "zombie-members", "v2-custom", "skipped-minor", "patch-below-leave", "learner-present", "v2-entries"} {
 		if _, ok := k.Blocker(check); !ok {
 			t.Errorf("no blocker has check %q, which assess makes", check)
 		}

@@ -276,8 +276,11 @@ type dockerMember struct {
 
 func (m *dockerMember) Name() string       { return m.spec.Name }
 func (m *dockerMember) Failpoints() string { return "" }
-func (m *dockerMember) ClientURL() string  { return fmt.Sprintf("http://%s:%d", m.ip, clientPort) }
-func (m *dockerMember) PeerURL() string    { return fmt.Sprintf("http://%s:%d", m.ip, peerPort) }
+
+// Seed implements Member: not yet (the data dir is a volume only a container reaches).
+func (m *dockerMember) Seed(context.Context, func(string) error) error { return ErrNoSeed }
+func (m *dockerMember) ClientURL() string                              { return fmt.Sprintf("http://%s:%d", m.ip, clientPort) }
+func (m *dockerMember) PeerURL() string                                { return fmt.Sprintf("http://%s:%d", m.ip, peerPort) }
 
 func (m *dockerMember) current() tc.Container {
 	m.mu.Lock()

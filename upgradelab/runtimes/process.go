@@ -127,6 +127,14 @@ func (m *processMember) Failpoints() string { return m.failpoints }
 func (m *processMember) ClientURL() string  { return m.m.ClientURL }
 func (m *processMember) PeerURL() string    { return m.m.PeerURL }
 
+// Seed implements Member: the data dir is on this machine.
+func (m *processMember) Seed(_ context.Context, fill func(dataDir string) error) error {
+	if m.m.Running() {
+		return fmt.Errorf("seed %s: it is running", m.m.Name)
+	}
+	return fill(m.m.DataDir)
+}
+
 func (m *processMember) Start(_ context.Context, bin cluster.Binary) error {
 	m.bin = bin
 	m.m.InitialCluster, m.m.State = m.initialCluster, m.state

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,9 @@ type Config struct {
 	// KeptLeaseTTL is the TTL of the lease kept alive through the run; ExpiringLeaseTTL that
 	// of the lease left to expire (seconds).
 	KeptLeaseTTL, ExpiringLeaseTTL int64
+	// ValueSize pads each ledger value to this many bytes (0: none), so the writes are shaped
+	// like the data a rehearsal restored.
+	ValueSize int
 }
 
 // Op is one register operation as porcupine sees it (register.Unknown as its Return marks a
@@ -53,6 +57,8 @@ type Workload struct {
 	cfg   Config
 	cli   *clientv3.Client
 	start time.Time
+	// firstRev is the first revision the workload could have written (0: not known).
+	firstRev int64
 
 	ledger *cluster.Ledger
 
@@ -103,6 +109,13 @@ func Start(cli *clientv3.Client, cfg Config) *Workload {
 	}
 	w := &Workload{cfg: cfg, cli: cli, start: time.Now(), ledger: cluster.NewLedger(), errors: map[string]int{},
 		revs: map[int][]RevisionSeen{}, stop: make(chan struct{})}
+	// The register history NarrowUnknown reads begins after what the cluster held before the
+	// workload (a restored snapshot's own history may be compacted).
+	gctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	if r, err := cli.Get(gctx, cfg.Prefix+"/reg/", clientv3.WithCountOnly()); err == nil {
+		w.firstRev = r.Header.Revision + 1
+	}
+	cancel()
 	w.watch = startWatcher(cli, cfg.Prefix+"/ledger/")
 	// Let the watcher take its start revision before the clients write, so it owes every
 	// ledger write (bounded: a cluster that does not answer yet must not hold the run up).
@@ -156,6 +169,9 @@ func (w *Workload) client(id int) {
 		// The ledger: a fresh key per write, never overwritten, so a lost write shows.
 		key := fmt.Sprintf("%s/ledger/c%d/%08d", w.cfg.Prefix, id, seq)
 		val := strconv.Itoa(seq)
+		if pad := w.cfg.ValueSize - len(val); pad > 0 {
+			val += strings.Repeat(".", pad)
+		}
 		if rev, err := w.put(key, val); err == nil {
 			w.ack(id, "put", rev, key, val)
 		}
@@ -328,7 +344,8 @@ func (w *Workload) Linearizable(timeout time.Duration) (porcupine.CheckResult, i
 	return register.Check(ops, timeout), len(ops)
 }
 
-// NarrowUnknown reads the register keys' history from the cluster (a watch from revision 1, up
+// NarrowUnknown reads the register keys' history from the cluster (a watch from the revision the
+// workload began at, up
 // to a marker it writes) and narrows the writes of unknown outcome with it
 // (register.ResolveUnknown): one whose value never appeared is left out, one that did gets the
 // latest moment it can have taken effect. Porcupine's search grows with every open-ended write,
@@ -348,7 +365,7 @@ func (w *Workload) NarrowUnknown(ctx context.Context) (before, after int, err er
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := false
-	for resp := range w.cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(1)) {
+	for resp := range w.cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(max(1, w.firstRev))) {
 		if err := resp.Err(); err != nil {
 			return before, before, fmt.Errorf("read the register history: %w", err)
 		}
