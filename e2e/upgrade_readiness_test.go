@@ -709,3 +709,77 @@ func TestUpstream37ReplaysNo35V2Requests(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGuideWalksARollingReplacement: the guide takes a 3.6 cluster of ours to 3.7 by rolling
+// replacement. For each member the test (the operator) adds a learner at 3.7 and starts it; the
+// guide waits until it is caught up, promotes it, moves leadership off the old member when it
+// leads, and removes it. The cluster ends with three new members at 3.7 and the data intact.
+func TestGuideWalksARollingReplacement(t *testing.T) {
+	c := NewCluster(t, 3)
+	for _, m := range c.Members {
+		m.Bin = ServerAt(t, LastReleaseLevel)
+	}
+	c.Start()
+	writeN(t, c.Client(), "k", 30)
+	c.WaitPeersSettled()
+	p := StartCtl(t, Binary(t, "upgradelab"), nil, "guide", "--endpoints", strings.Join(c.Endpoints(), ","), "--to", "3.7",
+		"--mode", "replacement", "--step-timeout", "60s")
+	var added []*Member
+	for step := 1; step <= 3; step++ {
+		p.WaitOutput(fmt.Sprintf("==> Step %d: add a learner running etcd %s", step, ReleaseOf(CurrentLevel)), 2*time.Minute)
+		n := NewMember(t)
+		n.Name, n.Bin = fmt.Sprintf("n%d", step), ServerAt(t, CurrentLevel)
+		cli := c.Client()
+		if len(added) > 0 {
+			cli = added[len(added)-1].Client() // the first members may be gone by now
+		}
+		var add *clientv3.MemberAddResponse
+		if err := retryUnhealthy(func() (err error) { add, err = cli.MemberAddAsLearner(Ctx(t), []string{n.PeerURL}); return err }); err != nil {
+			t.Fatalf("step %d: member add: %v\n%s", step, err, p.Output())
+		}
+		var ic []string
+		for _, m := range add.Members {
+			name := m.Name
+			if m.ID == add.Member.ID {
+				name = n.Name
+			}
+			ic = append(ic, name+"="+m.PeerURLs[0])
+		}
+		n.InitialCluster = strings.Join(ic, ",")
+		n.Extra = []string{"--initial-cluster-state", "existing"}
+		n.Start()
+		added = append(added, n)
+		p.WaitOutput(fmt.Sprintf("ok: n%d took ", step), 2*time.Minute)
+	}
+	code, out := p.Wait(2 * time.Minute)
+	if code != 0 {
+		t.Fatalf("guide exit %d:\n%s", code, out)
+	}
+	for _, want := range []string{"now promotes n1", "now removes", "ok: cluster version 3.7, storage version 3.7 on every member.", "Done: the members' key-value stores agree"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("guide output lacks %q:\n%s", want, out)
+		}
+	}
+	list, err := added[2].Client().MemberList(Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range list.Members {
+		names = append(names, m.Name)
+		if m.IsLearner {
+			t.Errorf("%s is still a learner", m.Name)
+		}
+	}
+	if strings.Join(names, ",") != "n1,n2,n3" && len(names) != 3 {
+		t.Errorf("members after the replacement: %v", names)
+	}
+	for _, m := range c.Members {
+		if m.Running() {
+			t.Errorf("%s still runs after its removal", m.Name)
+		}
+	}
+	if r, err := added[2].Client().Get(Ctx(t), "k/", clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || r.Count != 30 {
+		t.Errorf("the data after the replacement: %v, %v", r, err)
+	}
+}

@@ -40,7 +40,7 @@ Usage:
   upgradelab assess --to V [--endpoints URL,...] [--data-dir D ...] [--config FILE ...] [--plan-out FILE]
                            judge whether this cluster can go to V: every known blocker on the way,
                            with its fix and source, and the safe path (exit 1 when something blocks)
-  upgradelab guide  --to V --endpoints URL,... [--step-timeout DUR] [--max-lag N]
+  upgradelab guide  --to V --endpoints URL,... [--mode in-place|replacement] [--step-timeout DUR] [--max-lag N]
                            walk the operator through the path to V on the live cluster: what to
                            do on which host, one member at a time, each step's gate checked
                            before the next (exit 1 when a gate fails, with what to do)

@@ -20,11 +20,13 @@ func guideCmd(args []string, stdout, stderr io.Writer) int {
 	var to string
 	var stepTimeout time.Duration
 	var maxLag uint64
+	var mode string
 	fs := pflag.NewFlagSet("upgradelab guide", pflag.ContinueOnError)
 	c.add(fs)
 	fs.StringVar(&to, "to", "", "The version to go to: a release line (3.7: its newest patch) or a patch (3.7.3).")
 	fs.DurationVar(&stepTimeout, "step-timeout", 10*time.Minute, "How long one member's step may take before its gate counts as failed.")
 	fs.Uint64Var(&maxLag, "max-lag", 1000, "How many applied entries a member may trail the leader and count as caught up.")
+	fs.StringVar(&mode, "mode", "in-place", "How members move up: in-place (swap each member's binary) or replacement (add a learner at the new version, promote it, remove the old member).")
 	if code, ok := parse(fs, args, stdout, stderr); !ok {
 		return code
 	}
@@ -34,6 +36,9 @@ func guideCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 {
 		return fail(2, "unexpected argument %q", fs.Arg(0))
+	}
+	if mode != "in-place" && mode != "replacement" {
+		return fail(2, "--mode %q: want in-place or replacement", mode)
 	}
 	if len(c.endpoints) == 0 {
 		return fail(2, "--endpoints is required: the guide watches the live cluster")
@@ -77,7 +82,8 @@ func guideCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "  note: %s (%s): %s\n", f.Check, f.Subject, f.Summary)
 		}
 	}
-	err = guide.Run(ctx, guide.Config{Endpoints: ep, Hops: report.Path, StepTimeout: stepTimeout, MaxLag: maxLag, Out: stdout})
+	err = guide.Run(ctx, guide.Config{Endpoints: ep, Hops: report.Path, StepTimeout: stepTimeout, MaxLag: maxLag,
+		Replacement: mode == "replacement", Out: stdout})
 	if err != nil {
 		return fail(1, "%v", err)
 	}

@@ -26,7 +26,10 @@ type Config struct {
 	Poll time.Duration
 	// MaxLag is how many applied entries a member may trail the leader and count as caught up.
 	MaxLag uint64
-	Out    io.Writer
+	// Replacement takes each member up by rolling replacement (a learner at the new version
+	// added, caught up and promoted, then the old member removed) instead of in place.
+	Replacement bool
+	Out         io.Writer
 }
 
 // ErrGate is a gate that did not pass in time; the error says which and what to do.
@@ -61,10 +64,25 @@ func Run(ctx context.Context, cfg Config) error {
 
 func (g *guide) say(format string, args ...any) { fmt.Fprintf(g.cfg.Out, format+"\n", args...) }
 
+// observe reads the cluster, and keeps the endpoints of the members that answered for the next
+// time: in a rolling replacement, the members first given are removed one by one.
 func (g *guide) observe(ctx context.Context) (assess.Facts, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*g.cfg.Poll+5*time.Second)
 	defer cancel()
-	return assess.CollectLive(ctx, g.cfg.Endpoints)
+	f, err := assess.CollectLive(ctx, g.cfg.Endpoints)
+	if err != nil {
+		return f, err
+	}
+	var answered []string
+	for _, m := range f.Members {
+		if m.Live != nil {
+			answered = append(answered, m.Live.Endpoint)
+		}
+	}
+	if len(answered) > 0 {
+		g.cfg.Endpoints.Endpoints = answered
+	}
+	return f, nil
 }
 
 // waitFor polls until cond (a gate) says nothing is missing, or the step's time is up; it
@@ -105,6 +123,12 @@ func (g *guide) hop(ctx context.Context, h releases.Hop) error {
 		name, isLeader := nextToSwap(f, want)
 		if name == "" {
 			break
+		}
+		if g.cfg.Replacement && h.Kind != releases.HopDowngrade {
+			if err := g.replace(ctx, f, h, name); err != nil {
+				return err
+			}
+			continue
 		}
 		if isLeader {
 			if err := g.moveLeader(ctx, f, name, want); err != nil {
@@ -177,13 +201,9 @@ func (g *guide) moveLeader(ctx context.Context, f assess.Facts, leader, want str
 		return err
 	}
 	defer cli.Close()
-	var id uint64
-	if _, err := fmt.Sscanf(target.ID, "%x", &id); err != nil {
-		return err
-	}
 	cctx, cancel := context.WithTimeout(ctx, g.cfg.StepTimeout)
 	defer cancel()
-	if _, err := cli.MoveLeader(cctx, id); err != nil {
+	if _, err := cli.MoveLeader(cctx, hexID(target.ID)); err != nil {
 		return fmt.Errorf("%w: moving leadership from %s to %s: %v; what to do: `etcdctl move-leader` by hand, or stop %s anyway (the others elect a leader)", ErrGate, leader, to, err, leader)
 	}
 	if _, why := g.waitFor(ctx, func(f assess.Facts) string {
