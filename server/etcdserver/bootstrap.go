@@ -130,7 +130,7 @@ func New(cfg Config) (*Server, error) {
 		s.wal.SetUnsafeNoSync()
 	}
 	s.tr = cfg.peers().Transport(transport.Config{ID: s.id, ClusterID: s.mem.ClusterID(), ServerVersion: cfg.release(),
-		MinClusterVersion: version.MinClusterVersion(cfg.Level), Raft: s, Logger: lg.With("component", "transport"), TLS: cfg.PeerTLS, LocalAddr: cfg.PeerLocalAddr,
+		MinClusterVersion: version.WireMinClusterVersion, Raft: s, Logger: lg.With("component", "transport"), TLS: cfg.PeerTLS, LocalAddr: cfg.PeerLocalAddr,
 		ReadTimeout: cfg.PeerReadTimeout, WriteTimeout: cfg.PeerWriteTimeout, URLs: cfg.PeerURLs, OnRemoved: s.removedByPeer})
 	s.peerClient = cfg.peerHTTPClient(10 * time.Second)
 	for _, m := range s.initialPeers {

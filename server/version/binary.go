@@ -26,14 +26,12 @@ func CheckBuild(stamp string) error {
 	return nil
 }
 
-// MinClusterVersion is the lowest cluster version a binary at level bin can run in: one minor
-// below (rolling upgrades go one minor at a time), or the oldest level the tree knows.
-func MinClusterVersion(bin Level) string {
-	if p := bin.Prev(); IsKnown(p) {
-		return p.Full()
-	}
-	return bin.Full()
-}
+// WireMinClusterVersion is what a member announces to its peers as X-Min-Cluster-Version:
+// upstream 3.5, 3.6 and 3.7 all send 3.0.0, whatever their level, and upstream 3.4 refuses a peer
+// whose announced minimum is above its own version (so a 3.4 cluster could not take a 3.5 member
+// of ours in a rolling upgrade). Which versions may run together is CheckPeer's and CheckRun's
+// rule, on the versions themselves.
+const WireMinClusterVersion = "3.0.0"
 
 // Banner is what `etcd --version` prints: upstream's four lines (the version is the upstream
 // release this level implements), then a fifth naming this implementation.
