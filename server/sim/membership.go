@@ -71,14 +71,20 @@ func (c *Cluster) Replace(ctx context.Context, i int) (*Member, error) {
 // member exits: start it again later.
 func (c *Cluster) Join(m *Member) error {
 	// During a downgrade a new member must run the target (the cluster refuses a newer one and
-	// says so): the operator starts it with the target's binary.
+	// says so): the operator starts it with the target's binary. Below the cluster version it is
+	// refused too (the member it replaced was the last at the older level, so the cluster moved
+	// up when it left): the operator starts it with the cluster's binary (make sim, seed 778).
 	if via := c.upExcept(m); via != nil {
 		if s := via.Server(); s != nil {
-			if dg := s.DowngradeInfo(); dg.Enabled && dg.Target().Less(m.Level()) {
-				m.mu.Lock()
-				m.cfg.Level = dg.Target()
-				m.mu.Unlock()
+			level := m.Level()
+			if dg := s.DowngradeInfo(); dg.Enabled && dg.Target().Less(level) {
+				level = dg.Target()
+			} else if cv := s.ClusterVersion(); !cv.IsZero() && level.Less(cv) {
+				level = cv
 			}
+			m.mu.Lock()
+			m.cfg.Level = level
+			m.mu.Unlock()
 		}
 	}
 	return c.Restart(m)
