@@ -132,6 +132,7 @@ func TestAssessAHealthyClusterAndRehearseItsPath(t *testing.T) {
 // alarm, a learner added but never started, and a config file with flags 3.6 and 3.7 refuse:
 // each is named with its fix, the verdict blocks (exit 1), and the path goes through 3.6.
 func TestAssessNamesLiveBlockers(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	c := NewCluster(t, 3, "--quota-backend-bytes", strconv.Itoa(2<<20))
 	for _, m := range c.Members {
 		m.Bin = ServerAt(t, OldestLevel)
@@ -278,6 +279,7 @@ func newDriftedCluster(t *testing.T, v2data bool) driftedCluster {
 // drifted cluster (newDriftedCluster), names the custom v2 data and both drifts, and changes no
 // file of it.
 func TestAssessReadsStoppedMembersDataDirs(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	d := newDriftedCluster(t, true)
 	c, m2, m3 := d.Cluster, d.Members[1], d.m3
 	before := treeHash(t, m3.DataDir)
@@ -500,6 +502,7 @@ func TestGuideWalksADowngrade(t *testing.T) {
 // removed member back into its member list. Ours at 3.5 (upstream 3.5.26+'s behaviour) then takes
 // both stores back in line at start, after which ours at 3.6 starts with the right membership.
 func TestOursAsTheSafeHopForDriftedMembership(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	d := newDriftedCluster(t, false)
 	m3 := d.m3
 	listOf := func() map[uint64]bool { // member ID -> is a learner, as m3 itself sees it
@@ -566,6 +569,7 @@ func TestOursAsTheSafeHopForDriftedMembership(t *testing.T) {
 // passes, and the restored data and its users, roles and permissions come through unchanged.
 // (With upstream 3.7.3 at the 3.7 hop the same rehearsal fails: TestUpstream37ReplaysNo35V2Requests.)
 func TestRehearseAnAuthSnapshotThroughThreeLines(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	src := NewMember(t)
 	src.Bin = UpstreamBinaryAt(t, Upstream35Version, "etcd")
 	src.Start()
@@ -715,6 +719,7 @@ func TestUpstream37ReplaysNo35V2Requests(t *testing.T) {
 // guide waits until it is caught up, promotes it, moves leadership off the old member when it
 // leads, and removes it. The cluster ends with three new members at 3.7 and the data intact.
 func TestGuideWalksARollingReplacement(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	c := NewCluster(t, 3)
 	for _, m := range c.Members {
 		m.Bin = ServerAt(t, LastReleaseLevel)
