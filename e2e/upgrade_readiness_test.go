@@ -788,3 +788,47 @@ func TestGuideWalksARollingReplacement(t *testing.T) {
 		t.Errorf("the data after the replacement: %v, %v", r, err)
 	}
 }
+
+// TestFromDebian34ThroughOursTo37: a cluster of Debian's etcd 3.4.23 upgraded in place to 3.5
+// (ours on two members, upstream 3.5.35 on the third), then to ours at 3.6 and 3.7, one member at
+// a time. The 3.4 members take the 3.5 members as peers (they announce the minimum cluster
+// version 3.0.0) and apply what they propose (at 3.5 a member's attributes and the cluster
+// version go as v2 requests, as upstream 3.5's do); every version moves up, no member panics,
+// and the data comes through.
+func TestFromDebian34ThroughOursTo37(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	c := NewCluster(t, 3)
+	for _, m := range c.Members {
+		m.Bin = Debian34Binary(t)
+		m.Extra = nil // Debian's 3.4 has no --bcrypt-cost
+	}
+	c.Start()
+	writeN(t, c.Client(), "deb", 20)
+	swap := func(m *Member, bin string) {
+		t.Helper()
+		if err := m.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		m.Bin = bin
+		m.Start()
+	}
+	swap(c.Members[0], ServerAt(t, OldestLevel))
+	swap(c.Members[1], UpstreamBinaryAt(t, Upstream35Version, "etcd"))
+	swap(c.Members[2], ServerAt(t, OldestLevel))
+	c.WaitVersions("3.5.0", "", 30*time.Second)
+	for _, level := range []string{LastReleaseLevel, CurrentLevel} {
+		for _, m := range c.Members {
+			swap(m, ServerAt(t, level))
+		}
+		c.WaitVersions(level+".0", level+".0", 30*time.Second)
+	}
+	r, err := c.Client().Get(Ctx(t), "deb/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || r.Count != 20 {
+		t.Fatalf("the data after 3.4 -> 3.7: %v, %v", r, err)
+	}
+	for _, m := range c.Members {
+		if m.LogHas("panic") {
+			t.Errorf("%s panicked:\n%s", m.Name, m.LogTail(20))
+		}
+	}
+}

@@ -49,6 +49,9 @@ func (s *Server) memberVersion(m membership.Member) string {
 	if m.ServerVersion != "" {
 		return m.ServerVersion
 	}
+	if m.ID == s.id {
+		return s.cfg.release() // a 3.5 member publishes no version (as upstream 3.5): its own it knows
+	}
 	return s.peerVers.get(m.ID)
 }
 

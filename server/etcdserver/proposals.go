@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"etcdx/server/features"
+	"etcdx/server/membership"
+	"etcdx/server/version"
 )
 
 // leaderWatch lets proposals wait for the next leader change instead of polling.
@@ -161,9 +163,9 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (_ *app
 		}
 	}
 	defer func(start time.Time) { s.m.observeRequest(requestType(r), start, err) }(time.Now())
-	data, err := r.Marshal()
+	data, err := s.encodeProposal(r)
 	if err != nil {
-		return nil, fmt.Errorf("encode request: %w", err)
+		return nil, err
 	}
 	if len(data) > int(s.cfg.MaxRequestBytes) {
 		return nil, ErrRequestTooLarge
@@ -215,6 +217,26 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (_ *app
 	case <-s.stopping:
 		return nil, ErrStopped
 	}
+}
+
+// encodeProposal is the entry data for r: at 3.5 a member's attributes and the cluster version go
+// as the bare v2 requests upstream 3.5 proposes (the only form 3.4 members apply), else the v3
+// request.
+func (s *Server) encodeProposal(r *pb.InternalRaftRequest) ([]byte, error) {
+	if !version.V3Publish.Built(s.cfg.Level) {
+		v2, ok, err := membership.ToV2(r)
+		if err != nil {
+			return nil, fmt.Errorf("encode request: %w", err)
+		}
+		if ok {
+			return v2.Marshal()
+		}
+	}
+	data, err := r.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	return data, nil
 }
 
 func (s *Server) proposeErr(ctx context.Context, err error) error {

@@ -53,3 +53,28 @@ func FromV2(r *pb.Request) (*pb.InternalRaftRequest, error) {
 	}
 	return nil, fmt.Errorf("custom v2 content: %s %s", r.Method, r.Path)
 }
+
+// ToV2 is the bare v2 request upstream 3.5 proposes in place of r, with r's request ID: a
+// member's published attributes, or the cluster version. ok is false for any other request.
+func ToV2(r *pb.InternalRaftRequest) (v2 *pb.Request, ok bool, err error) {
+	var id uint64
+	if r.Header != nil {
+		id = r.Header.ID
+	}
+	switch {
+	case r.ClusterMemberAttrSet != nil:
+		a := r.ClusterMemberAttrSet.MemberAttributes
+		if a == nil {
+			return nil, false, fmt.Errorf("member attributes of %x: none", r.ClusterMemberAttrSet.Member_ID)
+		}
+		b, err := json.Marshal(v2Attributes{Name: a.Name, ClientURLs: a.ClientUrls})
+		if err != nil {
+			return nil, false, fmt.Errorf("member attributes of %x: %w", r.ClusterMemberAttrSet.Member_ID, err)
+		}
+		return &pb.Request{ID: id, Method: http.MethodPut, Path: fmt.Sprintf("/0/members/%x/attributes", r.ClusterMemberAttrSet.Member_ID),
+			Val: string(b)}, true, nil
+	case r.ClusterVersionSet != nil:
+		return &pb.Request{ID: id, Method: http.MethodPut, Path: v2ClusterVersionKey, Val: r.ClusterVersionSet.Ver}, true, nil
+	}
+	return nil, false, nil
+}

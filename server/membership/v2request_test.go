@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/membershippb"
 )
 
 func TestFromV2(t *testing.T) {
@@ -65,5 +66,29 @@ func TestV2StoreHasCustomContent(t *testing.T) {
 	}
 	if _, err := V2StoreHasCustomContent([]byte("{")); err == nil {
 		t.Error("a broken document was read")
+	}
+}
+
+// ToV2 writes what upstream 3.5 proposes, and FromV2 reads it back as the same v3 request.
+func TestToV2RoundTrip(t *testing.T) {
+	for _, r := range []*pb.InternalRaftRequest{
+		{Header: &pb.RequestHeader{ID: 7}, ClusterMemberAttrSet: &membershippb.ClusterMemberAttrSetRequest{Member_ID: 0x8e9e05c52164694d,
+			MemberAttributes: &membershippb.Attributes{Name: "m1", ClientUrls: []string{"http://127.0.0.1:2379"}}}},
+		{Header: &pb.RequestHeader{ID: 8}, ClusterVersionSet: &membershippb.ClusterVersionSetRequest{Ver: "3.5.0"}},
+	} {
+		v2, ok, err := ToV2(r)
+		if err != nil || !ok {
+			t.Fatalf("ToV2(%v) = %v, %v", r, ok, err)
+		}
+		if r.ClusterMemberAttrSet != nil && (v2.Path != "/0/members/8e9e05c52164694d/attributes" || v2.Val != `{"name":"m1","clientURLs":["http://127.0.0.1:2379"]}`) {
+			t.Errorf("attributes as v2: %s %s", v2.Path, v2.Val)
+		}
+		back, err := FromV2(v2)
+		if err != nil || back.String() != r.String() {
+			t.Errorf("round trip: %v -> %v -> %v (%v)", r, v2, back, err)
+		}
+	}
+	if _, ok, _ := ToV2(&pb.InternalRaftRequest{Put: &pb.PutRequest{Key: []byte("k")}}); ok {
+		t.Error("a put has no v2 form here")
 	}
 }

@@ -43,6 +43,10 @@ const (
 	// store's: it removes from the v3 store a member the v2 store removed (upstream 3.5.26+,
 	// etcd-io/etcd#20967).
 	MembershipFromV3
+	// V3Publish: a member proposes its published attributes and the cluster version as v3
+	// requests. A 3.5 member proposes them as bare v2 requests, as upstream 3.5 does: 3.4
+	// members apply nothing else (they panic on the v3 ones).
+	V3Publish
 )
 
 var features = map[Feature]struct {
@@ -62,6 +66,7 @@ var features = map[Feature]struct {
 	NoV2StoreMetrics:       {"no-v2-store-metrics", V3_7},
 	StatusQuota:            {"status-quota", V3_6},
 	MembershipFromV3:       {"membership-from-v3", V3_6},
+	V3Publish:              {"v3-publish", V3_6},
 }
 
 func (f Feature) String() string { return features[f].name }
