@@ -484,6 +484,11 @@ func (r *scanResult) apply(rec record, snap raftpb.SnapshotMetadata, partial boo
 			return fmt.Errorf("%w: %s: snapshot marker: %v", ErrCorrupt, path, err)
 		}
 		r.snaps = append(r.snaps, m)
+		// Offline, every entry is kept from the start; a snapshot a member received from its
+		// leader makes the log jump to the snapshot's index: what came before is superseded.
+		if partial && snap.Index == 0 && len(r.ents) > 0 && r.ents[len(r.ents)-1].Index < m.Index {
+			r.ents = r.ents[:0]
+		}
 	case recCRC:
 	default:
 		return fmt.Errorf("%w: %s: unexpected block type %d", ErrCorrupt, path, rec.typ)
