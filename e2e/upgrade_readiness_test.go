@@ -86,6 +86,7 @@ func (a assessAnswer) has(t *testing.T, line string) {
 // TestAssessAHealthyClusterAndRehearseItsPath: a healthy 3.6 cluster of ours, assessed for 3.7,
 // gets no blocker and a one-hop path; the path, written as a lab plan, runs green in the lab.
 func TestAssessAHealthyClusterAndRehearseItsPath(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	c := NewCluster(t, 3)
 	for _, m := range c.Members {
 		m.Bin = ServerAt(t, LastReleaseLevel)
@@ -400,6 +401,7 @@ func operator(t *testing.T, c *Cluster, p *CtlProc, bin string, swap func(step i
 // leadership), checks each gate, sees the cluster and storage versions reach 3.7 and ends with
 // the members' hashes agreeing.
 func TestGuideWalksAnOperatorThroughAnUpgrade(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	c := NewCluster(t, 3)
 	for _, m := range c.Members {
 		m.Bin = ServerAt(t, LastReleaseLevel)
@@ -447,6 +449,7 @@ func TestGuideWalksAnOperatorThroughAnUpgrade(t *testing.T) {
 // TestGuideStopsAtAFailedGate: the operator starts the old binary again at the first step; the
 // gate does not pass, and the guide stops (exit 1) saying what it saw and the way back.
 func TestGuideStopsAtAFailedGate(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	c := NewCluster(t, 3)
 	old := ServerAt(t, LastReleaseLevel)
 	for _, m := range c.Members {
@@ -473,6 +476,7 @@ func TestGuideStopsAtAFailedGate(t *testing.T) {
 // the downgrade is complete: every member on 3.6, the downgrade info cleared (upstream gives no
 // such signal: etcd-io/etcd#19439).
 func TestGuideWalksADowngrade(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	c := NewCluster(t, 3)
 	for _, m := range c.Members {
 		m.Bin = ServerAt(t, CurrentLevel)
@@ -673,6 +677,7 @@ steps:
 // Assess names them for a path into 3.7; upstream 3.7.3 crash-loops on that data dir ("unmarshal
 // should never fail"); ours at 3.7 replays them and starts.
 func TestUpstream37ReplaysNo35V2Requests(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	m := NewMember(t)
 	m.Bin = UpstreamBinaryAt(t, Upstream35Version, "etcd")
 	m.Start()

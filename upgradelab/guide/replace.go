@@ -75,13 +75,26 @@ func (g *guide) replace(ctx context.Context, f assess.Facts, h releases.Hop, old
 		}
 	}
 	g.say("==> upgradelab guide now removes %s (as `etcdctl member remove %s` would): it stops by itself; then clear its host.", old, memberNamed(f, old).ID)
-	// Right after a promotion the strict reconfiguration check may still count the new voter's
-	// peer links as too young (etcdserver: unhealthy cluster): asked again until they are not.
+	// Asked of the other members: a member asked to remove itself stops as it applies the
+	// change and may answer "server stopped" though the change went through. Right after a
+	// promotion the strict reconfiguration check may still count the new voter's peer links as
+	// too young (etcdserver: unhealthy cluster): asked again until they are not.
+	var others []string
+	for _, m := range f.Members {
+		if m.Name != old && m.Live != nil {
+			others = append(others, m.Live.Endpoint)
+		}
+	}
+	rcli, err := g.client(others...)
+	if err != nil {
+		return err
+	}
+	defer rcli.Close()
 	err = g.retry(ctx, rpctypes.ErrUnhealthy, func(ctx context.Context) error {
-		_, err := cli.MemberRemove(ctx, oldID)
+		_, err := rcli.MemberRemove(ctx, oldID)
 		return err
 	})
-	if err != nil {
+	if err != nil && !g.gone(ctx, old) {
 		return fmt.Errorf("%w: removing %s: %v; what to do: `etcdctl member remove` by hand; %s is a voter already", ErrGate, old, err, learner.Name)
 	}
 	if _, why := g.waitFor(ctx, func(f assess.Facts) string {
@@ -94,6 +107,13 @@ func (g *guide) replace(ctx context.Context, f assess.Facts, h releases.Hop, old
 	}
 	g.say("    ok: %s took %s's place.", learner.Name, old)
 	return nil
+}
+
+// gone says whether name has left the member list (a change whose answer was lost may have gone
+// through).
+func (g *guide) gone(ctx context.Context, name string) bool {
+	f, err := g.observe(ctx)
+	return err == nil && memberNamed(f, name) == nil
 }
 
 // retry calls change until it succeeds or fails otherwise than with transient, for at most a
