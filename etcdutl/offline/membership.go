@@ -5,7 +5,8 @@ import (
 
 	"etcdx/server/membership"
 	"etcdx/server/schema"
-	"etcdx/server/wal"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // Memberships are a stopped member's two records of the cluster's membership: the v2 store's
@@ -19,38 +20,37 @@ type Memberships struct {
 // ReadMemberships reads both records of a stopped member's data dir without changing any file;
 // walDir "" is the data dir's own.
 func ReadMemberships(dataDir, walDir string) (Memberships, error) {
-	var ms Memberships
 	if err := checkDataDir(dataDir); err != nil {
-		return ms, err
+		return Memberships{}, err
 	}
-	if walDir == "" {
-		walDir = schema.WALDir(dataDir)
-	}
-	in, err := wal.Inspect(walDir)
+	v, err := readWALView(dataDir, walDir)
 	if err != nil {
-		return ms, err
+		return Memberships{}, err
 	}
+	db, err := openDB(schema.BackendPath(dataDir), true, DefaultLockWait)
+	if err != nil {
+		return Memberships{}, err
+	}
+	defer db.Close()
+	return membershipsOf(v, db)
+}
+
+// membershipsOf is the v2 view (the newest snapshot's v2 store, then the WAL's committed conf
+// changes after it; entries past the commit index may never take effect) and the database's.
+func membershipsOf(v walView, db *bolt.DB) (Memberships, error) {
+	var ms Memberships
 	var after uint64
-	if newest := newestRecordedSnapshot(schema.SnapDir(dataDir), in); newest != nil {
-		after = newest.Metadata.Index
-		if ms.V2, _, err = membership.DecodeV2Store(newest.Data); err != nil {
+	if v.newest != nil {
+		after = v.newest.Metadata.Index
+		var err error
+		if ms.V2, _, err = membership.DecodeV2Store(v.newest.Data); err != nil {
 			return ms, fmt.Errorf("v2 store of snapshot %d: %w", after, err)
 		}
 	}
-	ents, err := wal.Entries(walDir)
-	if err != nil {
-		return ms, fmt.Errorf("failed to read WAL: %w", err)
-	}
-	// Entries past the commit index may never take effect.
-	if ms.V2, err = membership.ReplayV2(ms.V2, ents, after, in.State.Commit); err != nil {
+	var err error
+	if ms.V2, err = membership.ReplayV2(ms.V2, v.ents, after, v.in.State.Commit); err != nil {
 		return ms, err
 	}
-
-	db, err := openDB(schema.BackendPath(dataDir), true, DefaultLockWait)
-	if err != nil {
-		return ms, err
-	}
-	defer db.Close()
 	v3, err := membership.Read(db)
 	if err != nil {
 		return ms, err

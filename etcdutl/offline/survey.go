@@ -6,7 +6,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"etcdx/server/schema"
-	"etcdx/server/wal"
 )
 
 // Survey is what an upgrade check reads from a stopped member's data dir (upgradelab assess),
@@ -21,35 +20,33 @@ type Survey struct {
 	Memberships    Memberships
 }
 
-// SurveyDataDir reads a stopped member's data dir; walDir "" is the data dir's own.
+// SurveyDataDir reads a stopped member's data dir; walDir "" is the data dir's own. The WAL and
+// the database are each read once.
 func SurveyDataDir(dataDir, walDir string) (Survey, error) {
 	var s Survey
 	if err := checkDataDir(dataDir); err != nil {
 		return s, err
 	}
-	if walDir == "" {
-		walDir = schema.WALDir(dataDir)
-	}
-	in, err := wal.Inspect(walDir)
+	v, err := readWALView(dataDir, walDir)
 	if err != nil {
 		return s, err
 	}
-	md, err := schema.DecodeWALMetadata(in.Metadata)
+	md, err := schema.DecodeWALMetadata(v.in.Metadata)
 	if err != nil {
 		return s, err
 	}
 	s.MemberID, s.ClusterID = md.NodeID, md.ClusterID
-	if s.V2Custom, err = CheckV2Store(dataDir, walDir); err != nil {
+	if s.V2Custom, err = v2CustomOf(v); err != nil {
 		return s, fmt.Errorf("check v2store: %w", err)
-	}
-	if s.Memberships, err = ReadMemberships(dataDir, walDir); err != nil {
-		return s, err
 	}
 	db, err := openDB(schema.BackendPath(dataDir), true, DefaultLockWait)
 	if err != nil {
 		return s, err
 	}
 	defer db.Close()
+	if s.Memberships, err = membershipsOf(v, db); err != nil {
+		return s, err
+	}
 	return s, db.View(func(tx *bolt.Tx) error {
 		l, err := schema.Read(tx)
 		s.StorageVersion = l.String()

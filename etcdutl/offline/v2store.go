@@ -27,26 +27,25 @@ type V2Custom struct {
 // CheckV2Store looks for v2 content that keeps a 3.5 member from moving to 3.6, as upstream
 // 3.5's etcdutl check v2store does. walDir "" is the data dir's own.
 func CheckV2Store(dataDir, walDir string) (V2Custom, error) {
-	var found V2Custom
-	if walDir == "" {
-		walDir = schema.WALDir(dataDir)
-	}
-	in, err := wal.Inspect(walDir)
+	v, err := readWALView(dataDir, walDir)
 	if err != nil {
-		return found, err
+		return V2Custom{}, err
 	}
+	return v2CustomOf(v)
+}
+
+// v2CustomOf finds the v2 content in the newest snapshot's v2 store and in the WAL after it.
+func v2CustomOf(v walView) (V2Custom, error) {
+	var found V2Custom
 	var after uint64
-	if newest := newestRecordedSnapshot(schema.SnapDir(dataDir), in); newest != nil {
-		after = newest.Metadata.Index
-		if found.Store, err = membership.V2StoreHasCustomContent(newest.Data); err != nil {
+	if v.newest != nil {
+		after = v.newest.Metadata.Index
+		var err error
+		if found.Store, err = membership.V2StoreHasCustomContent(v.newest.Data); err != nil {
 			return found, fmt.Errorf("failed to recover v2store from snapshot: %w", err)
 		}
 	}
-	ents, err := wal.Entries(walDir)
-	if err != nil {
-		return found, fmt.Errorf("failed to read WAL: %w", err)
-	}
-	for _, e := range ents {
+	for _, e := range v.ents {
 		if e.Index <= after || e.Type != raftpb.EntryNormal || len(e.Data) == 0 {
 			continue
 		}
@@ -65,6 +64,30 @@ func CheckV2Store(dataDir, walDir string) (V2Custom, error) {
 		}
 	}
 	return found, nil
+}
+
+// walView is a stopped member's WAL as the offline readers use it, read once: what Inspect
+// found, the newest snapshot it records, and every entry it holds.
+type walView struct {
+	in     *wal.Inspection
+	newest *raftpb.Snapshot
+	ents   []raftpb.Entry
+}
+
+// readWALView reads the WAL of dataDir (or walDir, when set) without changing any file.
+func readWALView(dataDir, walDir string) (walView, error) {
+	if walDir == "" {
+		walDir = schema.WALDir(dataDir)
+	}
+	in, err := wal.Inspect(walDir)
+	if err != nil {
+		return walView{}, err
+	}
+	ents, err := wal.Entries(walDir)
+	if err != nil {
+		return walView{}, fmt.Errorf("failed to read WAL: %w", err)
+	}
+	return walView{in: in, newest: newestRecordedSnapshot(schema.SnapDir(dataDir), in), ents: ents}, nil
 }
 
 // newestRecordedSnapshot is the newest .snap file the WAL has a marker for (nil: none).
