@@ -719,6 +719,69 @@ func TestUpstream37ReplaysNo35V2Requests(t *testing.T) {
 	}
 }
 
+// TestGuideWaitsForSnapshotsBeforeUpstream37: upstream 3.5.35 to upstream 3.7.3 with the guide,
+// the test as the operator (3.6 is ours). After the 3.6 hop the guide waits until every member has
+// saved a snapshot (the operator starts 3.6 with a low --snapshot-count, and writes go on), so the
+// bare v2 requests the 3.5 members left in every WAL are never replayed by upstream 3.7.3, which
+// crash-loops on them (TestUpstream37ReplaysNo35V2Requests): every member comes up on 3.7.3.
+func TestGuideWaitsForSnapshotsBeforeUpstream37(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	c := NewCluster(t, 3)
+	for _, m := range c.Members {
+		m.Bin = UpstreamBinaryAt(t, Upstream35Version, "etcd")
+	}
+	c.Start()
+	writeN(t, c.Client(), "before", 20)
+	stopWrites := make(chan struct{})
+	defer close(stopWrites)
+	go func() {
+		cli := c.Client()
+		for n := 0; ; n++ {
+			select {
+			case <-stopWrites:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			cli.Put(ctx, fmt.Sprintf("during/%d", n%100), "v") // errors while members restart are expected
+			cancel()
+		}
+	}()
+	up37 := UpstreamBinaryAt(t, Upstream37Version, "etcd") // built before the guide's clock runs
+	p := StartCtl(t, Binary(t, "upgradelab"), nil, "guide", "--endpoints", strings.Join(c.Endpoints(), ","), "--to", "3.7", "--step-timeout", "90s")
+	code, out := operator(t, c, p, "", func(step int, m *Member) string {
+		if step <= 3 {
+			m.Extra = append(m.Extra, "--snapshot-count", "100")
+			return ServerAt(t, LastReleaseLevel)
+		}
+		return up37
+	})
+	if code != 0 {
+		for _, m := range c.Members {
+			t.Logf("%s runs %s; its log ends:\n%s", m.Name, m.Bin, m.LogTail(15))
+		}
+		t.Fatalf("guide exit %d:\n%s", code, out)
+	}
+	t.Logf("guide:\n%s", out)
+	for _, want := range []string{"==> Before 3.7: every member must save a snapshot", "ok: every member saved a snapshot.",
+		"==> Step 6: on ", "ok: cluster version 3.7, storage version 3.7 on every member.", "Done: the members' key-value stores agree"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("guide output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "ok: every member saved a snapshot.") > strings.Index(out, "==> Step 4: on ") {
+		t.Errorf("a member went to 3.7 before every member saved a snapshot:\n%s", out)
+	}
+	for _, m := range c.Members {
+		if m.LogHas("unmarshal should never fail") || m.LogHas("panic") {
+			t.Errorf("%s:\n%s", m.Name, m.LogTail(10))
+		}
+	}
+	if r, err := c.Client().Get(Ctx(t), "before/", clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || r.Count != 20 {
+		t.Errorf("the data after 3.5 -> 3.7: %v, %v", r, err)
+	}
+}
+
 // TestGuideWalksARollingReplacement: the guide takes a 3.6 cluster of ours to 3.7 by rolling
 // replacement. For each member the test (the operator) adds a learner at 3.7 and starts it; the
 // guide waits until it is caught up, promotes it, moves leadership off the old member when it
@@ -835,5 +898,81 @@ func TestFromDebian34ThroughOursTo37(t *testing.T) {
 		if m.LogHas("panic") {
 			t.Errorf("%s panicked:\n%s", m.Name, m.LogTail(20))
 		}
+	}
+}
+
+// TestAssessAndRehearseFromDebian34: a cluster of Debian's etcd 3.4.23 with --enable-v2 and a v2
+// key. Assess plans 3.4.23 -> 3.5.35 -> 3.6.16 -> 3.7.3, a snapshot on every member before 3.7 (the
+// v2-entries blocker), and names the custom v2 content once a stopped member's data dir is given.
+// The written plan (a snapshot on every member after the 3.5 hop and after the 3.6 hop) starts at
+// debian-3.4.23 and runs green in containers (Debian's binary is dynamically linked: its image
+// carries its loader and libc); without the snapshots, upstream 3.6.16 panics replaying 3.4's
+// /health reads ("detected disallowed v2 WAL", method QGET).
+func TestAssessAndRehearseFromDebian34(t *testing.T) {
+	requireDocker(t)
+	c := NewCluster(t, 3)
+	for _, m := range c.Members {
+		m.Bin = Debian34Binary(t)
+		m.Extra = []string{"--enable-v2=true"} // Debian's 3.4 has no --bcrypt-cost
+	}
+	c.Start()
+	writeN(t, c.Client(), "k", 10)
+	req, _ := http.NewRequest(http.MethodPut, c.Members[0].ClientURL+"/v2/keys/app/config", strings.NewReader("value=hello"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("a v2 write to 3.4: %v %v", resp, err)
+	}
+
+	planFile := filepath.Join(t.TempDir(), "path.yaml")
+	code, a := assess(t, "--endpoints", strings.Join(c.Endpoints(), ","), "--to", "3.7", "--plan-out", planFile)
+	if code != 1 {
+		t.Fatalf("assess: exit %d, want 1; findings:\n%s", code, a.findings())
+	}
+	var path []string
+	for _, h := range a.Report.Path {
+		path = append(path, h.Kind+" "+h.To)
+	}
+	if got := strings.Join(path, ", "); got != "upgrade 3.5.35, upgrade 3.6.16, upgrade 3.7.3" {
+		t.Errorf("path from 3.4.23: %s", got)
+	}
+	a.has(t, "skipped-minor cluster block")
+	a.has(t, "v2-entries cluster warn")
+	b, err := os.ReadFile(planFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"start: debian-3.4.23", "version: upstream-3.5.35", "version: upstream-3.7.3"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the plan lacks %q:\n%s", want, b)
+		}
+	}
+	if n := strings.Count(string(b), "snapshot: {}"); n != 2 {
+		t.Errorf("the plan has %d snapshot steps, want 2 (before 3.6 and before 3.7):\n%s", n, b)
+	}
+	a.has(t, "v2-health-reads cluster warn")
+
+	stopped := c.Members[2]
+	if err := stopped.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	_, a = assess(t, "--endpoints", strings.Join(c.Endpoints()[:2], ","), "--data-dir", stopped.DataDir, "--to", "3.7")
+	a.has(t, "v2-custom m3 block")
+
+	work := t.TempDir()
+	// One member: a snapshot at 3.5 takes 100,000 entries, and the lab writes them; docs/upgrade-readiness.md
+	// has the three-member run.
+	code, out := runTool(t, "upgradelab", "run", "--runtime", "container", "--plan", planFile, "--members", "1", "--workdir", work)
+	if code != 0 {
+		t.Fatalf("upgradelab run --plan %s: exit %d\n%s", planFile, code, out)
+	}
+	reps := readLabReport(t, filepath.Join(work, "report.json"))
+	if len(reps) != 1 || !reps[0].Passed || reps[0].Members != 1 {
+		t.Fatalf("rehearsal: %+v\n%s", reps, out)
+	}
+	if strings.Count(out, "every member saved a snapshot after") != 2 {
+		t.Errorf("the run does not say the snapshot step's outcome:\n%s", out)
+	}
+	if left := labResources(t); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
 	}
 }

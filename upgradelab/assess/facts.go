@@ -7,6 +7,7 @@ package assess
 
 import (
 	"etcdx/etcdutl/offline"
+	"etcdx/upgradelab/cluster"
 )
 
 // Facts are what was observed, before any judgement.
@@ -56,6 +57,8 @@ type Live struct {
 	AppliedIndex uint64   `json:"appliedIndex"`
 	Leader       bool     `json:"leader,omitempty"`
 	Errors       []string `json:"errors,omitempty"`
+	// Metrics is what the member's /metrics said (nil: it did not answer).
+	Metrics *cluster.Metrics `json:"metrics,omitempty"`
 }
 
 // DataDir is what a stopped member's data dir holds.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"etcdx/upgradelab/cluster"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -103,8 +102,11 @@ func CollectLive(ctx context.Context, ep Endpoints) (Facts, error) {
 					l.StorageVersion = v.Storage
 				}
 			}
-			if l.Quota == 0 { // 3.5 reports its quota only as a metric
-				l.Quota, _ = quota(ctx, hc, base)
+			if mt, err := cluster.GetMetrics(ctx, hc, base); err == nil {
+				l.Metrics = &mt
+				if l.Quota == 0 { // 3.5 reports its quota only as a metric
+					l.Quota = mt.QuotaBytes
+				}
 			}
 			if st.DowngradeInfo != nil && st.DowngradeInfo.Enabled {
 				f.Downgrade = &Downgrade{Target: st.DowngradeInfo.TargetVersion}
@@ -158,24 +160,6 @@ func versions(ctx context.Context, hc *http.Client, base string) (versionDoc, er
 		return v, fmt.Errorf("%s/version: %w", base, err)
 	}
 	return v, nil
-}
-
-// quota reads etcd_server_quota_backend_bytes from the member's metrics.
-func quota(ctx context.Context, hc *http.Client, base string) (int64, error) {
-	body, err := get(ctx, hc, base+"/metrics")
-	if err != nil {
-		return 0, err
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
-	if err != nil {
-		return 0, fmt.Errorf("%s/metrics: %w", base, err)
-	}
-	fam := families["etcd_server_quota_backend_bytes"]
-	if fam == nil || len(fam.Metric) == 0 || fam.Metric[0].Gauge == nil {
-		return 0, fmt.Errorf("%s/metrics has no etcd_server_quota_backend_bytes", base)
-	}
-	return int64(fam.Metric[0].Gauge.GetValue()), nil
 }
 
 func get(ctx context.Context, hc *http.Client, url string) ([]byte, error) {

@@ -98,6 +98,7 @@ func Evaluate(k *releases.Knowledge, f Facts, target *semver.Version) Report {
 	e.membershipStores()
 	e.v2Content()
 	e.v2Entries()
+	e.v2HealthReads()
 	e.learners()
 	e.alarms()
 	e.space()
@@ -357,8 +358,18 @@ func (e *evaluation) v2Entries() {
 	case checked > 0 && !e.hasFinding("v2-entries", Block):
 		e.add(Finding{Check: "v2-entries", Subject: "cluster", Verdict: OK, Summary: fmt.Sprintf("%d data dir(s) read: no v2 request left to replay", checked)})
 	case checked == 0 && len(e.affected(b)) > 0:
-		e.fromBlocker("v2-entries", "cluster", Warn, fmt.Sprintf("%s run %s: after the 3.6 hop, every member must take a snapshot before any moves to 3.7",
+		e.fromBlocker("v2-entries", "cluster", Warn, fmt.Sprintf("%s run %s: after the 3.6 hop, every member must save a snapshot before any moves to 3.7 (upgradelab guide waits for it; a written plan has the step)",
 			strings.Join(e.affected(b), ", "), rangesOf(b)))
+	}
+}
+
+// v2HealthReads: a path from 3.4 into 3.6, with the v2 reads 3.4's /health commits in every
+// member's WAL (a data dir that holds them is a v2-custom block: 3.6 refuses them).
+func (e *evaluation) v2HealthReads() {
+	b, _ := e.k.Blocker("v2-health-reads")
+	if names := e.affected(b); len(names) > 0 {
+		e.fromBlocker(b.Check, "cluster", Warn, fmt.Sprintf("%s run %s: after the 3.5 hop, every member must save a snapshot before any moves to 3.6 (upgradelab guide waits for it; a written plan has the step)",
+			strings.Join(names, ", "), rangesOf(b)))
 	}
 }
 

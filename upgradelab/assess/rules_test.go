@@ -10,8 +10,8 @@ import (
 	"etcdx/upgradelab/releases"
 )
 
-// cluster is three answering members at the given versions, m1 leading.
-func cluster(versions ...string) Facts {
+// liveCluster is three answering members at the given versions, m1 leading.
+func liveCluster(versions ...string) Facts {
 	var f Facts
 	for i, v := range versions {
 		name := "m" + string(rune('1'+i))
@@ -40,8 +40,8 @@ func TestEvaluate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clean36 := cluster("3.6.16", "3.6.16", "3.6.16")
-	old35 := cluster("3.5.17", "3.5.17", "3.5.17")
+	clean36 := liveCluster("3.6.16", "3.6.16", "3.6.16")
+	old35 := liveCluster("3.5.17", "3.5.17", "3.5.17")
 	for _, tc := range []struct {
 		name    string
 		facts   Facts
@@ -59,13 +59,17 @@ func TestEvaluate(t *testing.T) {
 		{name: "3.5.17 straight to 3.7: every 3.5 blocker named", facts: old35, target: "3.7.3", verdict: Block, path: 3,
 			want: []string{"skipped-minor cluster block", "patch-below-leave m1 block", "patch-below-leave m3 block",
 				"learner-mismatch cluster warn", "zombie-members cluster warn", "v2-custom cluster warn", "v2-entries cluster warn"}},
-		{name: "3.5's v2 requests still in a WAL on the way to 3.7", facts: with(cluster("3.6.16", "3.6.16"), func(f *Facts) {
+		{name: "3.5's v2 requests still in a WAL on the way to 3.7", facts: with(liveCluster("3.6.16", "3.6.16"), func(f *Facts) {
 			f.Members = append(f.Members, Member{Name: "m3", DataDir: &DataDir{Path: "/d", V2Custom: offline.V2Custom{Entries: 3}}})
 		}), target: "3.7.3", verdict: Block, path: 1, want: []string{"v2-entries m3 block"}},
-		{name: "a 3.6 data dir with none", facts: with(cluster("3.6.16", "3.6.16"), func(f *Facts) {
+		{name: "a 3.6 data dir with none", facts: with(liveCluster("3.6.16", "3.6.16"), func(f *Facts) {
 			f.Members = append(f.Members, Member{Name: "m3", DataDir: &DataDir{Path: "/d"}})
 		}), target: "3.7.3", verdict: OK, path: 1, want: []string{"v2-entries cluster ok"}},
-		{name: "3.6 below 3.6.11", facts: cluster("3.6.16", "3.6.4", "3.6.16"), target: "3.7.3", verdict: Block, path: 2,
+		{name: "from 3.4: its health reads before 3.6", facts: liveCluster("3.4.23", "3.4.23", "3.4.23"), target: "3.7.3", verdict: Block, path: 3,
+			want: []string{"v2-health-reads cluster warn", "v2-entries cluster warn", "skipped-minor cluster block"}},
+		{name: "from 3.4 to 3.5 only", facts: liveCluster("3.4.23", "3.4.23", "3.4.23"), target: "3.5.35", verdict: OK, path: 1,
+			want: []string{"skipped-minor cluster ok"}, notWant: []string{"v2-health-reads"}},
+		{name: "3.6 below 3.6.11", facts: liveCluster("3.6.16", "3.6.4", "3.6.16"), target: "3.7.3", verdict: Block, path: 2,
 			want: []string{"patch-below-leave m2 block"}},
 		{name: "a patch hop within 3.5 enters no minor", facts: old35, target: "3.5.35", verdict: OK, path: 1,
 			notWant: []string{"patch-below-leave m1", "v2-custom", "learner-mismatch"}},
@@ -75,17 +79,17 @@ func TestEvaluate(t *testing.T) {
 			f.Members[1].Flags, f.Members[1].FlagsFrom = map[string]string{"experimental-compaction-batch-limit": "100", "name": "m2"}, "etcd.yaml"
 			f.Members[2].Flags, f.Members[2].FlagsFrom = map[string]string{"compaction-batch-limit": "100"}, "etcd.yaml"
 		}), target: "3.7.3", verdict: Block, path: 1, want: []string{"flags m2 block", "flags m3 ok"}},
-		{name: "the same flag on a patch hop", facts: with(cluster("3.6.4", "3.6.4", "3.6.4"), func(f *Facts) {
+		{name: "the same flag on a patch hop", facts: with(liveCluster("3.6.4", "3.6.4", "3.6.4"), func(f *Facts) {
 			f.Members[0].Flags, f.Members[0].FlagsFrom = map[string]string{"experimental-compaction-batch-limit": "100"}, "etcd.yaml"
 		}), target: "3.6.16", verdict: OK, path: 1, want: []string{"flags m1 ok"}},
-		{name: "a learner promotion the v3 store missed", facts: with(cluster("3.5.35", "3.5.35", "3.5.35"), func(f *Facts) {
+		{name: "a learner promotion the v3 store missed", facts: with(liveCluster("3.5.35", "3.5.35", "3.5.35"), func(f *Facts) {
 			f.Members[2].Live = nil
 			f.Members[2].DataDir = &DataDir{Path: "/var/lib/etcd", Demoted: []string{"8e9e05c52164694d"}}
 		}), target: "3.6.16", verdict: Block, path: 1, want: []string{"learner-mismatch m3 block", "zombie-members cluster ok", "v2-custom cluster ok"}},
-		{name: "custom v2 content in a data dir", facts: with(cluster("3.5.35", "3.5.35"), func(f *Facts) {
+		{name: "custom v2 content in a data dir", facts: with(liveCluster("3.5.35", "3.5.35"), func(f *Facts) {
 			f.Members = append(f.Members, Member{Name: "m3", DataDir: &DataDir{Path: "/d", V2Custom: offline.V2Custom{WAL: true}}})
 		}), target: "3.6.16", verdict: Block, path: 1, want: []string{"v2-custom m3 block"}},
-		{name: "--enable-v2 in a member's flags", facts: with(cluster("3.5.35", "3.5.35"), func(f *Facts) {
+		{name: "--enable-v2 in a member's flags", facts: with(liveCluster("3.5.35", "3.5.35"), func(f *Facts) {
 			f.Members[0].Flags, f.Members[0].FlagsFrom = map[string]string{"enable-v2": "true"}, "/etc/default/etcd"
 		}), target: "3.6.16", verdict: Block, path: 1, want: []string{"v2-custom m1 warn", "flags m1 block"}},
 		{name: "a downgrade enabled", facts: with(clean36, func(f *Facts) { f.Downgrade = &Downgrade{Target: "3.5"} }),
@@ -101,10 +105,10 @@ func TestEvaluate(t *testing.T) {
 		}), target: "3.7.3", verdict: Warn, path: 1, want: []string{"quota m1 warn", "fragmentation m1 warn"}},
 		{name: "storage version behind the cluster version", facts: with(clean36, func(f *Facts) { f.Members[1].Live.StorageVersion = "3.5.0" }),
 			target: "3.7.3", verdict: Warn, path: 1, want: []string{"storage-version m2 warn"}},
-		{name: "members two minors apart", facts: cluster("3.5.35", "3.7.3", "3.5.35"), target: "3.7.3", verdict: Block, path: 2,
+		{name: "members two minors apart", facts: liveCluster("3.5.35", "3.7.3", "3.5.35"), target: "3.7.3", verdict: Block, path: 2,
 			want: []string{"skipped-minor cluster block"}},
-		{name: "a downgrade path from 3.7", facts: cluster("3.7.3", "3.7.3", "3.7.3"), target: "3.6.16", verdict: OK, path: 1},
-		{name: "a version no line knows", facts: cluster("3.9.1", "3.9.1", "3.9.1"), target: "3.7.3", verdict: Block, path: 0,
+		{name: "a downgrade path from 3.7", facts: liveCluster("3.7.3", "3.7.3", "3.7.3"), target: "3.6.16", verdict: OK, path: 1},
+		{name: "a version no line knows", facts: liveCluster("3.9.1", "3.9.1", "3.9.1"), target: "3.7.3", verdict: Block, path: 0,
 			want: []string{"path cluster block"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

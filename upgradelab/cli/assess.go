@@ -237,14 +237,19 @@ func (a *assessFlags) writePlan(k *releases.Knowledge, f assess.Facts, r assess.
 		if latest, err := k.Latest(minor); a.subjects == "ours" && ourLevels[minor] && err == nil && latest.Equal(*v) {
 			return minor
 		}
+		if minor == "3.4" {
+			// Upstream's 3.4 does not build from the Go module proxy; Debian packages it.
+			return "debian-" + v.String()
+		}
 		return "upstream-" + v.String()
 	}
 	route := plan.Route{Name: "assessed-path", Members: max(members, 1), Start: subject(low), StartLevel: releases.MinorOf(low),
 		Replacement: a.mode == "replacement",
 		Description: fmt.Sprintf("The path upgradelab assess planned from %s to %s (%s hops; members start at the lowest version found).",
 			strings.Join(slices.Compact(slices.Clone(r.Versions)), ", "), r.Target, a.subjects)}
-	for _, h := range r.Path {
-		route.Hops = append(route.Hops, plan.RouteHop{Kind: h.Kind, Subject: subject(h.To), Level: releases.MinorOf(h.To)})
+	for i, h := range r.Path {
+		_, snapshot := k.SnapshotAfter(r.Path, i)
+		route.Hops = append(route.Hops, plan.RouteHop{Kind: h.Kind, Subject: subject(h.To), Level: releases.MinorOf(h.To), Snapshot: snapshot})
 	}
 	p, err := route.Plan()
 	if err != nil {

@@ -304,27 +304,30 @@ func (f *runFlags) run(fs *pflag.FlagSet, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// buildUpstream supplies subjects named upstream-X.Y.Z that no --binary gave: upstream etcd
-// vX.Y.Z built from the Go module proxy (once per machine).
-func (f *runFlags) buildUpstream(bins cluster.Binaries, subjects []string) error {
+// fetchReleases supplies subjects the lab fetches itself (upstream-X.Y.Z, debian-X.Y.Z) that no
+// --binary gave, once per machine.
+func (f *runFlags) fetchReleases(bins cluster.Binaries, subjects []string) error {
 	for _, s := range subjects {
-		m := cluster.UpstreamSubject.FindStringSubmatch(s)
-		if m == nil || bins[s].Path != "" {
+		if _, ok := cluster.FetchedSubject(s); !ok || bins[s].Path != "" {
 			continue
 		}
-		version := "v" + m[1]
-		if f.progress != nil {
-			fmt.Fprintf(f.progress, "upstream etcd %s: building from the Go module proxy, or taken from %s\n", version, cluster.UpstreamDir(version))
-		}
-		dir, err := cluster.BuildUpstream(version)
+		path, err := f.fetch(s)
 		if err != nil {
 			return err
 		}
-		if err := bins.Add(s, filepath.Join(dir, "etcd")); err != nil {
+		if err := bins.Add(s, path); err != nil {
 			return fmt.Errorf("%s: %w", s, err)
 		}
 	}
 	return nil
+}
+
+// fetch is cluster.Fetch, saying first what it fetches.
+func (f *runFlags) fetch(subject string) (string, error) {
+	if f.progress != nil {
+		fmt.Fprintln(f.progress, cluster.FetchSource(subject))
+	}
+	return cluster.Fetch(subject)
 }
 
 // preloadBytes is --preload, checked by resolve.
@@ -445,7 +448,7 @@ func (f *runFlags) resolve(fs *pflag.FlagSet) ([]oneRun, cluster.Binaries, error
 		if r.skip != "" {
 			continue
 		}
-		if err := f.buildUpstream(bins, r.plan.Subjects()); err != nil {
+		if err := f.fetchReleases(bins, r.plan.Subjects()); err != nil {
 			return nil, nil, fmt.Errorf("plan %s: %w", r.plan.Name, err)
 		}
 		if err := bins.Need(r.plan.Subjects()); err != nil {
@@ -547,12 +550,6 @@ func (f *runFlags) resolveMatrix(fs *pflag.FlagSet) ([]oneRun, cluster.Binaries,
 		return nil, nil, err
 	}
 	sets := map[string]cluster.Binaries{}
-	build := func(version string) (string, error) {
-		if f.progress != nil {
-			fmt.Fprintf(f.progress, "upstream etcd %s: building from the Go module proxy, or taken from %s\n", version, cluster.UpstreamDir(version))
-		}
-		return cluster.BuildUpstream(version)
-	}
 	all := cluster.Binaries{}
 	for i, r := range runs {
 		if r.skip != "" {
@@ -560,7 +557,7 @@ func (f *runFlags) resolveMatrix(fs *pflag.FlagSet) ([]oneRun, cluster.Binaries,
 		}
 		bins, ok := sets[r.set]
 		if !ok {
-			if bins, err = m.binaries(r.set, found, build); err != nil {
+			if bins, err = m.binaries(r.set, found, f.fetch); err != nil {
 				return nil, nil, err
 			}
 			sets[r.set] = bins

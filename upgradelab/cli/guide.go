@@ -82,7 +82,7 @@ func guideCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "  note: %s (%s): %s\n", f.Check, f.Subject, f.Summary)
 		}
 	}
-	err = guide.Run(ctx, guide.Config{Endpoints: ep, Hops: report.Path, StepTimeout: stepTimeout, MaxLag: maxLag,
+	err = guide.Run(ctx, guide.Config{Endpoints: ep, Hops: report.Path, Knowledge: k, StepTimeout: stepTimeout, MaxLag: maxLag,
 		Replacement: mode == "replacement", Out: stdout})
 	if err != nil {
 		return fail(1, "%v", err)

@@ -153,25 +153,24 @@ func (m *Matrix) plans(levels map[string]string) ([]*plan.Plan, error) {
 	return out, nil
 }
 
-// binaries resolves one subject set: each subject's binary from a path, an upstream release
-// (built by build), or what --bin-dir found.
-func (m *Matrix) binaries(set string, found cluster.Binaries, build func(version string) (string, error)) (cluster.Binaries, error) {
+// binaries resolves one subject set: each subject's binary from a path, a release the lab
+// fetches (upstream-X.Y.Z, debian-X.Y.Z; by fetch), or what --bin-dir found.
+func (m *Matrix) binaries(set string, found cluster.Binaries, fetch func(subject string) (string, error)) (cluster.Binaries, error) {
 	bins := cluster.Binaries{}
 	for subject, v := range m.Subjects[set] {
 		path := ""
 		switch {
-		case cluster.UpstreamSubject.MatchString(v):
-			dir, err := build("v" + cluster.UpstreamSubject.FindStringSubmatch(v)[1])
-			if err != nil {
+		case isFetched(v):
+			var err error
+			if path, err = fetch(v); err != nil {
 				return nil, fmt.Errorf("subject set %s: %s: %w", set, v, err)
 			}
-			path = filepath.Join(dir, "etcd")
 		case strings.Contains(v, "/"):
 			path = v
 		default:
 			b, ok := found[v]
 			if !ok {
-				return nil, fmt.Errorf("subject set %s: %s=%s: not a path, an upstream-X.Y.Z or a subject --bin-dir has", set, subject, v)
+				return nil, fmt.Errorf("subject set %s: %s=%s: not a path, an upstream-X.Y.Z, a debian-X.Y.Z or a subject --bin-dir has", set, subject, v)
 			}
 			bins[subject] = b
 			continue
@@ -183,8 +182,14 @@ func (m *Matrix) binaries(set string, found cluster.Binaries, build func(version
 	return bins, nil
 }
 
+// isFetched says whether the lab fetches v's binary itself.
+func isFetched(v string) bool {
+	_, ok := cluster.FetchedSubject(v)
+	return ok
+}
+
 // levels guesses each subject's major.minor from a set without building anything: a level
-// or a version names its own, upstream-X.Y.Z its X.Y, a --bin-dir subject or a path what the
+// or a version names its own, upstream-X.Y.Z and debian-X.Y.Z their X.Y, a --bin-dir subject or a path what the
 // binary reports.
 func (m *Matrix) levels(set string, found cluster.Binaries) map[string]string {
 	out := map[string]string{}
@@ -194,8 +199,8 @@ func (m *Matrix) levels(set string, found cluster.Binaries) map[string]string {
 			out[subject] = subject
 		case cluster.IsVersion(subject):
 			out[subject] = subject[:strings.LastIndexByte(subject, '.')]
-		case cluster.UpstreamSubject.MatchString(v):
-			ver := cluster.UpstreamSubject.FindStringSubmatch(v)[1]
+		case isFetched(v):
+			ver, _ := cluster.FetchedSubject(v)
 			out[subject] = ver[:strings.LastIndexByte(ver, '.')]
 		case found[v].Level != "":
 			out[subject] = found[v].Level

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"etcdx/upgradelab/assess"
+	"etcdx/upgradelab/cluster"
 	"etcdx/upgradelab/releases"
 )
 
@@ -170,4 +171,39 @@ func downgradeDone(f assess.Facts, want string) string {
 		return "the downgrade to " + f.Downgrade.Target + " is still enabled"
 	}
 	return ""
+}
+
+// snapshotMarks is each answering member's metrics, to tell later whether it saved a snapshot
+// since; why is set when a member does not serve them.
+func snapshotMarks(f assess.Facts) (marks map[string]cluster.Metrics, why string) {
+	marks = map[string]cluster.Metrics{}
+	for _, m := range f.Members {
+		switch {
+		case !m.Listed:
+		case m.Live == nil:
+			return nil, m.Name + " does not answer"
+		case m.Live.Metrics == nil || m.Live.Metrics.SnapshotsSaved < 0:
+			return nil, m.Name + " serves no etcd_debugging_snap_save_total_duration_seconds on /metrics"
+		default:
+			marks[m.Name] = *m.Live.Metrics
+		}
+	}
+	return marks, ""
+}
+
+// snapshotsSince says which members have not saved a snapshot since marks ("" when every
+// marked member has).
+func snapshotsSince(f assess.Facts, marks map[string]cluster.Metrics) string {
+	var waiting []string
+	for name, before := range marks {
+		m := memberNamed(f, name)
+		if m == nil || m.Live == nil || m.Live.Metrics == nil || !m.Live.Metrics.SavedSnapshotSince(before) {
+			waiting = append(waiting, name)
+		}
+	}
+	if len(waiting) == 0 {
+		return ""
+	}
+	sort.Strings(waiting)
+	return "no snapshot saved yet by " + strings.Join(waiting, ", ")
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"etcdx/upgradelab/assess"
+	"etcdx/upgradelab/cluster"
 )
 
 // facts is a listed member per "name version applied" triple, the first leading.
@@ -114,5 +115,34 @@ func TestClusterAtAndDowngradeDone(t *testing.T) {
 	f.Members[0].Live.Version = "3.7.3"
 	if why := downgradeDone(f, "3.6.16"); !strings.Contains(why, "m1 runs 3.7.3") {
 		t.Errorf("a member still on the newer binary: %q", why)
+	}
+}
+
+func TestSnapshotsSince(t *testing.T) {
+	withMetrics := func(f assess.Facts, saved ...int64) assess.Facts {
+		for i := range f.Members {
+			if f.Members[i].Live != nil && i < len(saved) {
+				f.Members[i].Live.Metrics = &cluster.Metrics{SnapshotsSaved: saved[i], StartTime: 100}
+			}
+		}
+		return f
+	}
+	marks, why := snapshotMarks(withMetrics(facts("m1 3.6.16", "m2 3.6.16", "m3 3.6.16"), 0, 1, 0))
+	if why != "" {
+		t.Fatal(why)
+	}
+	if got := snapshotsSince(withMetrics(facts("m1 3.6.16", "m2 3.6.16", "m3 3.6.16"), 1, 1, 0), marks); got != "no snapshot saved yet by m2, m3" {
+		t.Errorf("two members waiting: %q", got)
+	}
+	restarted := withMetrics(facts("m1 3.6.16", "m2 3.6.16", "m3 3.6.16"), 1, 2, 1)
+	restarted.Members[2].Live.Metrics.StartTime = 200
+	if got := snapshotsSince(restarted, marks); got != "" {
+		t.Errorf("every member saved one (m3 after a restart): %q", got)
+	}
+	if _, why := snapshotMarks(withMetrics(facts("m1 3.6.16", "m2 3.6.16"), 0, -1)); !strings.Contains(why, "m2 serves no") {
+		t.Errorf("a member without the metric: %q", why)
+	}
+	if _, why := snapshotMarks(withMetrics(facts("m1 3.6.16", "m2 -"), 0)); why != "m2 does not answer" {
+		t.Errorf("a member down: %q", why)
 	}
 }

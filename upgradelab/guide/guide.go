@@ -19,6 +19,8 @@ type Config struct {
 	Endpoints assess.Endpoints
 	// Hops is the path (releases.Path), in order.
 	Hops []releases.Hop
+	// Knowledge is what the path was planned from: its blockers decide the gates between hops.
+	Knowledge *releases.Knowledge
 	// StepTimeout is how long the operator has for one member's step, and the cluster for a
 	// version to move, before the gate counts as failed.
 	StepTimeout time.Duration
@@ -57,6 +59,11 @@ func Run(ctx context.Context, cfg Config) error {
 		g.say("\n== Hop %d of %d: %s", i+1, len(cfg.Hops), assess.HopText(h))
 		if err := g.hop(ctx, h); err != nil {
 			return err
+		}
+		if b, ok := cfg.Knowledge.SnapshotAfter(cfg.Hops, i); ok {
+			if err := g.awaitSnapshots(ctx, b); err != nil {
+				return err
+			}
 		}
 	}
 	return g.hashesAgree(ctx)
@@ -166,6 +173,30 @@ func (g *guide) hop(ctx context.Context, h releases.Hop) error {
 		}
 		g.say("    ok: cluster version %s, storage version %s on every member.", minor, minor)
 	}
+	return nil
+}
+
+// awaitSnapshots waits until every member has saved a snapshot since now: the entries the
+// members of the line just left wrote to every WAL are then behind each member's newest
+// snapshot, and a later minor that cannot read them never replays them (b, the v2-entries
+// blocker).
+func (g *guide) awaitSnapshots(ctx context.Context, b releases.Blocker) error {
+	f, err := g.observe(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: the cluster does not answer: %v", ErrGate, err)
+	}
+	marks, why := snapshotMarks(f)
+	if why != "" {
+		return fmt.Errorf("%w: before %s every member must save a snapshot, and %s; what to do: check it with `etcdutl check v2store` on a stopped member's data dir, or run `upgradelab assess --data-dir` on a copy of each", ErrGate, b.Into, why)
+	}
+	g.say("==> Before %s: every member must save a snapshot now that the members of the older line are gone (%s).", b.Into, b.Title)
+	g.say("    They left v2 requests in every member's WAL, replayed at each start until a snapshot covers them, and upstream %s refuses them. A member saves a snapshot every --snapshot-count applied entries (100,000 by default at 3.5, 10,000 at 3.6): keep the cluster's usual writes going, or restart each member once with a lower --snapshot-count.", b.Into)
+	g.say("    waiting for every member's etcd_debugging_snap_save_total_duration_seconds count to rise (up to %v)...", g.cfg.StepTimeout)
+	if _, why := g.waitFor(ctx, func(f assess.Facts) string { return snapshotsSince(f, marks) }); why != "" {
+		return fmt.Errorf("%w: before %s: %s within %v.\nWhat to do: the cluster can stay where it is; once every member has saved a snapshot (its etcd_debugging_snap_save_total_duration_seconds count rose), run upgradelab guide again, which goes on from here. Ours at %s replays those entries: a cluster moving every member to ours needs no snapshot first",
+			ErrGate, b.Into, why, g.cfg.StepTimeout, b.Into)
+	}
+	g.say("    ok: every member saved a snapshot.")
 	return nil
 }
 

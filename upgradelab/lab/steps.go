@@ -43,6 +43,8 @@ func (r *run) step(ctx context.Context, s plan.Step) (string, error) {
 		return r.add(ctx, s.Add)
 	case plan.KindCompact:
 		return r.compact(ctx, s.Compact)
+	case plan.KindSnapshot:
+		return r.snapshot(ctx, s.Snapshot)
 	case plan.KindRefuse:
 		return "", r.refuse(ctx, s.Refuse)
 	case plan.KindCrash:

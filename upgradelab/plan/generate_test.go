@@ -67,8 +67,8 @@ func TestEveryStepKindOverManySeeds(t *testing.T) {
 		}
 	}
 	for _, k := range Kinds {
-		if k == KindRefuse || k == KindCrash {
-			continue // written by hand: a refusal's text is the point; a crash needs a failpoint build
+		if k == KindRefuse || k == KindCrash || k == KindSnapshot {
+			continue // written by hand: a refusal's text is the point; a crash needs a failpoint build; a snapshot step belongs to a route into 3.7
 		}
 		if seen[k] == 0 {
 			t.Errorf("no plan over 300 seeds has a %s step", k)

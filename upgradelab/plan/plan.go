@@ -83,10 +83,20 @@ type Step struct {
 	// docs/operations.md): the member must run a failpoint build (make build-failpoints, then
 	// --bin-dir bin/failpoints) on the process runtime. A restart step brings it back.
 	Crash *Crash `json:"crash,omitempty"`
+	// Snapshot waits until every running member has saved a snapshot, writing filler entries
+	// to get there: on the way from 3.5 through 3.6 to 3.7, the entries 3.5 members left in
+	// every WAL must be behind each member's newest snapshot before 3.7 starts on it.
+	Snapshot *Snapshot `json:"snapshot,omitempty"`
 
 	// MaxStall overrides the plan's threshold for this step (e.g. a step that takes quorum
 	// away on purpose).
 	MaxStall Duration `json:"maxStall,omitempty"`
+}
+
+// Snapshot bounds a snapshot step: at most MaxEntries filler writes (0: 150,000, more than
+// the largest default --snapshot-count, 3.5's 100,000).
+type Snapshot struct {
+	MaxEntries int `json:"maxEntries,omitempty"`
 }
 
 // Replace names the subject to move to and, optionally, which members (default: all, in

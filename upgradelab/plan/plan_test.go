@@ -100,6 +100,7 @@ steps:
   - refuse: {member: m1, version: "3.7", error: "cluster cannot be downgraded"}
     maxStall: 10s
   - crash: {member: follower, at: raftBeforeSave}
+  - snapshot: {maxEntries: 20000}
 `))
 	if err != nil {
 		t.Fatal(err)

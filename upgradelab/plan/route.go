@@ -21,9 +21,11 @@ type Route struct {
 }
 
 // RouteHop is one hop: its kind (patch, upgrade or downgrade, as releases.Hop), the subject
-// the members move to and its major.minor.
+// the members move to and its major.minor. Snapshot has every member save a snapshot after the
+// hop, before the next (releases.Knowledge.SnapshotAfter says when a path needs it).
 type RouteHop struct {
 	Kind, Subject, Level string
+	Snapshot             bool
 }
 
 // Hop kinds a route takes.
@@ -69,6 +71,9 @@ func (r Route) Plan() (*Plan, error) {
 				cluster = h.Level
 			}
 			add(Step{Expect: &Expect{Server: h.Level, Cluster: cluster, Storage: storageOf(cluster)}})
+			if h.Snapshot {
+				add(Step{Snapshot: &Snapshot{}})
+			}
 		case RouteDowngrade:
 			add(Step{Downgrade: &Downgrade{Action: "validate", Version: h.Level}})
 			add(Step{Downgrade: &Downgrade{Action: "enable", Version: h.Level}})

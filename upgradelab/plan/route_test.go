@@ -8,7 +8,7 @@ import (
 )
 
 func TestRoutePlan(t *testing.T) {
-	hops := []RouteHop{{RoutePatch, "upstream-3.5.35", "3.5"}, {RouteUpgrade, "3.6", "3.6"}, {RouteUpgrade, "upstream-3.7.3", "3.7"}}
+	hops := []RouteHop{{RoutePatch, "upstream-3.5.35", "3.5", false}, {RouteUpgrade, "3.6", "3.6", true}, {RouteUpgrade, "upstream-3.7.3", "3.7", false}}
 	for _, tc := range []struct {
 		name  string
 		route Route
@@ -20,6 +20,7 @@ func TestRoutePlan(t *testing.T) {
 			`expect: {cluster: "3.5", server: "3.5", storage: "3.5"}`,
 			`replace: {order: leader-last, version: "3.6"}`,
 			`expect: {cluster: "3.6", server: "3.6", storage: "3.6"}`,
+			`snapshot: {}`,
 			`replace: {order: leader-last, version: upstream-3.7.3}`,
 			`expect: {cluster: "3.7", server: "3.7", storage: "3.7"}`,
 		}},
@@ -30,7 +31,7 @@ func TestRoutePlan(t *testing.T) {
 			`expect: {cluster: "3.7", server: "3.7", storage: "3.7"}`,
 		}},
 		{"down, one minor at a time", Route{Name: "r", Members: 3, Start: "3.7", StartLevel: "3.7",
-			Hops: []RouteHop{{RouteDowngrade, "3.6", "3.6"}, {RouteDowngrade, "upstream-3.5.35", "3.5"}}}, []string{
+			Hops: []RouteHop{{RouteDowngrade, "3.6", "3.6", false}, {RouteDowngrade, "upstream-3.5.35", "3.5", false}}}, []string{
 			`expect: {cluster: "3.7", server: "3.7"}`,
 			`downgrade: {action: validate, version: "3.6"}`, `downgrade: {action: enable, version: "3.6"}`,
 			`expect: {cluster: "3.6", storage: "3.6"}`, `replace: {order: leader-last, version: "3.6"}`,
@@ -40,7 +41,7 @@ func TestRoutePlan(t *testing.T) {
 			`expect: {cluster: "3.5", server: "3.5", storage: "3.5"}`,
 		}},
 		{"from 3.4: no storage version until 3.6", Route{Name: "r", Members: 1, Start: "debian-3.4.23", StartLevel: "3.4",
-			Hops: []RouteHop{{RouteUpgrade, "3.5", "3.5"}}}, []string{
+			Hops: []RouteHop{{RouteUpgrade, "3.5", "3.5", false}}}, []string{
 			`expect: {cluster: "3.4", server: "3.4"}`,
 			`replace: {order: leader-last, version: "3.5"}`,
 			`expect: {cluster: "3.5", server: "3.5", storage: "3.5"}`,
@@ -83,7 +84,7 @@ func TestRouteRefusesNothingToDo(t *testing.T) {
 	if _, err := (Route{Name: "r", Members: 3, Start: "3.7"}).Plan(); err == nil {
 		t.Fatal("a route without hops made a plan")
 	}
-	if _, err := (Route{Name: "r", Members: 3, Start: "3.7", Hops: []RouteHop{{"sideways", "3.7", "3.7"}}}).Plan(); err == nil {
+	if _, err := (Route{Name: "r", Members: 3, Start: "3.7", Hops: []RouteHop{{"sideways", "3.7", "3.7", false}}}).Plan(); err == nil {
 		t.Fatal("a hop of an unknown kind made a plan")
 	}
 }

@@ -29,11 +29,12 @@ const (
 	KindDefrag    StepKind = "defrag"
 	KindRefuse    StepKind = "refuse"
 	KindCrash     StepKind = "crash"
+	KindSnapshot  StepKind = "snapshot"
 )
 
 // Kinds lists every step kind, in the order the docs present them.
 var Kinds = []StepKind{KindReplace, KindDowngrade, KindExpect, KindKill, KindRestart, KindPartition, KindHeal,
-	KindFreeze, KindThaw, KindWait, KindAdd, KindPromote, KindRemove, KindCompact, KindDefrag, KindRefuse, KindCrash}
+	KindFreeze, KindThaw, KindWait, KindAdd, KindPromote, KindRemove, KindCompact, KindDefrag, KindRefuse, KindCrash, KindSnapshot}
 
 // Targets a step may name besides a member: chosen when the step runs.
 const (
@@ -67,6 +68,7 @@ func (s Step) actions() []StepKind {
 	add(s.Defrag != "", KindDefrag)
 	add(s.Refuse != nil, KindRefuse)
 	add(s.Crash != nil, KindCrash)
+	add(s.Snapshot != nil, KindSnapshot)
 	return out
 }
 
@@ -147,6 +149,8 @@ func (s Step) String() string {
 		return "compact"
 	case KindCrash:
 		return fmt.Sprintf("crash %s at %s", s.Crash.Member, s.Crash.At)
+	case KindSnapshot:
+		return "snapshot on every member"
 	case KindRefuse:
 		if s.Refuse.Join {
 			return fmt.Sprintf("refuse a new member at %s (%q)", s.Refuse.Version, s.Refuse.Error)

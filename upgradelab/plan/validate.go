@@ -140,6 +140,10 @@ func (v *validator) step(s Step) error {
 			return fmt.Errorf("crash: at %q is not a failpoint name (e.g. raftBeforeSave; docs/operations.md lists them)", s.Crash.At)
 		}
 		return v.member(s.Crash.Member, TargetLeader, TargetFollower)
+	case KindSnapshot:
+		if s.Snapshot.MaxEntries < 0 {
+			return fmt.Errorf("snapshot: maxEntries %d is negative", s.Snapshot.MaxEntries)
+		}
 	case KindRestart, KindHeal, KindThaw, KindDefrag:
 		return v.member(s.Target(), TargetAll)
 	case KindPromote:

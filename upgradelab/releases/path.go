@@ -163,3 +163,34 @@ func moves(v, to *semver.Version, all bool) bool {
 	}
 	return v.LessThan(*to)
 }
+
+// SnapshotAfter says whether every member must save a snapshot after hop i of a path before the
+// next hop, and the blocker that asks for it: a blocker cleared by a snapshot whose affected
+// versions the hop leaves (members still on them keep writing the entries) and whose minor a
+// later hop enters. 3.4 members leave v2 reads that 3.6 refuses to replay; 3.5 members leave v2
+// requests that upstream 3.7 cannot read.
+func (k *Knowledge) SnapshotAfter(hops []Hop, i int) (Blocker, bool) {
+	if hops[i].Kind == HopDowngrade {
+		return Blocker{}, false
+	}
+	for _, b := range k.Blockers {
+		if !b.ClearedBySnapshot || b.Affects(hops[i].To) {
+			continue
+		}
+		leaves := false
+		for _, from := range hops[i].From {
+			if v, err := ParseVersion(from); err == nil && b.Affects(v) {
+				leaves = true
+			}
+		}
+		if !leaves {
+			continue
+		}
+		for _, h := range hops[i+1:] {
+			if h.Kind != HopDowngrade && MinorOf(h.To) == b.Into {
+				return b, true
+			}
+		}
+	}
+	return Blocker{}, false
+}

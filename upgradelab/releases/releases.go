@@ -52,11 +52,16 @@ type Blocker struct {
 	// Into is the minor whose start-up the state breaks ("" for any hop).
 	Into string `json:"into"`
 	// FixedIn names the patches that fix or repair it, as prose.
-	FixedIn     string   `json:"fixedIn,omitempty"`
-	Severity    string   `json:"severity,omitempty"`
-	Consequence string   `json:"consequence"`
-	Fix         string   `json:"fix"`
-	Sources     []string `json:"sources"`
+	FixedIn string `json:"fixedIn,omitempty"`
+	// ClearedBySnapshot: the state is entries the affected versions leave in every WAL, gone
+	// from what a member replays once it saves a snapshot after the last affected member left.
+	// A path that leaves those versions and later enters Into waits for every member's
+	// snapshot in between (SnapshotAfter).
+	ClearedBySnapshot bool     `json:"clearedBySnapshot,omitempty"`
+	Severity          string   `json:"severity,omitempty"`
+	Consequence       string   `json:"consequence"`
+	Fix               string   `json:"fix"`
+	Sources           []string `json:"sources"`
 }
 
 // Flags are the command-line flags each minor removed, by minor.
@@ -120,6 +125,8 @@ func (k *Knowledge) validate() error {
 			return fmt.Errorf("blocker %s: no source", b.ID)
 		case b.Severity != "" && b.Severity != "warn" && b.Severity != "block":
 			return fmt.Errorf("blocker %s: severity %q is neither warn nor block", b.ID, b.Severity)
+		case b.ClearedBySnapshot && (b.Into == "" || len(b.Affected) == 0):
+			return fmt.Errorf("blocker %s: cleared by a snapshot, but it names no affected versions or no minor it breaks", b.ID)
 		}
 		if _, ok := k.Line(b.Into); b.Into != "" && !ok {
 			return fmt.Errorf("blocker %s: into %q is no known line", b.ID, b.Into)

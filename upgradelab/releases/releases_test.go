@@ -154,3 +154,38 @@ func TestParseVersion(t *testing.T) {
 		}
 	}
 }
+
+func TestSnapshotAfter(t *testing.T) {
+	k, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hop := func(kind, to string, from ...string) Hop {
+		v, err := ParseVersion(to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Hop{Kind: kind, From: from, To: v}
+	}
+	up, patch, down := HopUpgrade, HopPatch, HopDowngrade
+	for _, tc := range []struct {
+		name string
+		hops []Hop
+		at   int
+		want string // the blocker's check ("": no snapshot needed)
+	}{
+		{"3.5 -> 3.6 -> 3.7: after the 3.6 hop", []Hop{hop(up, "3.6.16", "3.5.35"), hop(up, "3.7.3", "3.6.16")}, 0, "v2-entries"},
+		{"3.5 -> 3.6 -> 3.7: not after the 3.7 hop", []Hop{hop(up, "3.6.16", "3.5.35"), hop(up, "3.7.3", "3.6.16")}, 1, ""},
+		{"3.4 -> 3.5 -> 3.6 -> 3.7: after the 3.6 hop only", []Hop{hop(up, "3.5.35", "3.4.23"), hop(up, "3.6.16", "3.5.35"), hop(up, "3.7.3", "3.6.16")}, 1, "v2-entries"},
+		{"3.4 -> 3.5 -> ...: after the 3.5 hop, for 3.4's health reads before 3.6", []Hop{hop(up, "3.5.35", "3.4.23"), hop(up, "3.6.16", "3.5.35"), hop(up, "3.7.3", "3.6.16")}, 0, "v2-health-reads"},
+		{"3.5 -> 3.6 and no further", []Hop{hop(up, "3.6.16", "3.5.35")}, 0, ""},
+		{"3.6 patch hop, then 3.7", []Hop{hop(patch, "3.6.16", "3.6.4"), hop(up, "3.7.3", "3.6.16")}, 0, ""},
+		{"3.4 -> 3.5 and no further", []Hop{hop(up, "3.5.35", "3.4.23")}, 0, ""},
+		{"a downgrade", []Hop{hop(down, "3.6.16", "3.7.3"), hop(down, "3.5.35", "3.6.16")}, 0, ""},
+	} {
+		b, ok := k.SnapshotAfter(tc.hops, tc.at)
+		if got := b.Check; ok != (tc.want != "") || got != tc.want {
+			t.Errorf("%s: SnapshotAfter = %q, %v; want %q", tc.name, got, ok, tc.want)
+		}
+	}
+}

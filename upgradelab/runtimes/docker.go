@@ -218,19 +218,19 @@ func (d *Docker) image(ctx context.Context, bin cluster.Binary) (string, error) 
 }
 
 func (d *Docker) buildImage(ctx context.Context, bin cluster.Binary, tag string) error {
-	exe, err := os.ReadFile(bin.Path)
+	files, err := imageFiles(bin.Path)
 	if err != nil {
 		return err
 	}
-	dockerfile := "FROM scratch\nCOPY etcd /usr/local/bin/etcd\nENTRYPOINT [\"/usr/local/bin/etcd\"]\n"
+	dockerfile := "FROM scratch\nCOPY rootfs/ /\nENTRYPOINT [\"/usr/local/bin/etcd\"]\n"
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	for _, f := range []struct {
-		name string
-		mode int64
-		data []byte
-	}{{"Dockerfile", 0o644, []byte(dockerfile)}, {"etcd", 0o755, exe}} {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data))}); err != nil {
+	entries := []imageFile{{path: "Dockerfile", mode: 0o644, data: []byte(dockerfile)}}
+	for _, f := range files {
+		entries = append(entries, imageFile{path: "rootfs/" + f.path, mode: f.mode, data: f.data})
+	}
+	for _, f := range entries {
+		if err := tw.WriteHeader(&tar.Header{Name: f.path, Mode: f.mode, Size: int64(len(f.data))}); err != nil {
 			return err
 		}
 		if _, err := tw.Write(f.data); err != nil {
@@ -249,7 +249,7 @@ func (d *Docker) buildImage(ctx context.Context, bin cluster.Binary, tag string)
 		},
 	}})
 	if err != nil {
-		return fmt.Errorf("build the image of %s (a static binary is needed: CGO_ENABLED=0): %w", bin.Path, err)
+		return fmt.Errorf("build the image of %s: %w", bin.Path, err)
 	}
 	return nil
 }
@@ -526,6 +526,11 @@ func (m *dockerMember) WaitExit(ctx context.Context) error {
 // Versions implements Member.
 func (m *dockerMember) Versions(ctx context.Context) (cluster.Versions, error) {
 	return cluster.GetVersions(ctx, cluster.PlainHTTP, m.ClientURL())
+}
+
+// Metrics implements Member.
+func (m *dockerMember) Metrics(ctx context.Context) (cluster.Metrics, error) {
+	return cluster.GetMetrics(ctx, cluster.PlainHTTP, m.ClientURL())
 }
 
 // Log implements Member: the output of earlier containers, then the current one's.

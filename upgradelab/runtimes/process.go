@@ -211,4 +211,7 @@ func (m *processMember) WaitExit(ctx context.Context) error {
 func (m *processMember) Versions(ctx context.Context) (cluster.Versions, error) {
 	return m.m.Versions(ctx)
 }
+func (m *processMember) Metrics(ctx context.Context) (cluster.Metrics, error) {
+	return m.m.Metrics(ctx)
+}
 func (m *processMember) Log(context.Context) string { return m.m.Log() }

@@ -78,6 +78,8 @@ type Member interface {
 	// WaitExit waits for the member to exit by itself.
 	WaitExit(ctx context.Context) error
 	Versions(ctx context.Context) (cluster.Versions, error)
+	// Metrics reads the member's /metrics (what the lab looks at there).
+	Metrics(ctx context.Context) (cluster.Metrics, error)
 	// Log is the member's output of all its runs so far.
 	Log(ctx context.Context) string
 	// Seed fills the member's data dir before its first start (a snapshot restored into it);

@@ -87,9 +87,13 @@ func (s *Setup) Close(ctx context.Context) error {
 }
 
 // MemberFlags are the flags that make a member of the given level (major.minor) send its spans
-// to collector (host:port), named after the member. Releases before 3.6 know only the
-// --experimental- spellings; 3.6 and later take the plain ones.
+// to collector (host:port), named after the member. 3.5 knows only the --experimental-
+// spellings; 3.6 and later take the plain ones; 3.4 has no tracing (none: it refuses unknown
+// flags).
 func MemberFlags(level, collector, member string, ratio float64) []string {
+	if levelBefore(level, 3, 5) {
+		return nil
+	}
 	prefix := "--"
 	if levelBefore(level, 3, 6) {
 		prefix = "--experimental-"

@@ -134,7 +134,6 @@ func TestMemberFlagsBySpelling(t *testing.T) {
 	tests := []struct {
 		level, first string
 	}{
-		{"3.4", "--experimental-enable-distributed-tracing"},
 		{"3.5", "--experimental-enable-distributed-tracing"},
 		{"3.6", "--enable-distributed-tracing"},
 		{"3.7", "--enable-distributed-tracing"},
@@ -149,6 +148,9 @@ func TestMemberFlagsBySpelling(t *testing.T) {
 			got[4] != tc.first[:len(tc.first)-len("enable-distributed-tracing")]+"distributed-tracing-sampling-rate=10000" {
 			t.Errorf("level %s: %v", tc.level, got)
 		}
+	}
+	if got := MemberFlags("3.4", "10.0.0.1:4317", "m2", 0.01); got != nil {
+		t.Errorf("3.4 has no tracing flags, got %v", got)
 	}
 }
 
