@@ -58,7 +58,7 @@ func v2CustomOf(v walView) (V2Custom, error) {
 			return found, fmt.Errorf("failed to unmarshal WAL entry at index %d: %w", e.Index, err)
 		}
 		found.Entries++
-		// SYNC too: upstream 3.6 refuses every v2 request but a PUT of those two.
+		// SYNC and QGET too: upstream 3.6 refuses every v2 request but a PUT of those two.
 		if _, err := membership.FromV2(&v2); err != nil {
 			found.WAL = true
 		}

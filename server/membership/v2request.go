@@ -16,11 +16,13 @@ import (
 // wrapped in an InternalRaftRequest): every member publishes its name and client URLs that way
 // when it starts, and the cluster version may be set that way. Upstream 3.6 applies those two as
 // their v3 requests; anything else it refuses ("custom v2 content", which etcdutl check v2store
-// looks for), and a leader with v2 TTL keys proposes SYNC requests, which change no v3 state.
+// looks for), and a leader with v2 TTL keys proposes SYNC requests, which change no v3 state;
+// 3.4 commits a quorum read (QGET) for every /health request (3.5 too with --enable-v2), which
+// changes nothing at all.
 
 var (
 	v2MemberAttributes = regexp.MustCompile(`^/0/members/([[:xdigit:]]{1,16})/attributes$`)
-	// ErrV2NoEffect is a v2 request with no v3 effect (SYNC).
+	// ErrV2NoEffect is a v2 request with no v3 effect (SYNC, a quorum read).
 	ErrV2NoEffect = errors.New("a v2 request with no effect on the v3 store")
 )
 
@@ -29,7 +31,7 @@ const v2ClusterVersionKey = "/0/version"
 
 // FromV2 is the v3 request upstream 3.6 applies for an upstream 3.5 v2 request r.
 func FromV2(r *pb.Request) (*pb.InternalRaftRequest, error) {
-	if r.Method == "SYNC" {
+	if r.Method == "SYNC" || r.Method == "QGET" {
 		return nil, ErrV2NoEffect
 	}
 	if r.Method != http.MethodPut {

@@ -20,6 +20,7 @@ func TestFromV2(t *testing.T) {
 			"member 8e9e05c52164694d: m1 [http://127.0.0.1:2379]"},
 		{"the cluster version", pb.Request{ID: 8, Method: "PUT", Path: "/0/version", Val: "3.5.0"}, "cluster version 3.5.0"},
 		{"SYNC", pb.Request{Method: "SYNC"}, "a v2 request with no effect"},
+		{"3.4's /health read", pb.Request{Method: "QGET"}, "a v2 request with no effect"},
 		{"a custom key", pb.Request{Method: "PUT", Path: "/1/foo", Val: "x"}, "custom v2 content: PUT /1/foo"},
 		{"a delete", pb.Request{Method: "DELETE", Path: "/0/version"}, "custom v2 content: DELETE /0/version"},
 		{"not the attributes", pb.Request{Method: "PUT", Path: "/0/members/8e9e05c52164694d/raftAttributes", Val: "{}"}, "custom v2 content"},
