@@ -976,3 +976,107 @@ func TestAssessAndRehearseFromDebian34(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 }
+
+// TestAssessFindsAPromotionUpstream3517Lost: on upstream 3.5.17 (one of 3.5.1-3.5.19,
+// etcd-io/etcd#19557) a learner is added and promoted; the promotion reaches the v2 store only.
+// Assess, given the stopped member's data dir, blocks the hop into 3.6 naming it, and plans the
+// patch hop first. After that hop (3.5.35 on both members, which re-syncs the flag at start) the
+// same data dir reads clean, and upstream 3.6.16 takes both members as voters.
+func TestAssessFindsAPromotionUpstream3517Lost(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	affected := UpstreamBinaryAt(t, "v3.5.17", "etcd")
+	c := NewCluster(t, 2) // with n2, three voters: one stopped leaves a quorum to assess
+	m1 := c.Members[0]
+	for _, m := range c.Members {
+		m.Bin = affected
+	}
+	c.Start()
+	writeN(t, c.Client(), "k", 10)
+
+	n2 := NewMember(t)
+	n2.Name, n2.Bin = "n2", affected
+	c.WaitPeersSettled()
+	var add *clientv3.MemberAddResponse
+	if err := retryUnhealthy(func() (err error) { add, err = c.Client().MemberAddAsLearner(Ctx(t), []string{n2.PeerURL}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	var ic []string
+	for _, m := range add.Members {
+		name := m.Name
+		if m.ID == add.Member.ID {
+			name = n2.Name
+		}
+		ic = append(ic, name+"="+m.PeerURLs[0])
+	}
+	n2.InitialCluster = strings.Join(ic, ",")
+	n2.Extra = append(n2.Extra, "--initial-cluster-state", "existing")
+	n2.Start()
+	ctx, cancel := context.WithTimeout(Ctx(t), 30*time.Second)
+	defer cancel()
+	waitFor(t, ctx, "the learner to be promoted", func() bool {
+		_, err := c.Client().MemberPromote(Ctx(t), add.Member.ID)
+		return err == nil
+	})
+	writeN(t, c.Client(), "after", 5)
+	ctx, cancel = context.WithTimeout(Ctx(t), 10*time.Second)
+	defer cancel()
+	waitFor(t, ctx, "n2 to apply the writes", func() bool {
+		r, err := n2.Client().Get(Ctx(t), "after/", clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithSerializable())
+		return err == nil && r.Count == 5
+	})
+	if err := n2.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	code, a := assess(t, "--endpoints", m1.ClientURL, "--data-dir", n2.DataDir, "--to", "3.6")
+	if code != 1 {
+		t.Fatalf("assess: exit %d, want 1; findings:\n%s", code, a.findings())
+	}
+	a.has(t, "learner-mismatch n2 block")
+	a.has(t, "patch-below-leave m1 block")
+	a.has(t, "patch-below-leave m2 block")
+	if len(a.Report.Path) != 2 || a.Report.Path[0].Kind != "patch" || a.Report.Path[0].To != "3.5.35" {
+		t.Errorf("path %+v, want the patch hop to 3.5.35 first", a.Report.Path)
+	}
+	for _, f := range a.Report.Findings {
+		if f.Check == "learner-mismatch" && !strings.Contains(f.Summary, fmt.Sprintf("%x", add.Member.ID)) {
+			t.Errorf("learner-mismatch does not name n2 (%x): %s", add.Member.ID, f.Summary)
+		}
+	}
+
+	patched := UpstreamBinaryAt(t, Upstream35Version, "etcd")
+	for _, m := range append([]*Member{n2}, c.Members...) {
+		if m != n2 {
+			if err := m.Stop(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m.Bin = patched
+		m.Start()
+	}
+	if err := n2.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	_, a = assess(t, "--endpoints", m1.ClientURL, "--data-dir", n2.DataDir, "--to", "3.6")
+	a.has(t, "learner-mismatch cluster ok")
+
+	for _, m := range append([]*Member{n2}, c.Members...) {
+		if m != n2 {
+			if err := m.Stop(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m.Bin = UpstreamBinaryAt(t, Upstream36Version, "etcd")
+		m.Start()
+	}
+	list, err := m1.Client().MemberList(Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range list.Members {
+		if m.IsLearner {
+			t.Errorf("upstream 3.6.16 lists %s as a learner after the patch hop", m.Name)
+		}
+	}
+}
+
