@@ -1079,4 +1079,3 @@ func TestAssessFindsAPromotionUpstream3517Lost(t *testing.T) {
 		}
 	}
 }
-
