@@ -1079,3 +1079,84 @@ func TestAssessFindsAPromotionUpstream3517Lost(t *testing.T) {
 		}
 	}
 }
+
+// TestRehearseAStoppedMembersDataDirInContainers: the data dir of a stopped upstream 3.5.35
+// member (read, never changed) is the rehearsal's source, in containers: every member starts from
+// its database, the workload's writes take the data's shape (values, key prefixes), and the data
+// comes through 3.5.35 -> ours at 3.6 unchanged.
+func TestRehearseAStoppedMembersDataDirInContainers(t *testing.T) {
+	requireDocker(t)
+	src := NewMember(t)
+	src.Bin = UpstreamBinaryAt(t, Upstream35Version, "etcd")
+	src.Start()
+	cli := src.Client()
+	for i, p := range []string{"/registry/pods", "/registry/pods", "/registry/configmaps", "/other"} {
+		for j := 0; j < 10; j++ {
+			if _, err := cli.Put(Ctx(t), fmt.Sprintf("%s/%d-%d", p, i, j), strings.Repeat("v", 200)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := src.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	before := treeHash(t, src.DataDir)
+
+	planFile := filepath.Join(t.TempDir(), "up.yaml")
+	if err := os.WriteFile(planFile, []byte(`name: up
+members: 3
+start: upstream-3.5.35
+steps:
+  - replace: {version: "3.6", order: leader-last}
+  - expect: {cluster: "3.6", storage: "3.6", server: "3.6"}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	code, out := runTool(t, "upgradelab", "run", "--runtime", "container", "--plan", planFile, "--from-snapshot", src.DataDir,
+		"--binary", "3.6="+ServerAt(t, LastReleaseLevel), "--workdir", work)
+	if code != 0 {
+		t.Fatalf("upgradelab run --from-snapshot DATADIR: exit %d\n%s", code, out)
+	}
+	if treeHash(t, src.DataDir) != before {
+		t.Error("the rehearsal changed the data dir it read")
+	}
+	var reps []struct {
+		Passed    bool   `json:"passed"`
+		Runtime   string `json:"runtime"`
+		Rehearsal *struct {
+			Shape struct {
+				Keys     int `json:"keys"`
+				Prefixes []struct {
+					Prefix string `json:"prefix"`
+					Keys   int    `json:"keys"`
+				} `json:"prefixes"`
+			} `json:"shape"`
+			WorkloadShape string `json:"workloadShape"`
+			DataIntact    string `json:"dataIntact"`
+		} `json:"rehearsal"`
+	}
+	b, err := os.ReadFile(filepath.Join(work, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &reps); err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != 1 || !reps[0].Passed || reps[0].Rehearsal == nil || reps[0].Runtime != "container" {
+		t.Fatalf("report: %s", b)
+	}
+	r := reps[0].Rehearsal
+	if r.Shape.Keys != 40 || len(r.Shape.Prefixes) != 2 || r.Shape.Prefixes[0].Prefix != "/registry" || r.Shape.Prefixes[0].Keys != 30 {
+		t.Errorf("the restored data's shape: %+v", r.Shape)
+	}
+	if !strings.Contains(r.WorkloadShape, "values of 200 bytes, ledger keys spread over 2 prefixes") {
+		t.Errorf("workload shape %q", r.WorkloadShape)
+	}
+	if !strings.Contains(r.DataIntact, "40 keys") {
+		t.Errorf("data %q", r.DataIntact)
+	}
+	if left := labResources(t); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}

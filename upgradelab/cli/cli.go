@@ -162,7 +162,7 @@ func commonFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.traceFile, "trace-file", "", "Write every run's OpenTelemetry spans (the lab's and the members') here as OTLP JSON, which Jaeger and Grafana Tempo import (default: WORKDIR/trace.json; each run's own is in its folder).")
 	fs.Float64Var(&f.traceSampling, "trace-sampling", 0.01, "Share of workload requests traced through the members (0..1); the lab's own steps and the requests they make are always traced.")
 	fs.StringVar(&f.preload, "preload", "0", "Data to write before the plan (e.g. 64MiB, in 1 KiB values), so members catching up need a database snapshot.")
-	fs.StringVar(&f.fromSnapshot, "from-snapshot", "", "Rehearse on a copy of real data: restore this snapshot (etcdctl snapshot save, or a stopped member's member/snap/db) into every member before it starts; the run also judges that the data and its users, roles and permissions came through unchanged (process and netns runtimes).")
+	fs.StringVar(&f.fromSnapshot, "from-snapshot", "", "Rehearse on a copy of real data: restore this snapshot (etcdctl snapshot save), a stopped member's data dir or its member/snap/db into every member before it starts; the run also judges that the data and its users, roles and permissions came through unchanged.")
 	fs.StringVar(&f.user, "user", "", "USER:PASSWORD of a user allowed everything (root) when the --from-snapshot data has authentication on: the workload and the steps act as it.")
 	fs.IntVar(&f.clients, "clients", 4, "Concurrent workload clients.")
 	fs.DurationVar(&f.interval, "interval", 10*time.Millisecond, "Pause between one client's operations.")
@@ -478,15 +478,10 @@ func (f *runFlags) check(runs []oneRun) ([]oneRun, error) {
 		return nil, fmt.Errorf("--preload %q: %v", f.preload, err)
 	}
 	if f.fromSnapshot != "" {
-		if _, err := os.Stat(f.fromSnapshot); err != nil {
+		if _, _, err := (lab.Rehearsal{Snapshot: f.fromSnapshot}).Database(); err != nil {
 			return nil, fmt.Errorf("--from-snapshot: %w", err)
 		}
-		switch f.runtime {
-		case "container":
-			return nil, fmt.Errorf("--from-snapshot needs the process or netns runtime for now (a container's data dir is a volume the lab does not fill yet)")
-		case "auto":
-			f.runtime = "process" // the one runtime that takes a restored data dir on every machine
-		}
+
 	}
 	if f.user != "" && !strings.Contains(f.user, ":") {
 		return nil, fmt.Errorf("--user %q: want USER:PASSWORD", f.user)

@@ -256,7 +256,7 @@ func (r *Runner) runOnce(ctx context.Context, p *plan.Plan, size int) (rep Repor
 	r.progress("%s", strings.TrimRight(sized.Numbered(), "\n"))
 	if r.Rehearsal != nil {
 		t0 := time.Now()
-		if err := c.restore(ctx, r.Rehearsal.Snapshot); err != nil {
+		if err := c.restore(ctx, *r.Rehearsal); err != nil {
 			return fail(err)
 		}
 		r.progress("  ok    0. restore %s into %d members (%.1fs)", r.Rehearsal.Snapshot, size, time.Since(t0).Seconds())
@@ -322,6 +322,12 @@ func (r *Runner) runOnce(ctx context.Context, p *plan.Plan, size int) (rep Repor
 	wcfg := r.Workload
 	if shape != nil && wcfg.ValueSize == 0 {
 		wcfg.ValueSize = min(shape.ValueP50, 64<<10) // writes shaped like the data
+	}
+	if shape != nil && len(wcfg.KeySpread) == 0 {
+		for _, p := range shape.Prefixes { // and spread over its prefixes as its keys are
+			wcfg.KeySpread = append(wcfg.KeySpread, workload.WeightedPrefix{Prefix: p.Prefix, Weight: p.Keys})
+		}
+		rep.Rehearsal.WorkloadShape = fmt.Sprintf("values of %d bytes, ledger keys spread over %d prefixes of the data by their key counts", wcfg.ValueSize, len(wcfg.KeySpread))
 	}
 	w := workload.Start(cli, wcfg)
 	rep.WorkloadStart = time.Now().Add(-time.Duration(w.Offset(time.Now())))

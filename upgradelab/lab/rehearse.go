@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 
@@ -11,11 +12,12 @@ import (
 
 	"etcdx/etcdutl/offline"
 	"etcdx/server/membership"
+	"etcdx/server/schema"
 )
 
 // Rehearsal starts a run from a copy of a real cluster's data instead of an empty one: a
-// snapshot file (etcdctl snapshot save, or a stopped member's member/snap/db) restored into
-// every member, with the credentials of a user allowed everything (root) when the data has
+// snapshot file (etcdctl snapshot save), a stopped member's data dir or its member/snap/db,
+// restored into every member, with the credentials of a user allowed everything (root) when the data has
 // authentication on. The run then judges, besides its usual checks, that the restored data came
 // through every step unchanged (the keys outside the lab's own prefix) and so did users, roles
 // and permissions.
@@ -52,25 +54,51 @@ type PrefixShape struct {
 type RehearsalReport struct {
 	Snapshot string    `json:"snapshot"`
 	Shape    DataShape `json:"shape"`
+	// WorkloadShape says how the workload's writes took the data's shape.
+	WorkloadShape string `json:"workloadShape,omitempty"`
 	// DataIntact and AuthIntact say what the end of the run found ("" until judged).
 	DataIntact string `json:"dataIntact,omitempty"`
 	AuthIntact string `json:"authIntact,omitempty"`
 }
 
-// restore writes the snapshot into every member's data dir, as etcdutl snapshot restore does
-// for a new cluster of these members.
-func (c *members) restore(ctx context.Context, snapshot string) error {
+// Database is the file a rehearsal restores and whether it carries the integrity hash
+// `snapshot save` appends: Snapshot itself, or, when Snapshot is a stopped member's data dir
+// (or a copy of one), its member/snap/db. A member's database file has no hash.
+func (r Rehearsal) Database() (path string, hashed bool, err error) {
+	path = r.Snapshot
+	if st, err := os.Stat(path); err != nil {
+		return "", false, err
+	} else if st.IsDir() {
+		path = schema.BackendPath(r.Snapshot)
+		if _, err := os.Stat(path); err != nil {
+			return "", false, fmt.Errorf("%s is a directory but no data dir: %w", r.Snapshot, err)
+		}
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", false, err
+	}
+	return path, st.Size()%512 == sha256.Size, nil // as etcdutl snapshot restore tells them apart
+}
+
+// restore writes the rehearsal's database into every member's data dir, as etcdutl snapshot
+// restore does for a new cluster of these members (checking the hash where there is one).
+func (c *members) restore(ctx context.Context, r Rehearsal) error {
+	db, hashed, err := r.Database()
+	if err != nil {
+		return err
+	}
 	ic, err := membership.ParseInitialCluster(c.initialCluster(nil))
 	if err != nil {
 		return err
 	}
 	for _, m := range c.list {
 		err := m.Seed(ctx, func(dir string) error {
-			return offline.Restore(offline.RestoreConfig{SnapshotPath: snapshot, DataDir: dir, Name: m.Name(),
+			return offline.Restore(offline.RestoreConfig{SnapshotPath: db, DataDir: dir, Name: m.Name(), SkipHashCheck: !hashed,
 				PeerURLs: []string{m.PeerURL()}, InitialCluster: ic, InitialClusterToken: c.token})
 		})
 		if err != nil {
-			return fmt.Errorf("restore %s into %s: %w", snapshot, m.Name(), err)
+			return fmt.Errorf("restore %s into %s: %w", db, m.Name(), err)
 		}
 	}
 	return nil

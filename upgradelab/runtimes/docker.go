@@ -187,6 +187,9 @@ func (d *Docker) Close(ctx context.Context) error {
 		if _, err := d.cli.VolumeRemove(ctx, m.resource, client.VolumeRemoveOptions{Force: true}); err != nil {
 			errs = append(errs, fmt.Errorf("remove volume %s: %w", m.resource, err))
 		}
+		if staged := m.takeSeed(); staged != "" { // seeded, never started
+			os.RemoveAll(staged)
+		}
 	}
 	if d.network != nil {
 		if err := d.network.Remove(ctx); err != nil {
@@ -272,15 +275,15 @@ type dockerMember struct {
 
 	mu        sync.Mutex
 	container tc.Container
+	// seed is a staged data dir the next start copies into the volume (Seed; "" when none).
+	seed string
 }
 
 func (m *dockerMember) Name() string       { return m.spec.Name }
 func (m *dockerMember) Failpoints() string { return "" }
 
-// Seed implements Member: not yet (the data dir is a volume only a container reaches).
-func (m *dockerMember) Seed(context.Context, func(string) error) error { return ErrNoSeed }
-func (m *dockerMember) ClientURL() string                              { return fmt.Sprintf("http://%s:%d", m.ip, clientPort) }
-func (m *dockerMember) PeerURL() string                                { return fmt.Sprintf("http://%s:%d", m.ip, peerPort) }
+func (m *dockerMember) ClientURL() string { return fmt.Sprintf("http://%s:%d", m.ip, clientPort) }
+func (m *dockerMember) PeerURL() string   { return fmt.Sprintf("http://%s:%d", m.ip, peerPort) }
 
 func (m *dockerMember) current() tc.Container {
 	m.mu.Lock()
@@ -325,11 +328,17 @@ func (m *dockerMember) Start(ctx context.Context, bin cluster.Binary) error {
 			}
 		},
 	}
-	c, err := tc.GenericContainer(ctx, tc.GenericContainerRequest{ContainerRequest: req, Started: true, Logger: m.d.logger})
+	seed := m.takeSeed()
+	c, err := tc.GenericContainer(ctx, tc.GenericContainerRequest{ContainerRequest: req, Started: seed == "", Logger: m.d.logger})
 	if c != nil {
 		m.mu.Lock()
 		m.container = c
 		m.mu.Unlock()
+	}
+	if err == nil && seed != "" {
+		if err = m.copySeed(ctx, c.GetContainerID(), seed); err == nil {
+			err = c.Start(ctx)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("start container of %s: %w", m.spec.Name, err)

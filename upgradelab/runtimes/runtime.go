@@ -82,17 +82,15 @@ type Member interface {
 	Metrics(ctx context.Context) (cluster.Metrics, error)
 	// Log is the member's output of all its runs so far.
 	Log(ctx context.Context) string
-	// Seed fills the member's data dir before its first start (a snapshot restored into it);
-	// runtimes that cannot say so.
+	// Seed fills the member's data dir before its first start (a snapshot restored into it):
+	// in place for processes, staged and copied into the volume at the first start for a
+	// container.
 	Seed(ctx context.Context, fill func(dataDir string) error) error
 	// Failpoints is the base URL where the member serves its gofail failpoints (its binary
 	// answers there when built with them; GOFAIL_HTTP), or "" when the runtime does not give it
 	// one.
 	Failpoints() string
 }
-
-// ErrNoSeed says a runtime cannot fill a member's data dir before it starts.
-var ErrNoSeed = errors.New("this runtime cannot seed a member's data dir yet: rehearse with --runtime process or netns")
 
 // ErrNoEngine says a container runtime was asked for where no Docker engine answers.
 var ErrNoEngine = errors.New("no Docker engine")

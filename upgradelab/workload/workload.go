@@ -39,6 +39,34 @@ type Config struct {
 	// ValueSize pads each ledger value to this many bytes (0: none), so the writes are shaped
 	// like the data a rehearsal restored.
 	ValueSize int
+	// KeySpread spreads the ledger keys over these prefixes (under Prefix/ledger), each drawn
+	// in proportion to its weight: the key prefixes of the data a rehearsal restored, with
+	// their key counts. Empty: one flat ledger.
+	KeySpread []WeightedPrefix
+}
+
+// WeightedPrefix is a key prefix and how often the workload writes under it.
+type WeightedPrefix struct {
+	Prefix string
+	Weight int
+}
+
+// pick draws a prefix by weight ("" when there is none to draw), always with a leading "/".
+func pick(rng *rand.Rand, spread []WeightedPrefix) string {
+	total := 0
+	for _, p := range spread {
+		total += max(p.Weight, 0)
+	}
+	if total == 0 {
+		return ""
+	}
+	n := rng.IntN(total)
+	for _, p := range spread {
+		if n -= max(p.Weight, 0); n < 0 {
+			return "/" + strings.TrimPrefix(p.Prefix, "/")
+		}
+	}
+	return ""
 }
 
 // Op is one register operation as porcupine sees it (register.Unknown as its Return marks a
@@ -167,7 +195,7 @@ func (w *Workload) client(id int) {
 		case <-time.After(w.cfg.Interval):
 		}
 		// The ledger: a fresh key per write, never overwritten, so a lost write shows.
-		key := fmt.Sprintf("%s/ledger/c%d/%08d", w.cfg.Prefix, id, seq)
+		key := fmt.Sprintf("%s/ledger%s/c%d/%08d", w.cfg.Prefix, pick(rng, w.cfg.KeySpread), id, seq)
 		val := strconv.Itoa(seq)
 		if pad := w.cfg.ValueSize - len(val); pad > 0 {
 			val += strings.Repeat(".", pad)

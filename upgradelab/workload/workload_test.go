@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"testing"
@@ -186,5 +187,22 @@ func TestNarrowUnknownWithTheStoresHistory(t *testing.T) {
 	before, after, err = w.NarrowUnknown(ctx)
 	if err == nil || before != 1 || after != 1 {
 		t.Fatalf("on a compacted history: %d -> %d, %v", before, after, err)
+	}
+}
+
+// TestPickSpreadsByWeight: the ledger's prefixes are drawn in proportion to the data's key
+// counts, a prefix of weight 0 never, and every one comes back with a leading "/".
+func TestPickSpreadsByWeight(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	spread := []WeightedPrefix{{"/registry", 3}, {"compact_rev_key", 1}, {"/never", 0}}
+	got := map[string]int{}
+	for i := 0; i < 4000; i++ {
+		got[pick(rng, spread)]++
+	}
+	if got["/never"] != 0 || got["/registry"] < 2800 || got["/registry"] > 3200 || got["/compact_rev_key"] < 800 || got["/compact_rev_key"] > 1200 {
+		t.Errorf("draws %v, want about 3000 /registry and 1000 /compact_rev_key", got)
+	}
+	if p := pick(rng, nil); p != "" {
+		t.Errorf("no spread drew %q", p)
 	}
 }
