@@ -661,7 +661,7 @@ steps:
 		t.Fatalf("report: %s", b)
 	}
 	r := reps[0].Rehearsal
-	if r.Shape.Keys != 50 || len(r.Shape.Prefixes) != 1 || r.Shape.Prefixes[0].Prefix != "/registry" || r.Shape.ValueP50 < 300 {
+	if r.Shape.Keys != 50 || len(r.Shape.Prefixes) != 2 || r.Shape.Prefixes[0].Prefix != "/registry/pods" || r.Shape.Prefixes[0].Keys != 40 || r.Shape.ValueP50 < 300 {
 		t.Errorf("the restored data's shape: %+v", r.Shape)
 	}
 	if !strings.Contains(r.DataIntact, "50 keys") || !strings.Contains(r.AuthIntact, "unchanged (as root)") {
@@ -1147,10 +1147,10 @@ steps:
 		t.Fatalf("report: %s", b)
 	}
 	r := reps[0].Rehearsal
-	if r.Shape.Keys != 40 || len(r.Shape.Prefixes) != 2 || r.Shape.Prefixes[0].Prefix != "/registry" || r.Shape.Prefixes[0].Keys != 30 {
+	if r.Shape.Keys != 40 || len(r.Shape.Prefixes) != 3 || r.Shape.Prefixes[0].Prefix != "/registry/pods" || r.Shape.Prefixes[0].Keys != 20 {
 		t.Errorf("the restored data's shape: %+v", r.Shape)
 	}
-	if !strings.Contains(r.WorkloadShape, "values of 200 bytes, ledger keys spread over 2 prefixes") {
+	if !strings.Contains(r.WorkloadShape, "values of 200 bytes, ledger keys spread over 3 prefixes") {
 		t.Errorf("workload shape %q", r.WorkloadShape)
 	}
 	if !strings.Contains(r.DataIntact, "40 keys") {

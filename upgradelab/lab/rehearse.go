@@ -36,7 +36,7 @@ type DataShape struct {
 	Bytes int64 `json:"bytes"`
 	// ValueP50 is the median value size in bytes.
 	ValueP50 int `json:"valueP50"`
-	// Prefixes are the keys' first path element with their counts, the largest first (at most
+	// Prefixes are the keys' prefixes (prefixOf) with their counts, the largest first (at most
 	// ten).
 	Prefixes []PrefixShape `json:"prefixes,omitempty"`
 	// Digest is a hash of every key, value and lease of the restored data.
@@ -130,7 +130,7 @@ func shapeOf(ctx context.Context, cli *clientv3.Client) (DataShape, error) {
 			sh.Bytes += int64(len(kv.Key) + len(kv.Value))
 			sizes = append(sizes, len(kv.Value))
 			fmt.Fprintf(h, "%q %q %d\n", kv.Key, kv.Value, kv.Lease)
-			p := firstElement(k)
+			p := prefixOf(k)
 			if prefixes[p] == nil {
 				prefixes[p] = &PrefixShape{Prefix: p}
 			}
@@ -160,12 +160,20 @@ func shapeOf(ctx context.Context, cli *clientv3.Client) (DataShape, error) {
 	return sh, nil
 }
 
-// firstElement is a key's first path element ("/registry/pods/a" -> "/registry"), or the whole
-// key when it has none.
-func firstElement(k string) string {
-	rest := strings.TrimPrefix(k, "/")
-	if i := strings.IndexByte(rest, '/'); i >= 0 {
-		return k[:len(k)-len(rest)+i]
+// prefixOf is the part of a key that names its kind: its first two path elements when it has
+// more ("/registry/pods/default/web" -> "/registry/pods", as Kubernetes lays its objects out),
+// its first when it has two ("/app/config" -> "/app"), the whole key otherwise.
+func prefixOf(k string) string {
+	lead := ""
+	if strings.HasPrefix(k, "/") {
+		lead = "/"
+	}
+	parts := strings.Split(strings.TrimPrefix(k, "/"), "/")
+	switch {
+	case len(parts) >= 3:
+		return lead + parts[0] + "/" + parts[1]
+	case len(parts) == 2:
+		return lead + parts[0]
 	}
 	return k
 }

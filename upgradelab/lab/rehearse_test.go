@@ -46,3 +46,18 @@ func TestRehearsalDatabase(t *testing.T) {
 		}
 	}
 }
+
+func TestPrefixOf(t *testing.T) {
+	for k, want := range map[string]string{
+		"/registry/pods/default/web-1": "/registry/pods",
+		"/registry/ranges/serviceips":  "/registry/ranges",
+		"/app/config":                  "/app",
+		"compact_rev_key":              "compact_rev_key",
+		"a/b/c":                        "a/b",
+		"/solo":                        "/solo",
+	} {
+		if got := prefixOf(k); got != want {
+			t.Errorf("prefixOf(%q) = %q, want %q", k, got, want)
+		}
+	}
+}
