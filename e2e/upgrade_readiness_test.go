@@ -980,12 +980,16 @@ func TestAssessAndRehearseFromDebian34(t *testing.T) {
 // TestAssessFindsAPromotionUpstream3517Lost: on upstream 3.5.17 (one of 3.5.1-3.5.19,
 // etcd-io/etcd#19557) a learner is added and promoted; the promotion reaches the v2 store only.
 // Assess, given the stopped member's data dir, blocks the hop into 3.6 naming it, and plans the
-// patch hop first. After that hop (3.5.35 on both members, which re-syncs the flag at start) the
-// same data dir reads clean, and upstream 3.6.16 takes both members as voters.
+// patch hop first. Copies of the data taken straight to 3.6 come up with every member a voter,
+// under ours and under upstream 3.6.16 alike (both re-sync the flag from the v2 store at start).
+// After the patch hop (3.5.35 on every member, which re-syncs the flag at start) the data dir
+// reads clean, and upstream 3.6.16 takes every member as a voter.
 func TestAssessFindsAPromotionUpstream3517Lost(t *testing.T) {
 	t.Parallel() // waits more than it computes (e2e/doc.go)
 	affected := UpstreamBinaryAt(t, "v3.5.17", "etcd")
-	c := NewCluster(t, 2) // with n2, three voters: one stopped leaves a quorum to assess
+	// A snapshot every 20 entries: the promotion ends up behind one, so no release replays it
+	// from the WAL and each reads the membership the database holds.
+	c := NewCluster(t, 2, "--snapshot-count", "20") // with n2, three voters: one stopped leaves a quorum to assess
 	m1 := c.Members[0]
 	for _, m := range c.Members {
 		m.Bin = affected
@@ -1009,7 +1013,7 @@ func TestAssessFindsAPromotionUpstream3517Lost(t *testing.T) {
 		ic = append(ic, name+"="+m.PeerURLs[0])
 	}
 	n2.InitialCluster = strings.Join(ic, ",")
-	n2.Extra = append(n2.Extra, "--initial-cluster-state", "existing")
+	n2.Extra = append(n2.Extra, "--initial-cluster-state", "existing", "--snapshot-count", "20")
 	n2.Start()
 	ctx, cancel := context.WithTimeout(Ctx(t), 30*time.Second)
 	defer cancel()
@@ -1017,18 +1021,19 @@ func TestAssessFindsAPromotionUpstream3517Lost(t *testing.T) {
 		_, err := c.Client().MemberPromote(Ctx(t), add.Member.ID)
 		return err == nil
 	})
-	writeN(t, c.Client(), "after", 5)
+	writeN(t, c.Client(), "after", 50)
 	ctx, cancel = context.WithTimeout(Ctx(t), 10*time.Second)
 	defer cancel()
 	waitFor(t, ctx, "n2 to apply the writes", func() bool {
 		r, err := n2.Client().Get(Ctx(t), "after/", clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithSerializable())
-		return err == nil && r.Count == 5
+		return err == nil && r.Count == 50
 	})
 	if err := n2.Stop(); err != nil {
 		t.Fatal(err)
 	}
 
-	code, a := assess(t, "--endpoints", m1.ClientURL, "--data-dir", n2.DataDir, "--to", "3.6")
+	planFile := filepath.Join(t.TempDir(), "path.yaml")
+	code, a := assess(t, "--endpoints", m1.ClientURL, "--data-dir", n2.DataDir, "--to", "3.6", "--plan-out", planFile)
 	if code != 1 {
 		t.Fatalf("assess: exit %d, want 1; findings:\n%s", code, a.findings())
 	}
@@ -1041,6 +1046,70 @@ func TestAssessFindsAPromotionUpstream3517Lost(t *testing.T) {
 	for _, f := range a.Report.Findings {
 		if f.Check == "learner-mismatch" && !strings.Contains(f.Summary, fmt.Sprintf("%x", add.Member.ID)) {
 			t.Errorf("learner-mismatch does not name n2 (%x): %s", add.Member.ID, f.Summary)
+		}
+	}
+
+	// The same data straight into 3.6, side by side, on copies of all three data dirs.
+	all := append([]*Member{n2}, c.Members...)
+	for _, m := range c.Members {
+		if err := m.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	learnersUnder := func(bin string) []string {
+		t.Helper()
+		orig := map[*Member]string{}
+		for _, m := range all {
+			orig[m] = m.DataDir
+			cp := filepath.Join(t.TempDir(), "data")
+			if out, err := exec.Command("cp", "-a", m.DataDir, cp).CombinedOutput(); err != nil {
+				t.Fatalf("copy: %v\n%s", err, out)
+			}
+			m.DataDir, m.Bin = cp, bin
+			if err := m.StartNoWait(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		defer func() {
+			for _, m := range all {
+				m.Stop()
+				m.DataDir = orig[m]
+			}
+		}()
+		for _, m := range all {
+			if err := m.WaitHealthy(30 * time.Second); err != nil {
+				t.Fatalf("%s under %s: %v\n%s", m.Name, bin, err, m.LogTail(10))
+			}
+		}
+		list, err := m1.Client().MemberList(Ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var learners []string
+		for _, m := range list.Members {
+			if m.IsLearner {
+				learners = append(learners, m.Name)
+			}
+		}
+		return learners
+	}
+	if l := learnersUnder(ServerAt(t, LastReleaseLevel)); len(l) != 0 {
+		t.Errorf("ours at 3.6 on upstream 3.5.17's data lists %v as learners; n2 was promoted", l)
+	}
+	// 3.6.0's release candidates turned n2 back into a learner (etcd-io/etcd#19557); 3.6.0 and
+	// later re-sync the flag from the v2 store at start (SyncLearnerPromotionIfNeeded), as ours does.
+	if l := learnersUnder(UpstreamBinaryAt(t, Upstream36Version, "etcd")); len(l) != 0 {
+		t.Errorf("upstream 3.6.16 on upstream 3.5.17's data lists %v as learners; n2 was promoted", l)
+	}
+	for _, m := range c.Members {
+		m.Bin = affected
+		if err := m.StartNoWait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range c.Members {
+		if err := m.WaitHealthy(30 * time.Second); err != nil {
+			t.Fatal(err)
 		}
 	}
 
@@ -1078,6 +1147,12 @@ func TestAssessFindsAPromotionUpstream3517Lost(t *testing.T) {
 			t.Errorf("upstream 3.6.16 lists %s as a learner after the patch hop", m.Name)
 		}
 	}
+	work := t.TempDir() // the planned path itself, on upstream's releases
+	code, out := runTool(t, "upgradelab", "run", "--runtime", "process", "--plan", planFile, "--members", "1", "--workdir", work)
+	if code != 0 || !strings.Contains(out, "start 1 members at upstream-3.5.17") || !strings.Contains(out, "with upstream-3.6.16") {
+		t.Fatalf("upgradelab run --plan %s: exit %d\n%s", planFile, code, out)
+	}
+
 }
 
 // TestRehearseAStoppedMembersDataDirInContainers: the data dir of a stopped upstream 3.5.35
@@ -1158,5 +1233,40 @@ steps:
 	}
 	if left := labResources(t); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
+	}
+}
+
+// TestAssessAndRehearseFromUpstream364: a cluster of upstream 3.6.4, below the 3.6.11 every 3.6
+// member must run before 3.7. Assess blocks the straight hop and plans 3.6.4 -> 3.6.16 -> 3.7.3,
+// and the written plan runs green in the lab on upstream's own releases.
+func TestAssessAndRehearseFromUpstream364(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	c := NewCluster(t, 1)
+	c.Members[0].Bin = UpstreamBinaryAt(t, "v3.6.4", "etcd")
+	c.Start()
+	writeN(t, c.Client(), "k", 10)
+	planFile := filepath.Join(t.TempDir(), "path.yaml")
+	code, a := assess(t, "--endpoints", strings.Join(c.Endpoints(), ","), "--to", "3.7", "--plan-out", planFile)
+	if code != 1 {
+		t.Fatalf("assess: exit %d, want 1; findings:\n%s", code, a.findings())
+	}
+	a.has(t, "patch-below-leave m1 block")
+	var path []string
+	for _, h := range a.Report.Path {
+		path = append(path, h.Kind+" "+h.To)
+	}
+	if got := strings.Join(path, ", "); got != "patch 3.6.16, upgrade 3.7.3" {
+		t.Errorf("path from 3.6.4: %s", got)
+	}
+	work := t.TempDir()
+	code, out := runTool(t, "upgradelab", "run", "--runtime", "process", "--plan", planFile, "--workdir", work)
+	if code != 0 {
+		t.Fatalf("upgradelab run --plan %s: exit %d\n%s", planFile, code, out)
+	}
+	if reps := readLabReport(t, filepath.Join(work, "report.json")); len(reps) != 1 || !reps[0].Passed {
+		t.Fatalf("rehearsal: %+v\n%s", reps, out)
+	}
+	if !strings.Contains(out, "start 1 members at upstream-3.6.4") || !strings.Contains(out, "with upstream-3.7.3") {
+		t.Errorf("the run is not the planned path:\n%s", out)
 	}
 }
