@@ -163,7 +163,9 @@ func TestAssessNamesLiveBlockers(t *testing.T) {
 	if err := os.WriteFile(config, []byte("name: m1\nexperimental-compaction-batch-limit: 1000\nenable-v2: true\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, a := assess(t, "--endpoints", strings.Join(c.Endpoints(), ","), "--config", config, "--to", "3.7")
+	planFile := filepath.Join(t.TempDir(), "path.yaml")
+	code, a := assess(t, "--endpoints", strings.Join(c.Endpoints(), ","), "--config", config, "--to", "3.7",
+		"--plan-out", planFile, "--subjects", "ours")
 	if code != 1 || a.Report.Verdict != "block" {
 		t.Fatalf("exit %d, verdict %s, want 1 and block; findings:\n%s", code, a.Report.Verdict, a.findings())
 	}
@@ -194,7 +196,16 @@ func TestAssessNamesLiveBlockers(t *testing.T) {
 		t.Errorf("path %+v, want 3.5.35 -> %s -> %s", a.Report.Path, ReleaseOf(LastReleaseLevel), ReleaseOf(CurrentLevel))
 	}
 
-	code, out := runTool(t, "upgradelab", "assess", "--to", "3.7")
+	// The path itself (once the alarm, the learner and the flags are dealt with) runs green:
+	// ours at 3.5, 3.6 and 3.7, a snapshot on every member before 3.7.
+	work := t.TempDir()
+	code, out := runTool(t, "upgradelab", "run", "--runtime", "process", "--plan", planFile, "--members", "1",
+		"--bin-dir", filepath.Dir(Binary(t, "etcd")), "--workdir", work)
+	if code != 0 || !strings.Contains(out, "snapshot on every member [every member saved a snapshot") {
+		t.Fatalf("upgradelab run --plan %s: exit %d\n%s", planFile, code, out)
+	}
+
+	code, out = runTool(t, "upgradelab", "assess", "--to", "3.7")
 	if code != 2 || !strings.Contains(out, "give --endpoints") {
 		t.Errorf("assess without a source: exit %d\n%s", code, out)
 	}
