@@ -1281,3 +1281,54 @@ func TestAssessAndRehearseFromUpstream364(t *testing.T) {
 		t.Errorf("the run is not the planned path:\n%s", out)
 	}
 }
+
+// TestRehearseARollingReplacementJoiningBySnapshot: an upstream 3.6.16 cluster with 16 MiB of
+// data (its leader has taken a snapshot and compacted its log) replaced member by member with
+// learners at 3.7, ours and upstream 3.7.3 alternating: each new member catches up from a database
+// snapshot sent by a leader of the other implementation or its own, is promoted, and an old
+// member is removed, under load, with every check of the lab.
+func TestRehearseARollingReplacementJoiningBySnapshot(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	planFile := filepath.Join(t.TempDir(), "replace.yaml")
+	if err := os.WriteFile(planFile, []byte(`name: replace-by-snapshot
+members: 3
+start: upstream-3.6.16
+steps:
+  - add: {version: "3.7", learner: true}
+  - promote: m4
+  - remove: m1
+  - add: {version: upstream-3.7.3, learner: true}
+  - promote: m5
+  - remove: m2
+  - add: {version: "3.7", learner: true}
+  - promote: m6
+  - remove: m3
+  - expect: {cluster: "3.7", storage: "3.7", server: "3.7"}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	code, out := runTool(t, "upgradelab", "run", "--runtime", "process", "--plan", planFile, "--preload", "16MiB",
+		"--bin-dir", filepath.Dir(Binary(t, "etcd")), "--workdir", work)
+	if code != 0 {
+		t.Fatalf("upgradelab run: exit %d\n%s", code, out)
+	}
+	logs, _ := filepath.Glob(filepath.Join(work, "replace-by-snapshot-*", "m*.log"))
+	read := func(name string) string {
+		for _, l := range logs {
+			if filepath.Base(l) == name+".log" {
+				b, _ := os.ReadFile(l)
+				return string(b)
+			}
+		}
+		t.Fatalf("no log of %s among %v", name, logs)
+		return ""
+	}
+	for name, line := range map[string]string{"m4": "received database snapshot from leader", "m5": "received and saved database snapshot",
+		"m6": "received database snapshot from leader"} {
+		if !strings.Contains(read(name), line) {
+			t.Errorf("%s did not catch up from a database snapshot (no %q in its log)", name, line)
+		}
+	}
+}
+
