@@ -135,15 +135,6 @@ func (e *evaluation) handledByPath() {
 	e.r.Findings[len(e.r.Findings)-1].PathHandled = true
 }
 
-func (e *evaluation) hasFinding(check string, v Verdict) bool {
-	for _, fd := range e.r.Findings {
-		if fd.Check == check && fd.Verdict == v {
-			return true
-		}
-	}
-	return false
-}
-
 // fromBlocker is a finding whose consequence, fix and sources are the knowledge's.
 func (e *evaluation) fromBlocker(check, subject string, v Verdict, summary string) {
 	b, _ := e.k.Blocker(check)
@@ -278,6 +269,21 @@ func (e *evaluation) affected(b releases.Blocker) []string {
 	return names
 }
 
+// perDataDir judges every member whose data dir was read (judge adds its findings and says
+// whether it found the problem): how many were read, and whether any had it.
+func (e *evaluation) perDataDir(judge func(m Member) bool) (checked int, found bool) {
+	for _, m := range e.f.Members {
+		if m.DataDir == nil {
+			continue
+		}
+		checked++
+		if judge(m) {
+			found = true
+		}
+	}
+	return checked, found
+}
+
 func (e *evaluation) membershipStores() {
 	for _, c := range []struct {
 		check, what string
@@ -290,17 +296,13 @@ func (e *evaluation) membershipStores() {
 		if b.Into != "" && !e.entered[b.Into] {
 			continue
 		}
-		checked, found := 0, false
-		for _, m := range e.f.Members {
-			if m.DataDir == nil {
-				continue
-			}
-			checked++
-			if ids := c.ids(m.DataDir); len(ids) > 0 {
-				found = true
+		checked, found := e.perDataDir(func(m Member) bool {
+			ids := c.ids(m.DataDir)
+			if len(ids) > 0 {
 				e.fromBlocker(c.check, m.Name, Block, fmt.Sprintf("data dir %s: %s: %s", m.DataDir.Path, c.what, strings.Join(ids, ", ")))
 			}
-		}
+			return len(ids) > 0
+		})
 		switch {
 		case found:
 		case checked > 0:
@@ -317,21 +319,20 @@ func (e *evaluation) v2Content() {
 	if !e.entered[b.Into] {
 		return
 	}
-	checked := 0
 	for _, m := range e.f.Members {
 		if m.Flags["enable-v2"] == "true" {
 			e.fromBlocker("v2-custom", m.Name, Warn, fmt.Sprintf("--enable-v2 is set (%s): the cluster may hold v2 data", m.FlagsFrom))
 		}
-		if m.DataDir == nil {
-			continue
-		}
-		checked++
-		if err := m.DataDir.V2Custom.Err(); err != nil {
+	}
+	checked, found := e.perDataDir(func(m Member) bool {
+		err := m.DataDir.V2Custom.Err()
+		if err != nil {
 			e.fromBlocker("v2-custom", m.Name, Block, fmt.Sprintf("data dir %s: %v", m.DataDir.Path, err))
 		}
-	}
+		return err != nil
+	})
 	switch {
-	case checked > 0 && !e.hasFinding("v2-custom", Block):
+	case checked > 0 && !found:
 		e.add(Finding{Check: "v2-custom", Subject: "cluster", Verdict: OK, Summary: fmt.Sprintf("%d data dir(s) read: no custom v2 content", checked)})
 	case checked == 0:
 		e.fromBlocker("v2-custom", "cluster", Warn, "not checked: no data dir was given (stop a member or copy its data dir, or run `etcdutl check v2store` on each)")
@@ -344,18 +345,15 @@ func (e *evaluation) v2Entries() {
 	if !e.entered[b.Into] {
 		return
 	}
-	checked := 0
-	for _, m := range e.f.Members {
-		if m.DataDir == nil {
-			continue
-		}
-		checked++
-		if n := m.DataDir.V2Custom.Entries; n > 0 {
+	checked, found := e.perDataDir(func(m Member) bool {
+		n := m.DataDir.V2Custom.Entries
+		if n > 0 {
 			e.fromBlocker("v2-entries", m.Name, Block, fmt.Sprintf("data dir %s: the WAL holds %d v2 request(s) after its newest snapshot", m.DataDir.Path, n))
 		}
-	}
+		return n > 0
+	})
 	switch {
-	case checked > 0 && !e.hasFinding("v2-entries", Block):
+	case checked > 0 && !found:
 		e.add(Finding{Check: "v2-entries", Subject: "cluster", Verdict: OK, Summary: fmt.Sprintf("%d data dir(s) read: no v2 request left to replay", checked)})
 	case checked == 0 && len(e.affected(b)) > 0:
 		e.fromBlocker("v2-entries", "cluster", Warn, fmt.Sprintf("%s run %s: after the 3.6 hop, every member must save a snapshot before any moves to 3.7 (upgradelab guide waits for it; a written plan has the step)",
