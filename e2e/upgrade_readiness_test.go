@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -473,6 +474,75 @@ func TestGuideStopsAtAFailedGate(t *testing.T) {
 		t.Fatalf("guide exit %d, want 1:\n%s", code, out)
 	}
 	for _, want := range []string{"runs 3.6.16, not 3.7.3", "What to do:", "put etcd 3.6.16 back on", "upgradelab assess"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("guide output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "==> Step 2") {
+		t.Errorf("the guide went on past the failed gate:\n%s", out)
+	}
+}
+
+// TestGuideStopsWhenAMemberFallsBehind: the member the operator swaps in runs 3.7, answers and
+// catches up, then stops applying (a failpoint build with beforeApplyOneEntryNormal asleep after
+// its first 20 entries) while writes go on: it never stays within --max-lag of the leader for
+// --settle, the gate fails on the lag, and the guide stops (exit 1) saying how far behind it is
+// and the way back.
+func TestGuideStopsWhenAMemberFallsBehind(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	c := NewCluster(t, 3)
+	for _, m := range c.Members {
+		m.Bin = ServerAt(t, LastReleaseLevel)
+	}
+	c.Start()
+	stuck := Binary(t, "failpoints/etcd")
+	var writing sync.Mutex // held while the member is swapped: its catch-up stays short
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		cli := c.Client()
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			writing.Lock()
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			cli.Put(ctx, fmt.Sprintf("load/%d", n%50), "v") // a put through the stuck member times out
+			cancel()
+			writing.Unlock()
+		}
+	}()
+	p := StartCtl(t, Binary(t, "upgradelab"), nil, "guide", "--endpoints", strings.Join(c.Endpoints(), ","), "--to", "3.7",
+		"--max-lag", "5", "--settle", "2s", "--step-timeout", "8s")
+	p.WaitOutput("==> Step 1: on ", 2*time.Minute)
+	out := p.Output()
+	rest := out[strings.Index(out, "==> Step 1: on ")+len("==> Step 1: on "):]
+	name := rest[:strings.Index(rest, "'s host")]
+	var m *Member
+	for _, cm := range c.Members {
+		if cm.Name == name {
+			m = cm
+		}
+	}
+	if m == nil {
+		t.Fatalf("step 1 names %q, no member of the cluster", name)
+	}
+	writing.Lock()
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	m.Bin = stuck
+	m.Env = append(m.Env, "GOFAIL_FAILPOINTS=beforeApplyOneEntryNormal=20*off->sleep(600000)")
+	m.Start()
+	writing.Unlock()
+	code, out := p.Wait(time.Minute)
+	if code != 1 {
+		t.Fatalf("guide exit %d, want 1:\n%s", code, out)
+	}
+	t.Logf("guide:\n%s", out)
+	for _, want := range []string{"entries behind the leader", "(the bound is 5)", "What to do:", "put etcd 3.6.16 back on " + name} {
 		if !strings.Contains(out, want) {
 			t.Errorf("guide output lacks %q:\n%s", want, out)
 		}

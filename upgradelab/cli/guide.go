@@ -20,12 +20,14 @@ func guideCmd(args []string, stdout, stderr io.Writer) int {
 	var to string
 	var stepTimeout time.Duration
 	var maxLag uint64
+	var settle time.Duration
 	var mode string
 	fs := pflag.NewFlagSet("upgradelab guide", pflag.ContinueOnError)
 	c.add(fs)
 	fs.StringVar(&to, "to", "", "The version to go to: a release line (3.7: its newest patch) or a patch (3.7.3).")
 	fs.DurationVar(&stepTimeout, "step-timeout", 10*time.Minute, "How long one member's step may take before its gate counts as failed.")
 	fs.Uint64Var(&maxLag, "max-lag", 1000, "How many applied entries a member may trail the leader and count as caught up.")
+	fs.DurationVar(&settle, "settle", 2*time.Second, "How long a member must stay back (version, health, within --max-lag, no alarm) before its step counts as done.")
 	fs.StringVar(&mode, "mode", "in-place", "How members move up: in-place (swap each member's binary) or replacement (add a learner at the new version, promote it, remove the old member).")
 	if code, ok := parse(fs, args, stdout, stderr); !ok {
 		return code
@@ -82,7 +84,7 @@ func guideCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "  note: %s (%s): %s\n", f.Check, f.Subject, f.Summary)
 		}
 	}
-	err = guide.Run(ctx, guide.Config{Endpoints: ep, Hops: report.Path, Knowledge: k, StepTimeout: stepTimeout, MaxLag: maxLag,
+	err = guide.Run(ctx, guide.Config{Endpoints: ep, Hops: report.Path, Knowledge: k, StepTimeout: stepTimeout, MaxLag: maxLag, Settle: settle,
 		Replacement: mode == "replacement", Out: stdout})
 	if err != nil {
 		return fail(1, "%v", err)

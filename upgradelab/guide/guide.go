@@ -28,6 +28,10 @@ type Config struct {
 	Poll time.Duration
 	// MaxLag is how many applied entries a member may trail the leader and count as caught up.
 	MaxLag uint64
+	// Settle is how long a member must stay back (its version, no errors, within MaxLag, no
+	// alarm) before its step counts as done: a member that comes up and falls behind again is
+	// not back. Zero: the first poll that finds it back.
+	Settle time.Duration
 	// Replacement takes each member up by rolling replacement (a learner at the new version
 	// added, caught up and promoted, then the old member removed) instead of in place.
 	Replacement bool
@@ -95,14 +99,27 @@ func (g *guide) observe(ctx context.Context) (assess.Facts, error) {
 // waitFor polls until cond (a gate) says nothing is missing, or the step's time is up; it
 // returns the last reason on timeout.
 func (g *guide) waitFor(ctx context.Context, cond func(assess.Facts) string) (assess.Facts, string) {
+	return g.waitHeld(ctx, 0, cond)
+}
+
+// waitHeld is waitFor for a gate that must hold on every poll for hold before it counts
+// (a member that is back must stay back).
+func (g *guide) waitHeld(ctx context.Context, hold time.Duration, cond func(assess.Facts) string) (assess.Facts, string) {
 	deadline := time.Now().Add(g.cfg.StepTimeout)
 	var f assess.Facts
+	var since time.Time // when cond began to hold, zero while it does not
 	why := "no answer yet"
 	for {
 		var err error
 		if f, err = g.observe(ctx); err != nil {
-			why = err.Error()
-		} else if why = cond(f); why == "" {
+			why, since = err.Error(), time.Time{}
+		} else if why = cond(f); why != "" {
+			since = time.Time{}
+		} else if since.IsZero() {
+			since = time.Now()
+			why = "not yet held for " + hold.String()
+		}
+		if !since.IsZero() && time.Since(since) >= hold {
 			return f, ""
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -149,8 +166,8 @@ func (g *guide) hop(ctx context.Context, h releases.Hop) error {
 			from = "etcd " + m.Live.Version
 		}
 		g.say("==> Step %d: on %s's host, stop etcd, replace %s with etcd %s (same flags, same data dir), start it.", g.step, name, from, want)
-		g.say("    waiting for %s to run %s, healthy, within %d entries of the leader, with no alarm (up to %v)...", name, want, g.cfg.MaxLag, g.cfg.StepTimeout)
-		f, why := g.waitFor(ctx, func(f assess.Facts) string { return memberBack(f, name, want, g.cfg.MaxLag) })
+		g.say("    waiting for %s to run %s, healthy, within %d entries of the leader, with no alarm, for %v (up to %v)...", name, want, g.cfg.MaxLag, g.cfg.Settle, g.cfg.StepTimeout)
+		f, why := g.waitHeld(ctx, g.cfg.Settle, func(f assess.Facts) string { return memberBack(f, name, want, g.cfg.MaxLag) })
 		if why != "" {
 			return g.failed(h, name, from, why)
 		}

@@ -27,7 +27,7 @@ func (g *guide) replace(ctx context.Context, f assess.Facts, h releases.Hop, old
 		g.step, want, old, want)
 	g.say("    waiting for a new learner running %s, within %d entries of the leader (up to %v)...", want, g.cfg.MaxLag, g.cfg.StepTimeout)
 	var learner assess.Member
-	f, why := g.waitFor(ctx, func(f assess.Facts) string {
+	f, why := g.waitHeld(ctx, g.cfg.Settle, func(f assess.Facts) string {
 		for _, m := range f.Members {
 			if before[m.ID] || !m.Learner {
 				continue
