@@ -648,6 +648,39 @@ func TestOursAsTheSafeHopForDriftedMembership(t *testing.T) {
 	}
 }
 
+// rehearsalRun is what the rehearsal tests read of a lab report's run.
+type rehearsalRun struct {
+	Passed    bool   `json:"passed"`
+	Runtime   string `json:"runtime"`
+	Rehearsal *struct {
+		Shape struct {
+			Keys     int `json:"keys"`
+			ValueP50 int `json:"valueP50"`
+			Prefixes []struct {
+				Prefix string `json:"prefix"`
+				Keys   int    `json:"keys"`
+			} `json:"prefixes"`
+		} `json:"shape"`
+		WorkloadShape string `json:"workloadShape"`
+		DataIntact    string `json:"dataIntact"`
+		AuthIntact    string `json:"authIntact"`
+	} `json:"rehearsal"`
+}
+
+// readRehearsalRuns reads work/report.json, and returns its bytes for messages too.
+func readRehearsalRuns(t *testing.T, work string) ([]rehearsalRun, []byte) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(work, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []rehearsalRun
+	if err := json.Unmarshal(b, &runs); err != nil {
+		t.Fatal(err)
+	}
+	return runs, b
+}
+
 // TestRehearseAnAuthSnapshotThroughThreeLines: a snapshot taken (with upstream etcdctl 3.5.35) from
 // an upstream 3.5.35 cluster with authentication on, users, roles and data, rehearsed in the lab
 // from 3.5.35 through ours at 3.6 and 3.7 and back down to 3.5.35 under the workload: the run
@@ -716,28 +749,7 @@ steps:
 	if code != 0 {
 		t.Fatalf("upgradelab run --from-snapshot: exit %d\n%s", code, out)
 	}
-	var reps []struct {
-		Passed    bool `json:"passed"`
-		Rehearsal *struct {
-			Shape struct {
-				Keys     int `json:"keys"`
-				ValueP50 int `json:"valueP50"`
-				Prefixes []struct {
-					Prefix string `json:"prefix"`
-					Keys   int    `json:"keys"`
-				} `json:"prefixes"`
-			} `json:"shape"`
-			DataIntact string `json:"dataIntact"`
-			AuthIntact string `json:"authIntact"`
-		} `json:"rehearsal"`
-	}
-	b, err := os.ReadFile(filepath.Join(work, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &reps); err != nil {
-		t.Fatal(err)
-	}
+	reps, b := readRehearsalRuns(t, work)
 	if len(reps) != 1 || !reps[0].Passed || reps[0].Rehearsal == nil {
 		t.Fatalf("report: %s", b)
 	}
@@ -1276,28 +1288,7 @@ steps:
 	if treeHash(t, src.DataDir) != before {
 		t.Error("the rehearsal changed the data dir it read")
 	}
-	var reps []struct {
-		Passed    bool   `json:"passed"`
-		Runtime   string `json:"runtime"`
-		Rehearsal *struct {
-			Shape struct {
-				Keys     int `json:"keys"`
-				Prefixes []struct {
-					Prefix string `json:"prefix"`
-					Keys   int    `json:"keys"`
-				} `json:"prefixes"`
-			} `json:"shape"`
-			WorkloadShape string `json:"workloadShape"`
-			DataIntact    string `json:"dataIntact"`
-		} `json:"rehearsal"`
-	}
-	b, err := os.ReadFile(filepath.Join(work, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &reps); err != nil {
-		t.Fatal(err)
-	}
+	reps, b := readRehearsalRuns(t, work)
 	if len(reps) != 1 || !reps[0].Passed || reps[0].Rehearsal == nil || reps[0].Runtime != "container" {
 		t.Fatalf("report: %s", b)
 	}

@@ -3,10 +3,8 @@ package assess
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"etcdx/upgradelab/cluster"
 	"fmt"
-	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -96,7 +94,7 @@ func CollectLive(ctx context.Context, ep Endpoints) (Facts, error) {
 				DBSizeInUse: st.DbSizeInUse, Quota: st.DbSizeQuota, RaftIndex: st.RaftIndex, AppliedIndex: st.RaftAppliedIndex,
 				Leader: st.Leader == m.ID, Errors: st.Errors}
 			base := httpBase(via[m.ID], ep.TLS != nil)
-			if v, err := versions(ctx, hc, base); err == nil {
+			if v, err := cluster.GetVersions(ctx, hc, base); err == nil {
 				l.ClusterVersion = v.Cluster
 				if l.StorageVersion == "" {
 					l.StorageVersion = v.Storage
@@ -141,39 +139,4 @@ func httpBase(endpoint string, secure bool) string {
 		return "https://" + endpoint
 	}
 	return "http://" + endpoint
-}
-
-// versionDoc is /version's answer.
-type versionDoc struct {
-	Server  string `json:"etcdserver"`
-	Cluster string `json:"etcdcluster"`
-	Storage string `json:"storage"`
-}
-
-func versions(ctx context.Context, hc *http.Client, base string) (versionDoc, error) {
-	var v versionDoc
-	body, err := get(ctx, hc, base+"/version")
-	if err != nil {
-		return v, err
-	}
-	if err := json.Unmarshal(body, &v); err != nil {
-		return v, fmt.Errorf("%s/version: %w", base, err)
-	}
-	return v, nil
-}
-
-func get(ctx context.Context, hc *http.Client, url string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -344,19 +345,29 @@ func (m *Member) Versions(ctx context.Context) (Versions, error) {
 // GetVersions asks base/version with hc.
 func GetVersions(ctx context.Context, hc *http.Client, base string) (Versions, error) {
 	var v Versions
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/version", nil)
+	body, err := getOK(ctx, hc, base+"/version")
 	if err != nil {
 		return v, err
+	}
+	defer body.Close()
+	return v, json.NewDecoder(body).Decode(&v)
+}
+
+// getOK is a GET of url whose answer must be 200 OK: its body, for the caller to close.
+func getOK(ctx context.Context, hc *http.Client, url string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return v, err
+		return nil, err
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return v, fmt.Errorf("/version: %s", resp.Status)
+		resp.Body.Close()
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	return v, json.NewDecoder(resp.Body).Decode(&v)
+	return resp.Body, nil
 }
 
 // PlainHTTP is the probe client for plain-HTTP members: each probe is bounded, since a member

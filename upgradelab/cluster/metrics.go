@@ -39,20 +39,13 @@ func (m Metrics) SavedSnapshotSince(before Metrics) bool {
 // GetMetrics reads base/metrics with hc.
 func GetMetrics(ctx context.Context, hc *http.Client, base string) (Metrics, error) {
 	out := Metrics{SnapshotsSaved: -1}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	body, err := getOK(ctx, hc, base+"/metrics")
 	if err != nil {
 		return out, err
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return out, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return out, fmt.Errorf("GET %s/metrics: %s", base, resp.Status)
-	}
+	defer body.Close()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(io.LimitReader(resp.Body, 16<<20))
+	families, err := parser.TextToMetricFamilies(io.LimitReader(body, 16<<20))
 	if err != nil {
 		return out, fmt.Errorf("%s/metrics: %w", base, err)
 	}
