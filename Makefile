@@ -47,8 +47,10 @@ build-failpoints:
 
 # The whole suite: unit tests with the race detector, every fuzz target for a bounded time,
 # end-to-end tests on the real binaries built above, and the flake verified offline. It installs
-# what it needs first (tools).
-test: tools lint vulncheck build unit fuzz e2e nix-check
+# what it needs first (tools). Each phase's time is printed (scripts/test-phases.sh) and the
+# slowest end-to-end tests are listed after the e2e phase: make test must stay under 30 minutes.
+test:
+	@MAKE="$(MAKE)" ./scripts/test-phases.sh tools lint vulncheck build unit fuzz e2e nix-check
 
 # zsh (the etcdctl completion test) and nix (nix-check), from Debian's packages when missing.
 tools:
@@ -64,8 +66,17 @@ unit:
 fuzz:
 	./scripts/fuzz.sh
 
+# gotestsum (scripts/go-tools.sh) prints each test as it ends with its time, every failed test's
+# output again at the end, then the tests that took longer than a minute (.run/e2e.json has all).
+# E2E_FLAGS adds go test flags, e.g. E2E_FLAGS='-run TestSnapshotRestore'.
+E2E_FLAGS ?=
 e2e: build build-failpoints
-	cd e2e && E2E_BIN_DIR=$(BIN) $(GO) test -count=1 -timeout 30m -parallel 3 ./...
+	@mkdir -p $(RUN_DIR)
+	@tools=$$(./scripts/go-tools.sh); cd e2e && rc=0; \
+		E2E_BIN_DIR=$(BIN) $$tools/gotestsum --format testname --format-icons text --jsonfile $(RUN_DIR)/e2e.json -- \
+			-count=1 -timeout 30m -parallel 3 $(E2E_FLAGS) ./... || rc=$$?; \
+		echo "== e2e tests that took over a minute:"; $$tools/gotestsum tool slowest --jsonfile $(RUN_DIR)/e2e.json --threshold 60s; \
+		exit $$rc
 
 # gofmt, go vet and staticcheck (all its default checks; also on the failpoint build's files).
 lint:
