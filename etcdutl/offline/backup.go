@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"etcdx/server/fileutil"
 	"fmt"
 	"io"
 	"os"
@@ -90,7 +91,7 @@ func backupDir(cfg BackupConfig) (*BackupResult, error) {
 			return err
 		}
 		for _, d := range []string{walTmp, schema.SnapDir(tmp), schema.MemberDir(tmp), tmp} {
-			if err := syncDir(d); err != nil {
+			if err := fileutil.SyncDir(d); err != nil {
 				return err
 			}
 		}
@@ -116,7 +117,7 @@ func rename(from, to string) error {
 	if err := os.Rename(from, to); err != nil {
 		return fmt.Errorf("move the backup into place: %w", err)
 	}
-	return syncDir(filepath.Dir(filepath.Clean(to)))
+	return fileutil.SyncDir(filepath.Dir(filepath.Clean(to)))
 }
 
 // copyFiles copies the files in src whose names end in suffix.
@@ -161,13 +162,4 @@ func writeFileSynced(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return f.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -66,9 +66,11 @@ type Backend struct {
 	log *slog.Logger
 	m   *metrics
 
-	// dbMu guards db against the swap done by Defrag: readers hold it shared.
-	dbMu sync.RWMutex
-	db   *bolt.DB
+	// db is the open file. Defrag and ReplaceWith swap it while readers run: a reader that
+	// finds the file it loaded closed under it loads again (see view), and a swapped-out file is
+	// closed once its last read transaction ends (retiring counts those closes).
+	db       atomic.Pointer[bolt.DB]
+	retiring sync.WaitGroup
 
 	// shared is the read transaction Read hands out, begun after the latest commit; nil while a
 	// commit runs (readers then open their own). Guarded by sharedMu.
@@ -83,6 +85,12 @@ type Backend struct {
 	tx       *bolt.Tx
 	pending  int
 	onCommit []func()
+	// defrag follows the writes made while Defrag copies the file (nil when none runs).
+	defrag *defragLog
+	// defragMu lets one Defrag run at a time; closing stops a running one.
+	defragMu sync.Mutex
+	closing  atomic.Bool
+
 	// failed is the first commit or begin error. After it the batch is a read-only view of the
 	// last committed state and nothing is ever committed again: a later commit would record a
 	// consistent index past writes that were lost with the failed transaction.
@@ -113,7 +121,9 @@ func Open(cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{cfg: cfg, log: cfg.Logger, db: db, stop: make(chan struct{}), done: make(chan struct{}), failedC: make(chan struct{}), m: newMetrics()}
+	b := &Backend{cfg: cfg, log: cfg.Logger, stop: make(chan struct{}), done: make(chan struct{}), failedC: make(chan struct{}), m: newMetrics()}
+	b.db.Store(db)
+	b.removeStaleDefragCopy()
 	if err := ensureBuckets(db, cfg.Buckets); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("backend: %s: %w", cfg.Path, err)
@@ -151,7 +161,10 @@ func createBuckets(tx *bolt.Tx, names [][]byte) error {
 	return nil
 }
 
-func openDB(cfg Config) (*bolt.DB, error) {
+func openDB(cfg Config) (*bolt.DB, error) { return openDBAt(cfg, cfg.Path) }
+
+// openDBAt opens the file at path (cfg.Path, or the copy Defrag writes) with cfg's options.
+func openDBAt(cfg Config, path string) (*bolt.DB, error) {
 	fl := bolt.FreelistMapType
 	if cfg.FreelistType == string(bolt.FreelistArrayType) {
 		fl = bolt.FreelistArrayType
@@ -163,7 +176,7 @@ func openDB(cfg Config) (*bolt.DB, error) {
 	if mmapSize <= 0 {
 		mmapSize = defaultInitialMmapSize
 	}
-	db, err := OpenFile(cfg.Path, &bolt.Options{Timeout: cfg.OpenTimeout, InitialMmapSize: int(mmapSize), FreelistType: fl,
+	db, err := OpenFile(path, &bolt.Options{Timeout: cfg.OpenTimeout, InitialMmapSize: int(mmapSize), FreelistType: fl,
 		NoSync: cfg.UnsafeNoSync, NoFreelistSync: true, MmapFlags: mmapFlags, OpenFile: cfg.openFile})
 	if err == nil && cfg.UnsafeNoSync {
 		db.NoSync = true
@@ -198,17 +211,11 @@ func (b *Backend) OnCommit(fn func()) {
 	b.batchMu.Unlock()
 }
 
+// begin starts the batch's write transaction and the shared read transaction on the open file.
+// The caller holds batchMu (or is Open).
 func (b *Backend) begin() error {
-	b.dbMu.RLock()
-	defer b.dbMu.RUnlock()
-	return b.beginHoldingDB()
-}
-
-// beginHoldingDB is begin for callers that already hold dbMu (Defrag and ReplaceWith swap the
-// file under its write lock).
-func (b *Backend) beginHoldingDB() error {
 	failpoint.At(failpoint.BeforeStartDBTxn)
-	tx, err := b.db.Begin(true)
+	tx, err := b.db.Load().Begin(true)
 	failpoint.At(failpoint.AfterStartDBTxn)
 	if err != nil {
 		return b.failLocked(fmt.Errorf("backend: begin write transaction: %w", err))
@@ -220,9 +227,9 @@ func (b *Backend) beginHoldingDB() error {
 }
 
 // beginShared starts the shared read transaction on what is committed now. The caller holds
-// dbMu (shared or not). If bbolt refuses, readers keep opening their own.
+// batchMu. If bbolt refuses, readers keep opening their own.
 func (b *Backend) beginShared() {
-	tx, err := b.db.Begin(false)
+	tx, err := b.db.Load().Begin(false)
 	if err != nil {
 		b.log.Warn("cannot begin the shared read transaction; reads open their own", "error", err)
 		return
@@ -263,7 +270,7 @@ func (b *Backend) failLocked(err error) error {
 		_ = Guard(b.cfg.Path, b.tx.Rollback)
 	}
 	b.tx = nil
-	if tx, rerr := b.db.Begin(false); rerr == nil {
+	if tx, rerr := b.db.Load().Begin(false); rerr == nil {
 		b.tx = tx
 	}
 	close(b.failedC)
@@ -320,6 +327,9 @@ func (t *BatchTx) Put(bucket, key, value []byte) error {
 		}
 		return fmt.Errorf("backend: put %s/%x: %w", bucket, key, err)
 	}
+	if d := t.b.defrag; d != nil {
+		d.record(bucket, key, value, false)
+	}
 	return nil
 }
 
@@ -334,6 +344,9 @@ func (t *BatchTx) Delete(bucket, key []byte) error {
 			t.b.failLocked(err) // the transaction is in an unknown state: never commit it
 		}
 		return fmt.Errorf("backend: delete %s/%x: %w", bucket, key, err)
+	}
+	if d := t.b.defrag; d != nil {
+		d.record(bucket, key, nil, true)
 	}
 	return nil
 }
@@ -356,6 +369,9 @@ func (t *BatchTx) WritableTx() (*bolt.Tx, error) {
 	tx, err := t.Tx()
 	if err == nil {
 		t.b.pending++
+		if d := t.b.defrag; d != nil {
+			d.rawWrite = true // a running Defrag cannot follow these writes: it starts its copy again
+		}
 	}
 	return tx, err
 }
@@ -406,17 +422,32 @@ func (b *Backend) commitLocked() error {
 
 // View runs fn in a read transaction of its own over committed data.
 func (b *Backend) View(fn func(tx *bolt.Tx) error) error {
-	b.dbMu.RLock()
-	defer b.dbMu.RUnlock()
-	return SafeView(b.db, fn)
+	for {
+		db := b.db.Load()
+		err := Guard(b.cfg.Path, func() error { return db.View(fn) })
+		if errors.Is(err, bolterrors.ErrDatabaseNotOpen) && db != b.db.Load() {
+			continue // swapped and closed between the load and the begin: read the new file
+		}
+		return err
+	}
+}
+
+// beginRead opens a read transaction on the open file, following a swap as View does.
+func (b *Backend) beginRead() (*bolt.Tx, error) {
+	for {
+		db := b.db.Load()
+		tx, err := db.Begin(false)
+		if errors.Is(err, bolterrors.ErrDatabaseNotOpen) && db != b.db.Load() {
+			continue
+		}
+		return tx, err
+	}
 }
 
 // Read is View for the request path: fn runs in the read transaction begun after the latest
 // commit, shared with other readers, and must not keep anything it reads past its return.
 // While a commit runs, fn gets a transaction of its own, which sees the same or newer data.
 func (b *Backend) Read(fn func(tx *bolt.Tx) error) error {
-	b.dbMu.RLock()
-	defer b.dbMu.RUnlock()
 	b.sharedMu.RLock()
 	sr := b.shared
 	if sr != nil {
@@ -424,7 +455,7 @@ func (b *Backend) Read(fn func(tx *bolt.Tx) error) error {
 	}
 	b.sharedMu.RUnlock()
 	if sr == nil {
-		return SafeView(b.db, fn)
+		return b.View(fn)
 	}
 	defer sr.readers.Done()
 	return Guard(b.cfg.Path, func() error { return fn(sr.tx) })
@@ -435,11 +466,10 @@ func (b *Backend) Size() int64 { return b.size.Load() }
 
 // SizeInUse is the size minus the pages bbolt holds free.
 func (b *Backend) SizeInUse() int64 {
-	b.dbMu.RLock()
-	defer b.dbMu.RUnlock()
 	var size int64
-	_ = b.db.View(func(tx *bolt.Tx) error {
-		free := int64(b.db.Stats().FreePageN+b.db.Stats().PendingPageN) * int64(b.db.Info().PageSize)
+	_ = b.View(func(tx *bolt.Tx) error {
+		db := tx.DB()
+		free := int64(db.Stats().FreePageN+db.Stats().PendingPageN) * int64(db.Info().PageSize)
 		size = tx.Size() - free
 		return nil
 	})
@@ -467,90 +497,16 @@ func (b *Backend) Hash() (uint32, error) {
 	return h.Sum32(), err
 }
 
-// Defrag rewrites the file without free pages. Writes wait for it; reads wait for the swap.
-func (b *Backend) Defrag() error {
-	start := time.Now()
-	b.m.defragInflight.Store(1)
-	defer func() {
-		b.m.defragInflight.Store(0)
-		b.m.defrag.Observe(time.Since(start).Seconds())
-	}()
-	b.batchMu.Lock()
-	defer b.batchMu.Unlock()
-	if b.failed != nil {
-		return b.failed
-	}
-	b.retireShared()
-	if err := b.tx.Commit(); err != nil {
-		return b.failLocked(fmt.Errorf("backend: commit before defrag: %w", err))
-	}
-	b.pending = 0
-	for _, fn := range b.onCommit {
-		fn()
-	}
-	b.dbMu.Lock()
-	defer b.dbMu.Unlock()
-	path := b.db.Path()
-	tmpPath := path + ".defrag"
-	_ = os.Remove(tmpPath)
-	tmp, err := bolt.Open(tmpPath, 0o600, &bolt.Options{Timeout: time.Second})
-	if msg, ok := failpoint.Value(failpoint.DefragOpenFileError); ok && err == nil {
-		tmp.Close()
-		os.Remove(tmpPath)
-		err = errors.New(msg)
-	}
-	if err != nil {
-		return b.reopenAfter(fmt.Errorf("backend: defrag: create %s: %w", tmpPath, err))
-	}
-	failpoint.At(failpoint.DefragBeforeCopy)
-	if err := copyDB(tmp, b.db); err != nil {
-		tmp.Close()
-		os.Remove(tmpPath)
-		return b.reopenAfter(fmt.Errorf("backend: defrag: copy: %w", err))
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return b.reopenAfter(fmt.Errorf("backend: defrag: sync: %w", err))
-	}
-	tmp.Close()
-	if err := b.db.Close(); err != nil {
-		return b.failLocked(fmt.Errorf("backend: defrag: close: %w", err))
-	}
-	failpoint.At(failpoint.DefragBeforeRename)
-	renameErr := os.Rename(tmpPath, path) // on failure the old file is still in place: reopen it
-	db, err := openDB(b.cfg)              // path is b.cfg.Path again
-	if err != nil {
-		return b.failLocked(fmt.Errorf("backend: reopen after defrag: %w", errors.Join(renameErr, err)))
-	}
-	b.db = db
-	if err := b.beginHoldingDB(); err != nil {
-		return err
-	}
-	if renameErr != nil {
-		os.Remove(tmpPath)
-		return fmt.Errorf("backend: defrag: rename: %w", renameErr)
-	}
-	return nil
-}
-
-// copyDB copies every bucket of src into dst, in transactions of at most 10,000 writes.
-func copyDB(dst, src *bolt.DB) error {
-	if msg, ok := failpoint.Value(failpoint.DefragdbFail); ok {
-		return errors.New(msg)
-	}
-	return bolt.Compact(dst, src, 10000)
-}
-
-func (b *Backend) reopenAfter(err error) error {
-	if berr := b.beginHoldingDB(); berr != nil {
-		return errors.Join(err, berr)
-	}
-	return err
-}
-
 // Close commits pending writes and closes the file. Later calls return the first result.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
+		// A running Defrag gives up its copy; Close waits for it to have cleaned up.
+		b.closing.Store(true)
+		b.batchMu.Lock()
+		b.stopDefragLocked(errClosing)
+		b.batchMu.Unlock()
+		b.defragMu.Lock()
+		defer b.defragMu.Unlock()
 		close(b.stop)
 		<-b.done
 		b.batchMu.Lock()
@@ -569,9 +525,8 @@ func (b *Backend) Close() error {
 				fn()
 			}
 		}
-		b.dbMu.Lock()
-		defer b.dbMu.Unlock()
-		b.closeErr = errors.Join(err, b.db.Close())
+		b.closeErr = errors.Join(err, b.db.Load().Close())
+		b.retiring.Wait()
 	})
 	return b.closeErr
 }
@@ -584,10 +539,9 @@ func (b *Backend) ReadSnapshot() (io.ReadCloser, int64, error) {
 	if err := b.Commit(); err != nil {
 		return nil, 0, err
 	}
-	b.dbMu.RLock()
-	tx, err := b.db.Begin(false)
+	// The transaction keeps its file open even if a defrag or a replacement swaps it out.
+	tx, err := b.beginRead()
 	if err != nil {
-		b.dbMu.RUnlock()
 		return nil, 0, fmt.Errorf("backend: begin snapshot transaction: %w", err)
 	}
 	size := tx.Size()
@@ -598,20 +552,21 @@ func (b *Backend) ReadSnapshot() (io.ReadCloser, int64, error) {
 		defer func() { b.m.snapshot.Observe(time.Since(start).Seconds()) }()
 		_, err := tx.WriteTo(pw)
 		tx.Rollback()
-		b.dbMu.RUnlock()
 		pw.CloseWithError(err)
 	}()
 	return pr, size, nil
 }
 
 // ReplaceWith swaps the database for the file at path (a snapshot received from the leader).
-// Pending writes are discarded: the new file supersedes them.
+// Pending writes are discarded: the new file supersedes them, and so does it a running Defrag's
+// copy. Readers on the old file finish on it.
 func (b *Backend) ReplaceWith(path string) error {
 	b.batchMu.Lock()
 	defer b.batchMu.Unlock()
 	if b.failed != nil {
 		return b.failed
 	}
+	b.stopDefragLocked(errReplaced)
 	b.retireShared()
 	if err := b.tx.Rollback(); err != nil {
 		return fmt.Errorf("backend: discard pending writes: %w", err)
@@ -620,27 +575,35 @@ func (b *Backend) ReplaceWith(path string) error {
 	for _, fn := range b.onCommit {
 		fn()
 	}
-	b.dbMu.Lock()
-	defer b.dbMu.Unlock()
-	dbPath := b.db.Path()
-	if err := b.db.Close(); err != nil {
-		return b.failLocked(fmt.Errorf("backend: close before replace: %w", err))
+	if err := os.Rename(path, b.cfg.Path); err != nil {
+		// Nothing moved: the old file, still open, goes on.
+		return errors.Join(fmt.Errorf("backend: move %s into place: %w", path, err), b.begin())
 	}
-	renameErr := os.Rename(path, dbPath)
-	db, err := openDB(b.cfg) // dbPath is b.cfg.Path
+	db, err := openDB(b.cfg)
 	if err != nil {
-		return b.failLocked(fmt.Errorf("backend: reopen after replace: %w", errors.Join(renameErr, err)))
+		return b.failLocked(fmt.Errorf("backend: open after replace: %w", err))
 	}
-	b.db = db
+	b.swapLocked(db)
 	prepErr := ensureBuckets(db, b.cfg.Buckets)
-	if err := b.beginHoldingDB(); err != nil {
+	if err := b.begin(); err != nil {
 		return err
-	}
-	if renameErr != nil {
-		return fmt.Errorf("backend: move %s into place: %w", path, renameErr)
 	}
 	if prepErr != nil {
 		return fmt.Errorf("backend: prepare replaced file: %w", prepErr)
 	}
 	return nil
+}
+
+// swapLocked makes db the open file and closes the one it replaces once that file's last read
+// transaction has ended (bbolt's Close waits for them). The caller holds batchMu and has ended
+// the batch's write transaction and retired the shared read.
+func (b *Backend) swapLocked(db *bolt.DB) {
+	old := b.db.Swap(db)
+	b.retiring.Add(1)
+	go func() {
+		defer b.retiring.Done()
+		if err := old.Close(); err != nil {
+			b.log.Warn("closing the replaced database file failed", "error", err)
+		}
+	}()
 }

@@ -2,6 +2,7 @@ package etcdserver
 
 import (
 	"errors"
+	"etcdx/server/fileutil"
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +15,6 @@ import (
 	"etcdx/server/failpoint"
 	"etcdx/server/membership"
 	"etcdx/server/schema"
-	"etcdx/server/snap"
 )
 
 // snapDBPath is where a database received from the leader waits until its snapshot applies.
@@ -51,7 +51,7 @@ func (s *Server) ReceiveSnapshotDB(index uint64, r io.Reader) error {
 	if msg, ok := failpoint.Value(failpoint.SnapDBDirSyncError); ok {
 		return fmt.Errorf("receive snapshot database: %w", errors.New(msg))
 	}
-	if err := snap.SyncDir(filepath.Dir(path)); err != nil {
+	if err := fileutil.SyncDir(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("receive snapshot database: %w", err)
 	}
 	s.m.snapDBSave.Observe(time.Since(start).Seconds())

@@ -6,6 +6,7 @@ package snap
 
 import (
 	"errors"
+	"etcdx/server/fileutil"
 	"fmt"
 	"hash/crc32"
 	"os"
@@ -70,21 +71,7 @@ func SaveTimed(dir string, s raftpb.Snapshot) (Timings, error) {
 	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		return tm, fmt.Errorf("snap: rename: %w", err)
 	}
-	return tm, SyncDir(dir)
-}
-
-// SyncDir makes the names in dir durable: a file renamed into it is only certain to be there
-// after a crash once the directory itself is synced.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("snap: open dir: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("snap: fsync dir %s: %w", dir, err)
-	}
-	return nil
+	return tm, fileutil.SyncDir(dir)
 }
 
 // Load reads and verifies one snapshot file.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"errors"
+	"etcdx/server/fileutil"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -211,14 +212,10 @@ func newSegmentFile(path string, size int64) (*os.File, error) {
 	return f, nil
 }
 
+// syncDir is fileutil.SyncDir naming the WAL in its error.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("wal: open dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("wal: fsync dir %s: %w", dir, err)
+	if err := fileutil.SyncDir(dir); err != nil {
+		return fmt.Errorf("wal: %w", err)
 	}
 	return nil
 }
