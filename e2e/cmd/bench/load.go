@@ -52,10 +52,16 @@ func newServer(label, bin, name string, pprof bool) (*server, error) {
 
 // startServer starts a lone member and waits until it is healthy.
 func startServer(label, bin string, pprof bool) (*server, error) {
+	return startServerWith(label, bin, pprof)
+}
+
+// startServerWith is startServer with extra flags.
+func startServerWith(label, bin string, pprof bool, extra ...string) (*server, error) {
 	s, err := newServer(label, bin, "b1", pprof)
 	if err != nil {
 		return nil, err
 	}
+	s.Extra = append(s.Extra, extra...)
 	if err = s.Start(); err == nil {
 		err = s.waitHealthy(20 * time.Second)
 	}
@@ -313,7 +319,11 @@ func summarize(lat []time.Duration) result {
 // load writes n keys fmt.Sprintf(format, i) with value val in transactions of up to 100 puts
 // (upstream's --max-txn-ops is 128), over 8 connections.
 func load(endpoints []string, format string, n int, val string) error {
-	const per = 100
+	return loadIn(endpoints, format, n, val, 100)
+}
+
+// loadIn is load in transactions of per puts.
+func loadIn(endpoints []string, format string, n int, val string, per int) error {
 	batches := (n + per - 1) / per
 	r, err := run(endpoints, 8, 16, batches, 30*time.Minute, func(ctx context.Context, c *clientv3.Client, b int) error {
 		ops := make([]clientv3.Op, 0, per)

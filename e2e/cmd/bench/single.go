@@ -163,4 +163,5 @@ type options struct {
 	catchupBytes          int64
 	keys                  int // keys of the memory and compaction figures
 	watchers, events      int
+	defragBytes           int64 // the database the defrag part fills, half of it then freed
 }
