@@ -83,11 +83,24 @@ func (s *server) waitHealthy(timeout time.Duration) error {
 
 // memory is the process's resident set size in bytes: the high-water mark (VmHWM) and now (VmRSS).
 func (s *server) memory() (peak, now int64) {
+	f := s.status()
+	return f("VmHWM"), f("VmRSS")
+}
+
+// residentParts splits the resident set now: anonymous memory (the heap, stacks) and pages of
+// mapped files (the database's memory map).
+func (s *server) residentParts() (anon, file int64) {
+	f := s.status()
+	return f("RssAnon"), f("RssFile")
+}
+
+// status reads /proc/PID/status once and returns a reader of its kB fields, in bytes (0 when absent).
+func (s *server) status() func(name string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.Pid()))
 	if err != nil {
-		return 0, 0
+		return func(string) int64 { return 0 }
 	}
-	field := func(name string) int64 {
+	return func(name string) int64 {
 		for _, line := range strings.Split(string(b), "\n") {
 			if strings.HasPrefix(line, name+":") {
 				f := strings.Fields(line)
@@ -97,7 +110,6 @@ func (s *server) memory() (peak, now int64) {
 		}
 		return 0
 	}
-	return field("VmHWM"), field("VmRSS")
 }
 
 // cpuTime is the CPU time (user and system) the process has used so far.

@@ -96,9 +96,10 @@ func main() {
 	flag.Int64Var(&o.catchupBytes, "catchup-bytes", 1<<30, "data a new member must catch up with")
 	flag.IntVar(&o.keys, "keys", 1000000, "keys (256 B values) of the memory and compaction figures")
 	flag.Int64Var(&o.defragBytes, "defrag-bytes", 2<<30, "data the defrag part writes before it frees half of it and defragments")
+	flag.IntVar(&o.bigReadObjects, "bigread-objects", bigReadObjects, "10 KiB objects the bigread part writes and reads back")
 	flag.IntVar(&o.watchers, "watchers", 10000, "watchers of the watch delivery figure")
 	flag.IntVar(&o.events, "events", 100, "puts each watcher receives")
-	parts := flag.String("parts", "single,cluster,availability,keys,watch,defrag", "which parts to run: single (one member's throughput), cluster (three members' throughput), availability (rolling restart, catch-up), keys (memory per key, compaction pause), watch (watch delivery), defrag (online defrag under load, offline etcdutl defrag)")
+	parts := flag.String("parts", "single,cluster,availability,keys,watch,defrag,bigread", "which parts to run: single (one member's throughput), cluster (three members' throughput), availability (rolling restart, catch-up), keys (memory per key, compaction pause), watch (watch delivery), defrag (online defrag under load, offline etcdutl defrag), bigread (memory serving 1 GiB: RangeStream, paginated and unary Range)")
 	rounds := flag.Int("rounds", 3, "rounds of the availability, keys and watch parts, alternating which implementation goes first")
 	throughputRounds := flag.Int("throughput-rounds", 7, "rounds of the single and cluster parts")
 	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member and three-member workloads and of the watch delivery, and an execution trace of the compaction's start with its slow requests (first round), in this directory")
@@ -135,9 +136,10 @@ func main() {
 		"availability": oneAtATime("availability", profileIn, func(label, bin string, o options, _ string) (sample, error) {
 			return benchAvailability(label, bin, o)
 		}),
-		"keys":   oneAtATime("keys", profileIn, benchKeys),
-		"watch":  oneAtATime("watch", profileIn, benchWatchers),
-		"defrag": oneAtATime("defrag", profileIn, benchDefrag),
+		"keys":    oneAtATime("keys", profileIn, benchKeys),
+		"watch":   oneAtATime("watch", profileIn, benchWatchers),
+		"defrag":  oneAtATime("defrag", profileIn, benchDefrag),
+		"bigread": oneAtATime("bigread", profileIn, benchBigRead),
 	}
 	var chosen []part
 	for _, name := range strings.Split(*parts, ",") {
@@ -184,8 +186,8 @@ func main() {
 		}
 	}
 	rep := report{subjects: subjects, samples: samples, o: o, rounds: *rounds, throughputRounds: *throughputRounds, parts: *parts, took: time.Since(start),
-		command: fmt.Sprintf("go run ./cmd/bench --ours %s --upstream <etcd %s built from the Go module proxy> --clients %d --conns %d --scale %d --rounds %d --throughput-rounds %d --parts %s --keys %d --watchers %d --events %d --catchup-bytes %d --defrag-bytes %d",
-			*ours, upstreamVersion, o.clients, o.conns, o.scale, *rounds, *throughputRounds, *parts, o.keys, o.watchers, o.events, o.catchupBytes, o.defragBytes)}
+		command: fmt.Sprintf("go run ./cmd/bench --ours %s --upstream <etcd %s built from the Go module proxy> --clients %d --conns %d --scale %d --rounds %d --throughput-rounds %d --parts %s --keys %d --watchers %d --events %d --catchup-bytes %d --defrag-bytes %d --bigread-objects %d",
+			*ours, upstreamVersion, o.clients, o.conns, o.scale, *rounds, *throughputRounds, *parts, o.keys, o.watchers, o.events, o.catchupBytes, o.defragBytes, o.bigReadObjects)}
 	if err := os.WriteFile(*out, []byte(rep.markdown()+handWritten(*out)), 0o644); err != nil {
 		fail(err)
 	}

@@ -65,6 +65,10 @@ var figures = []figure{
 	{key: figDefragAfter, title: "online defrag: file size after it", format: mib},
 	{key: figDefragFailed, title: "online defrag: failed requests", format: count, total: true},
 	{key: figOfflineDefrag, title: "offline `etcdutl defrag` of the same data dir, a quarter more freed", format: dur},
+	{key: figStreamPeak, title: "serving 1 GiB by RangeStream: peak resident memory growth", format: mib},
+	{key: figPagedPeak, title: "serving 1 GiB by a paginated Range: peak resident memory growth", format: mib},
+	{key: figUnaryPeak, title: "serving 1 GiB by one unary Range: peak resident memory growth", format: mib},
+	{key: figPagedListDur, title: "paginated LIST (pages of 500) of 100,000 objects of 10 KiB: its time", format: dur},
 	{key: figCatchupStuck, title: "rounds in which the new member did not catch up within " + catchupLimit.String(), format: count, total: true},
 }
 
@@ -190,7 +194,8 @@ func (r report) markdown() string {
 		fmt.Fprintf(&b, "Watch delivery: %d watchers of one prefix over 10 connections, %d puts 10 ms apart, latency from before each put to its arrival at each watcher. ", r.o.watchers, r.o.events)
 		fmt.Fprintf(&b, "The rolling restart sends SIGTERM to each of three members in turn under 8 writers (10 s timeout) and starts it again; the stall is the longest gap between two successful writes. ")
 		fmt.Fprintf(&b, "Catch-up: after %d MiB in 64 KiB values, a member added with `member add` starts, timed until it serves every key (serializable count). ", r.o.catchupBytes>>20)
-		fmt.Fprintf(&b, "Defrag: %d MiB written in %d KiB values, every other key deleted and compacted away (about half the file free), then `Defragment` while 8 clients put (256 B) and get; the longest of their requests that overlapped the defrag is its stall; HashKV before and after must agree. Then another quarter of the keys is deleted and compacted, the member stopped, and the implementation's own `etcdutl defrag --data-dir` timed.\n\n", r.o.defragBytes>>20, defragValueSize>>10)
+		fmt.Fprintf(&b, "Defrag: %d MiB written in %d KiB values, every other key deleted and compacted away (about half the file free), then `Defragment` while 8 clients put (256 B) and get; the longest of their requests that overlapped the defrag is its stall; HashKV before and after must agree. Then another quarter of the keys is deleted and compacted, the member stopped, and the implementation's own `etcdutl defrag --data-dir` timed. ", r.o.defragBytes>>20, defragValueSize>>10)
+		fmt.Fprintf(&b, "Big reads: %d objects of %d KiB written, the member restarted, then each read once; the peak resident memory (VmHWM, reset before each through /proc/PID/clear_refs) less the resident memory just before; the paginated Range asks pages of %d at the first page's revision, as kube-apiserver lists.\n\n", r.o.bigReadObjects, bigReadValue>>10, bigReadPage)
 		fmt.Fprintf(&b, "| figure | ours | upstream | ratio (rounds) |\n|---|---|---|---|\n")
 		b.WriteString(strings.Join(rows, "\n") + "\n")
 	}

@@ -164,4 +164,5 @@ type options struct {
 	keys                  int // keys of the memory and compaction figures
 	watchers, events      int
 	defragBytes           int64 // the database the defrag part fills, half of it then freed
+	bigReadObjects        int   // 10 KiB objects the big-read part reads back
 }
