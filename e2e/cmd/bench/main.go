@@ -97,9 +97,11 @@ func main() {
 	flag.IntVar(&o.keys, "keys", 1000000, "keys (256 B values) of the memory and compaction figures")
 	flag.Int64Var(&o.defragBytes, "defrag-bytes", 2<<30, "data the defrag part writes before it frees half of it and defragments")
 	flag.IntVar(&o.bigReadObjects, "bigread-objects", bigReadObjects, "10 KiB objects the bigread part writes and reads back")
+	flag.IntVar(&o.startupKeys, "startup-keys", 5000000, "keys of the data dir the startup part starts a member on")
+	flag.Int64Var(&o.startupBytes, "startup-bytes", 4<<30, "their size in all")
 	flag.IntVar(&o.watchers, "watchers", 10000, "watchers of the watch delivery figure")
 	flag.IntVar(&o.events, "events", 100, "puts each watcher receives")
-	parts := flag.String("parts", "single,cluster,availability,keys,watch,defrag,bigread", "which parts to run: single (one member's throughput), cluster (three members' throughput), availability (rolling restart, catch-up), keys (memory per key, compaction pause), watch (watch delivery), defrag (online defrag under load, offline etcdutl defrag), bigread (memory serving 1 GiB: RangeStream, paginated and unary Range)")
+	parts := flag.String("parts", "single,cluster,availability,keys,watch,defrag,bigread,startup", "which parts to run: single (one member's throughput), cluster (three members' throughput), availability (rolling restart, catch-up), keys (memory per key, compaction pause), watch (watch delivery), defrag (online defrag under load, offline etcdutl defrag), bigread (memory serving 1 GiB: RangeStream, paginated and unary Range), startup (time until a member on a big data dir serves)")
 	rounds := flag.Int("rounds", 3, "rounds of the availability, keys and watch parts, alternating which implementation goes first")
 	throughputRounds := flag.Int("throughput-rounds", 7, "rounds of the single and cluster parts")
 	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member and three-member workloads and of the watch delivery, and an execution trace of the compaction's start with its slow requests (first round), in this directory")
@@ -126,6 +128,8 @@ func main() {
 		}
 		return ""
 	}
+	startup := &startupData{}
+	defer startup.remove()
 	all := map[string]part{
 		"single": {name: "single", throughput: true, run: func(subs []subject, o options, round int) (map[string]sample, error) {
 			return benchSingle(subs, o, profileIn(round))
@@ -140,6 +144,7 @@ func main() {
 		"watch":   oneAtATime("watch", profileIn, benchWatchers),
 		"defrag":  oneAtATime("defrag", profileIn, benchDefrag),
 		"bigread": oneAtATime("bigread", profileIn, benchBigRead),
+		"startup": oneAtATime("startup", profileIn, benchStartup(startup)),
 	}
 	var chosen []part
 	for _, name := range strings.Split(*parts, ",") {
@@ -186,8 +191,8 @@ func main() {
 		}
 	}
 	rep := report{subjects: subjects, samples: samples, o: o, rounds: *rounds, throughputRounds: *throughputRounds, parts: *parts, took: time.Since(start),
-		command: fmt.Sprintf("go run ./cmd/bench --ours %s --upstream <etcd %s built from the Go module proxy> --clients %d --conns %d --scale %d --rounds %d --throughput-rounds %d --parts %s --keys %d --watchers %d --events %d --catchup-bytes %d --defrag-bytes %d --bigread-objects %d",
-			*ours, upstreamVersion, o.clients, o.conns, o.scale, *rounds, *throughputRounds, *parts, o.keys, o.watchers, o.events, o.catchupBytes, o.defragBytes, o.bigReadObjects)}
+		command: fmt.Sprintf("go run ./cmd/bench --ours %s --upstream <etcd %s built from the Go module proxy> --clients %d --conns %d --scale %d --rounds %d --throughput-rounds %d --parts %s --keys %d --watchers %d --events %d --catchup-bytes %d --defrag-bytes %d --bigread-objects %d --startup-keys %d --startup-bytes %d",
+			*ours, upstreamVersion, o.clients, o.conns, o.scale, *rounds, *throughputRounds, *parts, o.keys, o.watchers, o.events, o.catchupBytes, o.defragBytes, o.bigReadObjects, o.startupKeys, o.startupBytes)}
 	if err := os.WriteFile(*out, []byte(rep.markdown()+handWritten(*out)), 0o644); err != nil {
 		fail(err)
 	}

@@ -165,4 +165,6 @@ type options struct {
 	watchers, events      int
 	defragBytes           int64 // the database the defrag part fills, half of it then freed
 	bigReadObjects        int   // 10 KiB objects the big-read part reads back
+	startupKeys           int   // keys of the start-up part's data dir
+	startupBytes          int64 // their size in all
 }
