@@ -78,6 +78,7 @@ func requireOK(t *testing.T, what string, err error) {
 // Every service refuses what alice may not do, with upstream's errors, and lets root do it;
 // upstream 3.6.16 answers the same.
 func TestAuthPermissionsPerService(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	for _, impl := range []string{"upstream", "ours"} {
 		t.Run(impl, func(t *testing.T) {
 			c := NewCluster(t, 1)

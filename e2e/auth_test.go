@@ -152,6 +152,7 @@ func authScript(ep string) []struct {
 // ours, at 3.7 (3.7.3) and at 3.6 (3.6.16, ours from bin/levels/3.6): the same output (tables in
 // each line's own style), exit status and auth revisions at every step.
 func TestAuthEtcdctlMatchesUpstream(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	for _, level := range []string{CurrentLevel, LastReleaseLevel} {
 		t.Run(level, func(t *testing.T) { authSessionAsUpstream(t, level) })
 	}

@@ -69,6 +69,7 @@ func jwtKeys(t *testing.T, ttl string) string {
 // issued before users or roles changed is refused as old, and the Go client logs in again by
 // itself when its token is refused.
 func TestAuthTokensAcrossMembers(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	for _, kind := range []string{"simple", "jwt"} {
 		t.Run(kind, func(t *testing.T) {
 			opt := []string{"--auth-token", "simple", "--auth-token-ttl", "2"}

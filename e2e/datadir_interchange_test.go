@@ -143,6 +143,7 @@ func dataDirInterchange(t *testing.T, level, upstream, below string) {
 // The upgrade of the seeds, on one member: upstream 3.5 -> ours (3.6) -> downgrade to 3.5 ->
 // upstream 3.5 again, in place, with no key lost.
 func TestDataDirUpgradeFromUpstream35AndBack(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	up35 := UpstreamBinaryAt(t, Upstream35Version, "etcd")
 	m := NewMember(t, "--snapshot-count", "25")
 	m.Bin = up35

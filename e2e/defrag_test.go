@@ -61,6 +61,7 @@ func fillAndFree(t *testing.T, cli *clientv3.Client, prefix string, n int) {
 // removes the unfinished copy, and every acknowledged write is there, applied once. A last
 // defrag gives the freed space back.
 func TestDefragLetsWritesThroughAndSurvivesKills(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	c := NewCluster(t, 1)
 	m := newFailpointMember(t, c.Members[0], "failpoints/etcd")
 	c.Start()

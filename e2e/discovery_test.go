@@ -166,6 +166,7 @@ func TestDiscoveryOversubscribedToken(t *testing.T) {
 }
 
 func TestDiscoveryWaitsForTheService(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	svc := NewDiscoveryService(t)
 	svc.Start()
 	token := svc.NewToken(3)

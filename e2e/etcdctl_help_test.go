@@ -26,6 +26,7 @@ var etcdctlPaths = []string{"", "alarm", "alarm disarm", "alarm list", "auth", "
 // same exit status and standard error; so do `etcdctl help <command>` and a command line with an
 // unknown flag (the usage after the error: on standard error at 3.7, standard output before).
 func TestEtcdctlHelpAsUpstream(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	for _, c := range []struct{ level, upstream string }{{OldestLevel, Upstream35Version}, {LastReleaseLevel, Upstream36Version}, {CurrentLevel, Upstream37Version}} {
 		ours, up := ToolAt(t, c.level, "etcdctl"), UpstreamBinaryAt(t, c.upstream, "etcdctl")
 		var lines [][]string

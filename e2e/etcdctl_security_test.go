@@ -14,6 +14,7 @@ import (
 // etcdctl over TLS with client certificate authentication: flags, ETCDCTL_* variables, endpoints
 // with and without a scheme, and the refusals when the certificate or CA is missing.
 func TestEtcdctlTLS(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	ours := Binary(t, "etcdctl")
 	certs := NewCerts(t)
 	c := NewCluster(t, 3)

@@ -76,6 +76,7 @@ func normalize(s string) string {
 // The same command list through our etcdctl and upstream's against one server: identical output
 // and exit status, except for timings. Writes run once per binary on keys of their own.
 func TestEtcdctlMatchesUpstream(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	etcdctlAsUpstream(t, CurrentLevel, Upstream37Version, true)
 }
 
@@ -83,6 +84,7 @@ func TestEtcdctlMatchesUpstream(t *testing.T) {
 // level, upstream's etcdctl of that line, on a cluster of ours at that level), without the
 // long-running commands and the minute of check perf.
 func TestEtcdctlAtOlderLevelsMatchesUpstream(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	for _, c := range []struct{ level, upstream string }{{LastReleaseLevel, Upstream36Version}, {OldestLevel, Upstream35Version}} {
 		t.Run(c.level, func(t *testing.T) { etcdctlAsUpstream(t, c.level, c.upstream, false) })
 	}

@@ -43,7 +43,10 @@ func countPrefix(t *testing.T, m *Member, prefix string) int64 {
 	return r.Count
 }
 
-func TestEtcdutlMigrateDownAndUp(t *testing.T) { eachHop(t, etcdutlMigrateDownAndUp) }
+func TestEtcdutlMigrateDownAndUp(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	eachHop(t, etcdutlMigrateDownAndUp)
+}
 
 // downStep is what migrating down to each level does to meta/storageVersion.
 var downStep = map[string]string{OldestLevel: "delete meta/storageVersion", LastReleaseLevel: "set meta/storageVersion to 3.6.0"}
@@ -143,6 +146,7 @@ func setConsistentIndex(t *testing.T, path string, idx uint64) {
 }
 
 func TestEtcdutlHashkvDefragBackup(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	m := NewMember(t)
 	m.Start()
 	cl := m.Client()

@@ -68,6 +68,7 @@ func restoreWith(t *testing.T, etcdutl, snap string, m *Member) {
 
 // Snapshots move between upstream and ours of the same level, at 3.6 and at 3.7.
 func TestSnapshotInterchangeWithUpstream(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	for _, c := range []struct{ level, upstream string }{{LastReleaseLevel, Upstream36Version}, {CurrentLevel, Upstream37Version}} {
 		t.Run(c.level, func(t *testing.T) { snapshotInterchange(t, c.level, c.upstream) })
 	}

@@ -89,6 +89,7 @@ func compareFamilies(up, ours map[string]metricFamily) []string {
 // level (3.7.3, 3.6.16, 3.5.35), one member each, and fails when a family upstream exports is
 // missing from ours or differs in type or label names, or an idle family's sample differs.
 func TestMetricFamiliesMatchUpstream(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	for _, c := range []struct{ level, upstream string }{{CurrentLevel, Upstream37Version}, {LastReleaseLevel, Upstream36Version}, {OldestLevel, Upstream35Version}} {
 		t.Run(c.level, func(t *testing.T) {
 			metricFamiliesAsUpstream(t, ServerAt(t, c.level), UpstreamBinaryAt(t, c.upstream, "etcd"))
@@ -139,6 +140,7 @@ func metricFamiliesAsUpstream(t *testing.T, oursBin, upBin string) {
 // TestPeerMetricFamiliesMatchUpstream does the same for three-member clusters, where the
 // etcd_network_peer_* families the etcd-mixin alerts on appear; ours also probes round trips.
 func TestPeerMetricFamiliesMatchUpstream(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	scrape := func(bin string) (map[string]metricFamily, string) {
 		c := NewCluster(t, 3)
 		for _, m := range c.Members {

@@ -98,7 +98,9 @@ func loadStreamData(t *testing.T, cl *clientv3.Client) {
 // `get --stream` prints the same through either, and ours prints what upstream's does. A member at level 3.6 answers as upstream 3.6.16,
 // which has no such method.
 func TestRangeStreamAsUpstream(t *testing.T) {
-	up := NewMember(t, "--max-request-bytes", "65536") // small chunks: many of them, and resizing
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	// small chunks: many of them, and resizing
+	up := NewMember(t, "--max-request-bytes", "65536")
 	up.Bin = UpstreamBinaryAt(t, Upstream37Version, "etcd")
 	ours := NewMember(t, "--max-request-bytes", "65536")
 	up.Start()

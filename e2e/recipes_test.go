@@ -131,7 +131,10 @@ func recipeSession(t *testing.T, m *Member) []string {
 // clients such as jetcd call directly, and their gateway paths: the same session gives the same
 // answers on ours and on upstream 3.7.3 (a lock blocks while held, keys under the name, leases
 // kept; campaign, leader, observe, proclaim, resign and their refusals).
-func TestLockAndElectionServicesAsUpstream(t *testing.T) { besideUpstream(t, recipeSession) }
+func TestLockAndElectionServicesAsUpstream(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	besideUpstream(t, recipeSession)
+}
 
 // authRecipeSession takes locks as alice (read-write under /a/), as nobody, and as root, with
 // authentication on, and returns what each got.

@@ -26,7 +26,10 @@ func startRefused(t *testing.T, m *Member, msgs ...string) {
 	}
 }
 
-func TestOlderBinaryRefusesNewerData(t *testing.T) { eachHop(t, olderBinaryRefusesNewerData) }
+func TestOlderBinaryRefusesNewerData(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	eachHop(t, olderBinaryRefusesNewerData)
+}
 
 func olderBinaryRefusesNewerData(t *testing.T, h hop) {
 	m := clusterAt(t, 1, h.to).Members[0]

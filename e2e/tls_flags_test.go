@@ -45,6 +45,7 @@ func putWith(t *testing.T, m *Member, cfg *tls.Config) error {
 // handshake), --client-cert-allowed-hostname accepts only certificates for that name, and a
 // refused handshake is logged as upstream logs it.
 func TestTLSHardeningFlags(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	certs := NewCerts(t)
 	crl := filepath.Join(t.TempDir(), "current.crl")
 	copyFile(t, certs.CRL, crl)
@@ -177,6 +178,7 @@ func waitReady(t *testing.T, m *Member) {
 // refused (its names must match the address it connects from), unless
 // --peer-skip-client-san-verification is set.
 func TestPeerSkipClientSANVerification(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	certs := NewCerts(t)
 	for _, skip := range []bool{false, true} {
 		c := NewCluster(t, 2, "--peer-client-cert-file", certs.ElsewhereCert, "--peer-client-key-file", certs.ElsewhereKey,

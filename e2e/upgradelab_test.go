@@ -69,6 +69,7 @@ func spanNames(t *testing.T, path string) map[string]int {
 }
 
 func TestUpgradeLabRunsEveryBuiltinPlan(t *testing.T) {
+	t.Parallel() // judges nothing by time; concurrent lab runs keep apart (own ports, workdirs)
 	work := t.TempDir()
 	binDir := filepath.Dir(Binary(t, "etcd"))
 	ServerAt(t, OldestLevel)
@@ -108,6 +109,7 @@ func TestUpgradeLabRunsEveryBuiltinPlan(t *testing.T) {
 }
 
 func TestUpgradeLabReportsFailuresAndRefusesBadInput(t *testing.T) {
+	t.Parallel() // judges nothing by time; concurrent lab runs keep apart (own ports, workdirs)
 	work := t.TempDir()
 	binDir := filepath.Dir(Binary(t, "etcd"))
 	ServerAt(t, OldestLevel)
@@ -165,6 +167,7 @@ steps:
 // The lab takes subjects from both implementations in one plan: upstream 3.5.35 upgraded to
 // ours and back, and upstream 3.6.16 members mixed into a cluster of ours.
 func TestUpgradeLabMixesImplementations(t *testing.T) {
+	t.Parallel() // judges nothing by time; concurrent lab runs keep apart (own ports, workdirs)
 	work := t.TempDir()
 	ours := ServerAt(t, LastReleaseLevel)
 	UpstreamBinaryAt(t, Upstream36Version, "etcd")
@@ -194,6 +197,7 @@ func TestUpgradeLabMixesImplementations(t *testing.T) {
 // cluster must both be refused with their texts; the cluster is put back and the run passes.
 // A refusal with another text fails the run.
 func TestUpgradeLabProvesRefusals(t *testing.T) {
+	t.Parallel() // judges nothing by time; concurrent lab runs keep apart (own ports, workdirs)
 	work := t.TempDir()
 	binDir := filepath.Dir(Binary(t, "etcd"))
 	ServerAt(t, OldestLevel)
@@ -224,6 +228,7 @@ steps:
 // page; each run's trace holds the lab's spans and its members' (upstream's included, started
 // with the flags its release spells); JUnit names the sets.
 func TestUpgradeLabMatrixSideBySide(t *testing.T) {
+	t.Parallel() // judges nothing by time; concurrent lab runs keep apart (own ports, workdirs)
 	work := t.TempDir()
 	binDir := filepath.Dir(Binary(t, "etcd"))
 	ServerAt(t, OldestLevel)
@@ -302,6 +307,7 @@ generate: {from: "3.5", to: "3.6", faults: [compact, kill], faultRate: 1, seeds:
 // With authentication on, the upgrade from 3.5 and the downgrade back keep users, roles and
 // permissions: our binaries at both levels, and upstream 3.5.35 upgraded to ours and back.
 func TestUpgradeLabAuthRoundTrip(t *testing.T) {
+	t.Parallel() // judges nothing by time; concurrent lab runs keep apart (own ports, workdirs)
 	for name, binaries := range map[string][]string{
 		"ours":            {"--bin-dir", filepath.Dir(Binary(t, "etcd"))},
 		"upstream-3.5.35": {"--binary", "3.5=" + UpstreamBinaryAt(t, Upstream35Version, "etcd"), "--binary", "3.6=" + ServerAt(t, LastReleaseLevel)},

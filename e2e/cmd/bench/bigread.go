@@ -51,7 +51,7 @@ func benchBigRead(label, bin string, o options, _ string) (sample, error) {
 		return smp, err
 	}
 	s.terminate()
-	if err := s.Start(); err == nil {
+	if err = s.Start(); err == nil {
 		err = s.waitHealthy(2 * time.Minute)
 	}
 	if err != nil {
