@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -55,13 +56,47 @@ func startServer(label, bin string, pprof bool) (*server, error) {
 	return startServerWith(label, bin, pprof)
 }
 
-// startServerWith is startServer with extra flags.
+// startThroughputServer is startServer for the throughput parts: with --pin-member-cpu the
+// member runs with GOMAXPROCS=1 and every thread of it pinned to that CPU (a member limited to
+// one CPU, as in a container with a one-CPU limit).
+func startThroughputServer(label, bin string, o options, pprof bool) (*server, error) {
+	if o.pinCPU < 0 {
+		return startServer(label, bin, pprof)
+	}
+	s, err := startServerWith(label, bin, pprof, "GOMAXPROCS=1")
+	if err != nil {
+		return nil, err
+	}
+	if err := pin(s.Pid(), fmt.Sprint(o.pinCPU)); err != nil {
+		s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// pin sets the CPU affinity of every thread of process pid to cpus (taskset's list syntax).
+// Threads started later inherit it.
+func pin(pid int, cpus string) error {
+	if out, err := exec.Command("taskset", "-a", "-p", "-c", cpus, fmt.Sprint(pid)).CombinedOutput(); err != nil {
+		return fmt.Errorf("taskset %s %d: %v: %s", cpus, pid, err, out)
+	}
+	return nil
+}
+
+// startServerWith is startServer with extra flags; an argument NAME=VALUE (upper case) is an
+// environment variable instead.
 func startServerWith(label, bin string, pprof bool, extra ...string) (*server, error) {
 	s, err := newServer(label, bin, "b1", pprof)
 	if err != nil {
 		return nil, err
 	}
-	s.Extra = append(s.Extra, extra...)
+	for _, a := range extra {
+		if name, _, ok := strings.Cut(a, "="); ok && name != "" && strings.ToUpper(name) == name && !strings.HasPrefix(name, "-") {
+			s.Env = append(s.Env, a)
+		} else {
+			s.Extra = append(s.Extra, a)
+		}
+	}
 	if err = s.Start(); err == nil {
 		err = s.waitHealthy(20 * time.Second)
 	}

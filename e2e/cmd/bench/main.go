@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -35,7 +36,7 @@ func (s sample) merge(o sample) {
 }
 
 func printResult(label, name string, r result) {
-	fmt.Printf("%-12s %-40s %8d ops %6d errors %10.0f ops/s  p50 %-10v p99 %-10v server CPU/op %v  client CPU/op %v\n", label, name, r.ops, r.errors, r.rate(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.cpuPerOp(), r.clientCPUPerOp())
+	fmt.Printf("%-12s %-40s %8d ops %6d errors %10.0f ops/s  p50 %-10v p99 %-10v server CPU/op %v (%.0f%% of a CPU)  client CPU/op %v\n", label, name, r.ops, r.errors, r.rate(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.cpuPerOp(), 100*r.cpu.Seconds()/r.elapsed.Seconds(), r.clientCPUPerOp())
 }
 
 // The single figures' keys.
@@ -99,14 +100,34 @@ func main() {
 	flag.IntVar(&o.bigReadObjects, "bigread-objects", bigReadObjects, "10 KiB objects the bigread part writes and reads back")
 	flag.IntVar(&o.startupKeys, "startup-keys", 5000000, "keys of the data dir the startup part starts a member on")
 	flag.Int64Var(&o.startupBytes, "startup-bytes", 4<<30, "their size in all")
+	flag.IntVar(&o.offeredPut, "offered-put", 6000, "open-loop rate of puts (requests/s)")
+	flag.IntVar(&o.offeredTxn, "offered-txn", 5600, "open-loop rate of txns")
+	flag.IntVar(&o.offeredGet, "offered-get", 10000, "open-loop rate of linearizable gets")
+	flag.IntVar(&o.offeredSerializable, "offered-serializable", 11000, "open-loop rate of serializable gets")
+	flag.DurationVar(&o.offeredFor, "offered-for", 10*time.Second, "how long each open-loop rate is offered")
+	flag.IntVar(&o.pinCPU, "pin-member-cpu", -1, "run the single and offered parts' members on this one CPU with GOMAXPROCS=1, and the bench's clients on the other CPUs")
 	flag.IntVar(&o.watchers, "watchers", 10000, "watchers of the watch delivery figure")
 	flag.IntVar(&o.events, "events", 100, "puts each watcher receives")
-	parts := flag.String("parts", "single,cluster,availability,keys,watch,defrag,bigread,startup", "which parts to run: single (one member's throughput), cluster (three members' throughput), availability (rolling restart, catch-up), keys (memory per key, compaction pause), watch (watch delivery), defrag (online defrag under load, offline etcdutl defrag), bigread (memory serving 1 GiB: RangeStream, paginated and unary Range), startup (time until a member on a big data dir serves)")
+	parts := flag.String("parts", "single,offered,cluster,availability,keys,watch,defrag,bigread,startup", "which parts to run: single (one member's throughput), offered (one member's CPU per request and latency at a fixed open-loop rate), cluster (three members' throughput), availability (rolling restart, catch-up), keys (memory per key, compaction pause), watch (watch delivery), defrag (online defrag under load, offline etcdutl defrag), bigread (memory serving 1 GiB: RangeStream, paginated and unary Range), startup (time until a member on a big data dir serves)")
 	rounds := flag.Int("rounds", 3, "rounds of the availability, keys and watch parts, alternating which implementation goes first")
 	throughputRounds := flag.Int("throughput-rounds", 7, "rounds of the single and cluster parts")
 	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member and three-member workloads and of the watch delivery, and an execution trace of the compaction's start with its slow requests (first round), in this directory")
 	flag.DurationVar(&o.profileFor, "pprof-seconds", 3*time.Second, "length of each CPU profile")
 	flag.Parse()
+	if o.pinCPU >= 0 {
+		var others []string
+		for c := 0; c < runtime.NumCPU(); c++ {
+			if c != o.pinCPU {
+				others = append(others, fmt.Sprint(c))
+			}
+		}
+		if len(others) == 0 {
+			fail(fmt.Errorf("--pin-member-cpu %d leaves no CPU for the clients", o.pinCPU))
+		}
+		if err := pin(os.Getpid(), strings.Join(others, ",")); err != nil {
+			fail(err)
+		}
+	}
 	upstreamVersion := e2e.CurrentUpstream
 	if *upstream == "" {
 		dir, unreachable, err := e2e.BuildUpstream()
@@ -133,6 +154,9 @@ func main() {
 	all := map[string]part{
 		"single": {name: "single", throughput: true, run: func(subs []subject, o options, round int) (map[string]sample, error) {
 			return benchSingle(subs, o, profileIn(round))
+		}},
+		"offered": {name: "offered", throughput: true, run: func(subs []subject, o options, round int) (map[string]sample, error) {
+			return benchOffered(subs, o, profileIn(round))
 		}},
 		"cluster": {name: "cluster", throughput: true, run: func(subs []subject, o options, round int) (map[string]sample, error) {
 			return benchCluster(subs, o, profileIn(round))
@@ -191,8 +215,9 @@ func main() {
 		}
 	}
 	rep := report{subjects: subjects, samples: samples, o: o, rounds: *rounds, throughputRounds: *throughputRounds, parts: *parts, took: time.Since(start),
-		command: fmt.Sprintf("go run ./cmd/bench --ours %s --upstream <etcd %s built from the Go module proxy> --clients %d --conns %d --scale %d --rounds %d --throughput-rounds %d --parts %s --keys %d --watchers %d --events %d --catchup-bytes %d --defrag-bytes %d --bigread-objects %d --startup-keys %d --startup-bytes %d",
-			*ours, upstreamVersion, o.clients, o.conns, o.scale, *rounds, *throughputRounds, *parts, o.keys, o.watchers, o.events, o.catchupBytes, o.defragBytes, o.bigReadObjects, o.startupKeys, o.startupBytes)}
+		command: fmt.Sprintf("go run ./cmd/bench --ours %s --upstream <etcd %s built from the Go module proxy> --clients %d --conns %d --scale %d --rounds %d --throughput-rounds %d --parts %s --keys %d --watchers %d --events %d --catchup-bytes %d --defrag-bytes %d --bigread-objects %d --startup-keys %d --startup-bytes %d --offered-put %d --offered-txn %d --offered-get %d --offered-serializable %d --offered-for %v --pin-member-cpu %d",
+			*ours, upstreamVersion, o.clients, o.conns, o.scale, *rounds, *throughputRounds, *parts, o.keys, o.watchers, o.events, o.catchupBytes, o.defragBytes, o.bigReadObjects, o.startupKeys, o.startupBytes,
+			o.offeredPut, o.offeredTxn, o.offeredGet, o.offeredSerializable, o.offeredFor, o.pinCPU)}
 	if err := os.WriteFile(*out, []byte(rep.markdown()+handWritten(*out)), 0o644); err != nil {
 		fail(err)
 	}

@@ -79,7 +79,7 @@ func benchSingle(subs []subject, o options, profDir string) (map[string]sample, 
 		}
 	}()
 	for i, sub := range subs {
-		s, err := startServer(sub.label, sub.bin, profDir != "")
+		s, err := startThroughputServer(sub.label, sub.bin, o, profDir != "")
 		if err != nil {
 			return smps, err
 		}
@@ -167,4 +167,10 @@ type options struct {
 	bigReadObjects        int   // 10 KiB objects the big-read part reads back
 	startupKeys           int   // keys of the start-up part's data dir
 	startupBytes          int64 // their size in all
+	// the open-loop part's offered rates (requests per second) and how long each is offered
+	offeredPut, offeredTxn, offeredGet, offeredSerializable int
+	offeredFor                                              time.Duration
+	// pinCPU, when not negative, is the one CPU the single and open-loop parts' members run on
+	// (the bench's clients then run on the others)
+	pinCPU int
 }

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// offeredWorkload is one open-loop figure: requests sent at a fixed rate whatever the answers.
+type offeredWorkload struct {
+	name string
+	rate int // requests per second offered
+	op   op
+}
+
+// offeredWorkloads are the open-loop figures, at rates both implementations sustain on this
+// machine (about 70% of upstream's closed-loop throughput in the single part); the reads find
+// the keys the put workload wrote.
+func offeredWorkloads(o options) []offeredWorkload {
+	val := strings.Repeat("v", 256)
+	const keys = 20000
+	key := func(i int) string { return fmt.Sprintf("offered/%08d", i%keys) }
+	return []offeredWorkload{
+		{name: "put (256 B values)", rate: o.offeredPut, op: func(ctx context.Context, c *clientv3.Client, i int) error {
+			_, err := c.Put(ctx, key(i), val)
+			return err
+		}},
+		{name: "txn (compare version, put)", rate: o.offeredTxn, op: func(ctx context.Context, c *clientv3.Client, i int) error {
+			k := fmt.Sprintf("offered-txn/%09d", i)
+			_, err := c.Txn(ctx).If(clientv3.Compare(clientv3.Version(k), "=", 0)).Then(clientv3.OpPut(k, val)).Commit()
+			return err
+		}},
+		{name: "range, linearizable (1 key)", rate: o.offeredGet, op: func(ctx context.Context, c *clientv3.Client, i int) error {
+			_, err := c.Get(ctx, key(i))
+			return err
+		}},
+		{name: "range, serializable (1 key)", rate: o.offeredSerializable, op: func(ctx context.Context, c *clientv3.Client, i int) error {
+			_, err := c.Get(ctx, key(i), clientv3.WithSerializable())
+			return err
+		}},
+	}
+}
+
+// offeredName is the name a workload's figures are kept under.
+func offeredName(w offeredWorkload) string {
+	return fmt.Sprintf("open loop %d/s: %s", w.rate, w.name)
+}
+
+// benchOffered starts one fresh member of each implementation and offers each workload to one,
+// then to the other (the first alternating as in the single part), for o.offeredFor each: the
+// server CPU time per request at the same offered load, and the latency at that load.
+func benchOffered(subs []subject, o options, _ string) (map[string]sample, error) {
+	smps := map[string]sample{}
+	servers := make([]*server, len(subs))
+	defer func() {
+		for _, s := range servers {
+			if s != nil {
+				s.stop()
+			}
+		}
+	}()
+	for i, sub := range subs {
+		s, err := startThroughputServer(sub.label, sub.bin, o, false)
+		if err != nil {
+			return smps, err
+		}
+		servers[i] = s
+		smps[sub.label] = newSample()
+	}
+	for wi, w := range offeredWorkloads(o) {
+		for _, i := range pairOrder(len(subs), wi) {
+			s := servers[i]
+			cpu0 := s.cpuTime()
+			r, err := offer([]string{s.ClientURL}, o.conns, o.clients, w.rate, o.offeredFor, w.op)
+			r.cpu = s.cpuTime() - cpu0
+			if err != nil {
+				return smps, fmt.Errorf("%s, %s: %w", s.label, offeredName(w), err)
+			}
+			printResult(s.label, offeredName(w), r)
+			smps[s.label].results[offeredName(w)] = r
+		}
+	}
+	return smps, nil
+}
+
+// offer sends requests at rate per second for d, each by the next free one of clients workers
+// over conns connections. A request's latency runs from when it was due, not from when a worker
+// took it, so a server that falls behind shows it in the latency instead of slowing the offer
+// (no coordinated omission). Requests due within d are all sent; the result's elapsed time
+// includes any that were still queued when d ended.
+func offer(endpoints []string, conns, clients, rate int, d time.Duration, o op) (result, error) {
+	cs, closeAll, err := newClients(endpoints, conns)
+	if err != nil {
+		return result{}, err
+	}
+	defer closeAll()
+	due := make(chan time.Time, rate*int(d/time.Second+1))
+	var (
+		mu   sync.Mutex
+		lat  []time.Duration
+		errs int
+		wg   sync.WaitGroup
+		seq  sync.Mutex
+		next int
+	)
+	start := time.Now()
+	cpu0 := selfCPU()
+	for w := 0; w < clients; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			c := cs[w%conns]
+			var local []time.Duration
+			lerr := 0
+			for at := range due {
+				seq.Lock()
+				i := next
+				next++
+				seq.Unlock()
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err := o(ctx, c, i)
+				cancel()
+				if err != nil {
+					lerr++
+					continue
+				}
+				local = append(local, time.Since(at))
+			}
+			mu.Lock()
+			lat = append(lat, local...)
+			errs += lerr
+			mu.Unlock()
+		}(w)
+	}
+	// Requests fall due evenly: one every 1/rate s, released by a 1 ms ticker in batches.
+	interval := time.Second / time.Duration(rate)
+	tick := time.NewTicker(time.Millisecond)
+	sent := 0
+	for now := range tick.C {
+		if now.Sub(start) >= d {
+			break
+		}
+		for ; sent < rate*int(d/time.Second) && start.Add(time.Duration(sent)*interval).Before(now); sent++ {
+			due <- start.Add(time.Duration(sent) * interval)
+		}
+	}
+	tick.Stop()
+	close(due)
+	wg.Wait()
+	r := summarize(lat)
+	r.errors, r.elapsed, r.clientCPU = errs, time.Since(start), selfCPU()-cpu0
+	return r, nil
+}
