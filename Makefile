@@ -74,7 +74,7 @@ e2e: build build-failpoints
 	@mkdir -p $(RUN_DIR)
 	@tools=$$(./scripts/go-tools.sh); cd e2e && rc=0; \
 		E2E_BIN_DIR=$(BIN) $$tools/gotestsum --format testname --format-icons text --jsonfile $(RUN_DIR)/e2e.json -- \
-			-count=1 -timeout 30m -parallel 3 $(E2E_FLAGS) ./... || rc=$$?; \
+			-count=1 -timeout 30m -parallel 4 $(E2E_FLAGS) ./... || rc=$$?; \
 		echo "== e2e tests that took over a minute:"; $$tools/gotestsum tool slowest --jsonfile $(RUN_DIR)/e2e.json --threshold 60s; \
 		exit $$rc
 

@@ -52,6 +52,7 @@ func TestAuthSurvivesRestartAndRestore(t *testing.T) {
 // A data dir with auth moves between upstream 3.7.3 and ours: each enforces what the other
 // stored, and users added by one log in on the other.
 func TestAuthDataDirInterchange(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	m := NewMember(t)
 	m.Start()
 	setupAuth(t, userClient(t, []string{m.ClientURL}, "", "", nil))

@@ -273,6 +273,7 @@ func TestAuthWrongPasswordBurst(t *testing.T) {
 // permission error for a key the user may not read, and the token winning over --user. At
 // level 3.6 the flag does not exist, as in upstream 3.6.16.
 func TestEtcdctlAuthJWTToken(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	m := NewMember(t, "--auth-token", jwtKeys(t, "60s"))
 	m.Start()
 	setupAuth(t, userClient(t, []string{m.ClientURL}, "", "", nil))

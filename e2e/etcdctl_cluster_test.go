@@ -57,6 +57,7 @@ func TestEtcdctlLeases(t *testing.T) {
 // printed ETCD_* settings joins, is promoted, updated and removed; leadership moves; defrag,
 // snapshot, endpoint status and hashkv on every member; downgrade validate, enable and cancel.
 func TestEtcdctlMembershipAndMaintenance(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	c := NewCluster(t, 3)
 	c.Start()
 	all := "--endpoints=" + strings.Join(c.Endpoints(), ",")

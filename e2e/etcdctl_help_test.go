@@ -51,6 +51,7 @@ func TestEtcdctlHelpAsUpstream(t *testing.T) {
 // bucket's keys counted, no version column), restores that both implementations read back the
 // same, and upstream's errors.
 func TestEtcdctl35OfflineCommandsAsUpstream(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	ours, up := ToolAt(t, OldestLevel, "etcdctl"), UpstreamBinaryAt(t, Upstream35Version, "etcdctl")
 	m := NewMember(t)
 	m.Start()

@@ -345,6 +345,7 @@ func TestEtcdutlCorruptDataDir(t *testing.T) {
 // a backup that keeps its WAL apart (--backup-wal-dir): the member started on the backup holds
 // exactly the backed-up keys. --with-v3=false (3.5's v2-only backup) is refused, saying why.
 func TestEtcdutlBackupWithWALDirs(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	dir := t.TempDir()
 	wal := filepath.Join(dir, "wal")
 	m := NewMember(t, "--wal-dir", wal)

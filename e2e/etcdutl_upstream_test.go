@@ -36,6 +36,7 @@ func cliAnswer(t *testing.T, bin string, args ...string) string {
 // help for every command, the same answers with the global flags before the command and after it,
 // every output format, and the same refusals. Each command runs on a copy of the files.
 func TestEtcdutlAsUpstream(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	up, ours := UpstreamBinary(t, "etcdutl"), Binary(t, "etcdutl")
 	for _, args := range [][]string{
 		{"--help"}, {"defrag", "--help"}, {"snapshot", "--help"}, {"snapshot", "status", "--help"},

@@ -199,6 +199,7 @@ func TestSkipVersionJoinRefused(t *testing.T) {
 // passed them (fewer than --snapshot-count entries, 10,000 by default, since a 3.5 member last
 // started). Ours at 3.7 starts.
 func TestV2EntriesOf35ReplayedAt37(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	m := NewMember(t)
 	m.Bin = UpstreamBinaryAt(t, Upstream35Version, "etcd")
 	m.Start()
@@ -246,6 +247,7 @@ func TestV2EntriesOf35ReplayedAt37(t *testing.T) {
 // applies it as upstream 3.6 does, so a member added and started on upstream 3.5.35 is listed
 // by its name through our member.
 func TestUpstream35MemberPublishesToOurs(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	up35 := UpstreamBinaryAt(t, Upstream35Version, "etcd")
 	c := NewCluster(t, 2)
 	c.Members[0].Bin = ServerAt(t, LastReleaseLevel)
