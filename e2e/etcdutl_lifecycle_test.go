@@ -151,6 +151,14 @@ func TestEtcdutlHashkvDefragBackup(t *testing.T) {
 	m.Start()
 	cl := m.Client()
 	putN(t, cl, "frag", 400)
+	// 25 MB more under frag/, deleted with it: bbolt grows a file in 16 MiB steps once its memory
+	// map is larger (10 GiB from the start, in both implementations), so a defragmented file is
+	// at least that, and the free space must be well above it to show.
+	for i := 0; i < 250; i++ {
+		if _, err := cl.Put(Ctx(t), fmt.Sprintf("frag/big/%03d", i), strings.Repeat("b", 100<<10)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	mid, err := cl.HashKV(Ctx(t), m.ClientURL, 0)
 	if err != nil {
 		t.Fatal(err)
