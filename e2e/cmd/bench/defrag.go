@@ -144,7 +144,8 @@ func benchDefrag(label, bin string, o options, _ string) (sample, error) {
 	fmt.Printf("%-12s defrag of %.0f MiB (%.0f MiB in use) under load took %v -> %.0f MiB; longest request overlapping it %v; %d requests failed\n",
 		label, float64(st.DbSize)/(1<<20), float64(st.DbSizeInUse)/(1<<20), took.Round(time.Millisecond), float64(after.DbSize)/(1<<20), stall.Round(time.Millisecond), failed)
 	if failed > 0 {
-		return smp, fmt.Errorf("%d requests failed during the defrag, e.g. %v", failed, lastErr)
+		// A figure, not the end of the bench: upstream's clients time out behind a long defrag.
+		fmt.Printf("%-12s %d requests failed during the defrag, e.g. %v\n", label, failed, lastErr)
 	}
 	if hash0.Hash != hash1.Hash {
 		return smp, fmt.Errorf("hashkv at revision %d changed across the defrag: %d -> %d", rev, hash0.Hash, hash1.Hash)
