@@ -176,18 +176,6 @@ func TestFailpointCrashesLoseNoWrite(t *testing.T) {
 	}
 	c.Start()
 	load := startSteadyLoad(t, c, "ledger", 1)
-	// progress waits until the load has n more acknowledged writes: the cluster serves.
-	progress := func(n int) {
-		t.Helper()
-		want := load.ackedCount() + n
-		deadline := time.Now().Add(30 * time.Second)
-		for load.ackedCount() < want {
-			if time.Now().After(deadline) {
-				t.Fatalf("writes stalled at %d acknowledged (waiting for %d)", load.ackedCount(), want)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
 	byName := map[string]*failpointMember{}
 	for _, m := range members {
 		byName[m.Name] = m
@@ -196,7 +184,7 @@ func TestFailpointCrashesLoseNoWrite(t *testing.T) {
 	// end by the panic, and starts it again on its data.
 	crash := func(m *failpointMember, name string, trigger func()) {
 		t.Helper()
-		progress(50)
+		load.waitAcked(t, 50)
 		panics := strings.Count(m.Log(), "failpoint panic")
 		m.set(t, name, "panic")
 		exited := m.Exited()
@@ -212,9 +200,9 @@ func TestFailpointCrashesLoseNoWrite(t *testing.T) {
 			t.Fatalf("%s ended, but not at %s:\n%s", m.Name, name, m.LogTail(30))
 		}
 		t.Logf("%s crashed at %s with %d writes acknowledged", m.Name, name, load.ackedCount())
-		progress(50) // the others go on without it
+		load.waitAcked(t, 50) // the others go on without it
 		m.Start()
-		progress(50)
+		load.waitAcked(t, 50)
 	}
 
 	leader := byName[c.Leader(10*time.Second).Name]

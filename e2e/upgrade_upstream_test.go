@@ -117,6 +117,20 @@ func (l *steadyLoad) ackedCount() int {
 	return len(l.acked)
 }
 
+// waitAcked waits until n more writes than now are acknowledged: the cluster serves. It fails
+// the test after 30 s.
+func (l *steadyLoad) waitAcked(t *testing.T, n int) {
+	t.Helper()
+	want := l.ackedCount() + n
+	deadline := time.Now().Add(30 * time.Second)
+	for l.ackedCount() < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("writes stalled at %d acknowledged (waiting for %d)", l.ackedCount(), want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // end stops the load and returns what was acknowledged.
 func (l *steadyLoad) end() map[string]string {
 	close(l.stop)

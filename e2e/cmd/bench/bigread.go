@@ -42,7 +42,7 @@ func benchBigRead(label, bin string, o options, _ string) (sample, error) {
 	smp := newSample()
 	n := o.bigReadObjects
 	// A short raft log in memory, so the restarted member holds little besides its database.
-	s, err := startServerWith(label, bin, false, "--quota-backend-bytes", fmt.Sprint(int64(8)<<30), "--snapshot-count", "1000")
+	s, err := startServerWith(label, bin, false, nil, "--quota-backend-bytes", fmt.Sprint(int64(8)<<30), "--snapshot-count", "1000")
 	if err != nil {
 		return smp, err
 	}

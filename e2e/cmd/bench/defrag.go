@@ -34,7 +34,7 @@ const defragValueSize = 16 << 10
 // `etcdutl defrag` of the same implementation (the etcdutl beside its etcd).
 func benchDefrag(label, bin string, o options, _ string) (sample, error) {
 	smp := newSample()
-	s, err := startServerWith(label, bin, false, "--quota-backend-bytes", fmt.Sprint(4*o.defragBytes))
+	s, err := startServerWith(label, bin, false, nil, "--quota-backend-bytes", fmt.Sprint(4*o.defragBytes))
 	if err != nil {
 		return smp, err
 	}

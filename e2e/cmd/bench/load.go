@@ -53,7 +53,7 @@ func newServer(label, bin, name string, pprof bool) (*server, error) {
 
 // startServer starts a lone member and waits until it is healthy.
 func startServer(label, bin string, pprof bool) (*server, error) {
-	return startServerWith(label, bin, pprof)
+	return startServerWith(label, bin, pprof, nil)
 }
 
 // startThroughputServer is startServer for the throughput parts: with --pin-member-cpu the
@@ -63,7 +63,7 @@ func startThroughputServer(label, bin string, o options, pprof bool) (*server, e
 	if o.pinCPU < 0 {
 		return startServer(label, bin, pprof)
 	}
-	s, err := startServerWith(label, bin, pprof, "GOMAXPROCS=1")
+	s, err := startServerWith(label, bin, pprof, []string{"GOMAXPROCS=1"})
 	if err != nil {
 		return nil, err
 	}
@@ -83,20 +83,14 @@ func pin(pid int, cpus string) error {
 	return nil
 }
 
-// startServerWith is startServer with extra flags; an argument NAME=VALUE (upper case) is an
-// environment variable instead.
-func startServerWith(label, bin string, pprof bool, extra ...string) (*server, error) {
+// startServerWith is startServer with environment variables (NAME=VALUE) and extra flags.
+func startServerWith(label, bin string, pprof bool, env []string, extra ...string) (*server, error) {
 	s, err := newServer(label, bin, "b1", pprof)
 	if err != nil {
 		return nil, err
 	}
-	for _, a := range extra {
-		if name, _, ok := strings.Cut(a, "="); ok && name != "" && strings.ToUpper(name) == name && !strings.HasPrefix(name, "-") {
-			s.Env = append(s.Env, a)
-		} else {
-			s.Extra = append(s.Extra, a)
-		}
-	}
+	s.Env = append(s.Env, env...)
+	s.Extra = append(s.Extra, extra...)
 	if err = s.Start(); err == nil {
 		err = s.waitHealthy(20 * time.Second)
 	}

@@ -54,22 +54,10 @@ func offeredName(w offeredWorkload) string {
 // then to the other (the first alternating as in the single part), for o.offeredFor each: the
 // server CPU time per request at the same offered load, and the latency at that load.
 func benchOffered(subs []subject, o options, _ string) (map[string]sample, error) {
-	smps := map[string]sample{}
-	servers := make([]*server, len(subs))
-	defer func() {
-		for _, s := range servers {
-			if s != nil {
-				s.stop()
-			}
-		}
-	}()
-	for i, sub := range subs {
-		s, err := startThroughputServer(sub.label, sub.bin, o, false)
-		if err != nil {
-			return smps, err
-		}
-		servers[i] = s
-		smps[sub.label] = newSample()
+	servers, smps, stop, err := startSideBySide(subs, o, false)
+	defer stop()
+	if err != nil {
+		return smps, err
 	}
 	for wi, w := range offeredWorkloads(o) {
 		for _, i := range pairOrder(len(subs), wi) {

@@ -69,22 +69,10 @@ func singleWorkloads(scale int) []workload {
 // (through the order of subs) from round to round. Then it reads each member's peak memory.
 // With profDir set it saves each member's CPU profile of each workload there.
 func benchSingle(subs []subject, o options, profDir string) (map[string]sample, error) {
-	smps := map[string]sample{}
-	servers := make([]*server, len(subs))
-	defer func() {
-		for _, s := range servers {
-			if s != nil {
-				s.stop()
-			}
-		}
-	}()
-	for i, sub := range subs {
-		s, err := startThroughputServer(sub.label, sub.bin, o, profDir != "")
-		if err != nil {
-			return smps, err
-		}
-		servers[i] = s
-		smps[sub.label] = newSample()
+	servers, smps, stop, err := startSideBySide(subs, o, profDir != "")
+	defer stop()
+	if err != nil {
+		return smps, err
 	}
 	for wi, w := range singleWorkloads(o.scale) {
 		for _, i := range pairOrder(len(subs), wi) {
@@ -103,6 +91,27 @@ func benchSingle(subs []subject, o options, profDir string) (map[string]sample, 
 		smps[s.label].values[figPeakRSS] = float64(peak)
 	}
 	return smps, nil
+}
+
+// startSideBySide starts one fresh member of each implementation, side by side, for the
+// throughput parts, with an empty sample each; stop stops those that started (call it even on
+// an error).
+func startSideBySide(subs []subject, o options, pprof bool) (servers []*server, smps map[string]sample, stop func(), err error) {
+	smps = map[string]sample{}
+	stop = func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}
+	for _, sub := range subs {
+		s, err := startThroughputServer(sub.label, sub.bin, o, pprof)
+		if err != nil {
+			return servers, smps, stop, err
+		}
+		servers = append(servers, s)
+		smps[sub.label] = newSample()
+	}
+	return servers, smps, stop, nil
 }
 
 // pairOrder is the order in which the n implementations run workload number w: as given for
