@@ -68,17 +68,6 @@ func TestDefragLetsWritesThroughAndSurvivesKills(t *testing.T) {
 	cli := m.Client()
 	fillAndFree(t, cli, "fill", 20000)
 	load := startSteadyLoad(t, c, "ledger", 2)
-	progress := func(n int) {
-		t.Helper()
-		want := load.ackedCount() + n
-		deadline := time.Now().Add(30 * time.Second)
-		for load.ackedCount() < want {
-			if time.Now().After(deadline) {
-				t.Fatalf("writes stalled at %d acknowledged (waiting for %d)", load.ackedCount(), want)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
 	defrag := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
@@ -86,7 +75,7 @@ func TestDefragLetsWritesThroughAndSurvivesKills(t *testing.T) {
 		return err
 	}
 	dbPath := m.DataDir + "/member/snap/db"
-	progress(20)
+	load.waitAcked(t, 20)
 
 	size := func() int64 {
 		t.Helper()
@@ -109,6 +98,12 @@ func TestDefragLetsWritesThroughAndSurvivesKills(t *testing.T) {
 	if during < 20 {
 		t.Fatalf("only %d writes acknowledged while the defrag ran: writes waited for it", during)
 	}
+	// Upstream's two log events, on the RPC's path as at start-up, with how long writes waited.
+	for _, event := range []string{`"msg":"defragmenting"`, `"msg":"finished defragmenting directory"`, `"writes-held"`} {
+		if !m.LogHas(event) {
+			t.Fatalf("the member's log has no %s:\n%s", event, m.LogTail(20))
+		}
+	}
 
 	restart := func(how string) {
 		t.Helper()
@@ -116,7 +111,7 @@ func TestDefragLetsWritesThroughAndSurvivesKills(t *testing.T) {
 		if _, err := os.Stat(dbPath + ".defrag"); !os.IsNotExist(err) {
 			t.Fatalf("after %s: the unfinished copy is still there (%v)", how, err)
 		}
-		progress(20)
+		load.waitAcked(t, 20)
 	}
 	// Killed while the copy exists and writes are being recorded for it.
 	m.set(t, "defragBeforeCopy", "sleep(3000)")
@@ -143,7 +138,7 @@ func TestDefragLetsWritesThroughAndSurvivesKills(t *testing.T) {
 	if err := defrag(); err != nil {
 		t.Fatalf("defrag: %v", err)
 	}
-	progress(5)
+	load.waitAcked(t, 5)
 	m.Kill()
 	restart("a kill after the swap")
 

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	bolt "go.etcd.io/bbolt"
 
 	"etcdx/server/failpoint"
@@ -112,7 +113,9 @@ func (b *Backend) Defrag() error {
 		b.m.defragInflight.Store(0)
 		b.m.defrag.Observe(time.Since(start).Seconds())
 	}()
-	before := b.Size()
+	size1, inUse1 := b.Size(), b.SizeInUse()
+	b.log.Info("defragmenting", "path", b.cfg.Path, "current-db-size-bytes", size1, "current-db-size", humanize.Bytes(uint64(size1)),
+		"current-db-size-in-use-bytes", inUse1, "current-db-size-in-use", humanize.Bytes(uint64(inUse1)))
 	for attempt := 1; ; attempt++ {
 		res, err := b.defragOnce()
 		if errors.Is(err, errRawWrite) && attempt < defragAttempts {
@@ -122,8 +125,12 @@ func (b *Backend) Defrag() error {
 		if err != nil {
 			return fmt.Errorf("backend: defrag: %w", err)
 		}
-		b.log.Info("defragmented", "path", b.cfg.Path, "took", time.Since(start), "writes-held", res.held,
-			"catch-up-rounds", res.rounds, "replayed-writes", res.replayed, "size-before", before, "size-after", b.Size())
+		// Upstream's line and fields; the last three are ours (how long writes waited).
+		size2, inUse2 := b.Size(), b.SizeInUse()
+		b.log.Info("finished defragmenting directory", "path", b.cfg.Path,
+			"current-db-size-bytes-diff", size2-size1, "current-db-size-bytes", size2, "current-db-size", humanize.Bytes(uint64(size2)),
+			"current-db-size-in-use-bytes-diff", inUse2-inUse1, "current-db-size-in-use-bytes", inUse2, "current-db-size-in-use", humanize.Bytes(uint64(inUse2)),
+			"took", time.Since(start), "writes-held", res.held, "catch-up-rounds", res.rounds, "replayed-writes", res.replayed)
 		return nil
 	}
 }

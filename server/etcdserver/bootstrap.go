@@ -356,12 +356,9 @@ func (s *Server) maybeDefragAtStart() error {
 			"experimental-bootstrap-defrag-threshold-bytes", threshold)
 		return nil
 	}
-	s.log.Info("defragmenting", "path", s.cfg.BackendPath(), "current-db-size-bytes", size, "current-db-size-in-use-bytes", inUse)
-	if err := s.be.Defrag(); err != nil {
+	if err := s.be.Defrag(); err != nil { // logs upstream's "defragmenting" and "finished defragmenting directory"
 		return fmt.Errorf("defragment at start: %w", err)
 	}
-	s.log.Info("finished defragmenting directory", "path", s.cfg.BackendPath(), "current-db-size-bytes-diff", s.be.Size()-size,
-		"current-db-size-bytes", s.be.Size())
 	return nil
 }
 
