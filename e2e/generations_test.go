@@ -1,12 +1,16 @@
 package e2e
 
 import (
+	"fmt"
+	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"etcdx/upgradelab/cluster"
 )
 
 // impl is one member's binary on the path: ours at a level, or upstream's release of that line.
@@ -84,6 +88,9 @@ func TestThreeGenerationsAlternating(t *testing.T) {
 
 	swapTo(LastReleaseLevel, 1)
 	versions("cluster and storage 3.6", "3.6.0", "3.6.0")
+	// Upstream 3.7.3 panics replaying the v2 requests the 3.5.35 members left in their WALs
+	// (TestV2EntriesOf35ReplayedAt37): as an operator must, wait until a snapshot passed them.
+	waitEverySnapshotSaved(t, c)
 	swapTo(CurrentLevel, 2)
 	versions("cluster and storage 3.7", "3.7.0", "3.7.0")
 
@@ -105,6 +112,43 @@ func TestThreeGenerationsAlternating(t *testing.T) {
 		len(acked), len(failed["ours"]), len(failed["upstream"]), len(failed["no member change"]))
 	if len(acked) < 200 {
 		t.Fatalf("too little load: %d acknowledged writes", len(acked))
+	}
+}
+
+// waitEverySnapshotSaved waits until every member has saved a raft snapshot since it is called
+// (the count of etcd_debugging_snap_save_total_duration_seconds rose), overwriting one key to
+// make entries meanwhile: what the lab's snapshot step and the guide do before upstream 3.7.
+func waitEverySnapshotSaved(t *testing.T, c *Cluster) {
+	t.Helper()
+	hc := &http.Client{Timeout: 5 * time.Second}
+	marks := make([]cluster.Metrics, len(c.Members))
+	for i, m := range c.Members {
+		mt, err := cluster.GetMetrics(Ctx(t), hc, m.MetricsURL)
+		if err != nil {
+			t.Fatalf("metrics of %s: %v", m.Name, err)
+		}
+		marks[i] = mt
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for n := 0; ; n++ {
+		if n%50 == 0 {
+			waiting := []string{}
+			for i, m := range c.Members {
+				mt, err := cluster.GetMetrics(Ctx(t), hc, m.MetricsURL)
+				if err != nil || !mt.SavedSnapshotSince(marks[i]) {
+					waiting = append(waiting, m.Name)
+				}
+			}
+			if len(waiting) == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no snapshot saved by %v within a minute (%d filler writes)", waiting, n)
+			}
+		}
+		if _, err := c.Client().Put(Ctx(t), "snapshot-filler", fmt.Sprint(n)); err != nil {
+			t.Fatalf("filler write: %v", err)
+		}
 	}
 }
 
