@@ -33,7 +33,7 @@ func (r *run) step(ctx context.Context, s plan.Step) (string, error) {
 	case plan.KindReplace:
 		return "", r.replace(ctx, s.Replace)
 	case plan.KindDowngrade:
-		return "", downgrade(ctx, r.cli, s.Downgrade)
+		return r.downgrade(ctx, s.Downgrade)
 	case plan.KindExpect:
 		return "", r.expect(ctx, s.Expect)
 	case plan.KindWait:
@@ -399,21 +399,69 @@ func (r *run) awaitRefusal(ctx context.Context, m runtimes.Member, rf *plan.Refu
 	}
 }
 
-func downgrade(ctx context.Context, cli *clientv3.Client, d *plan.Downgrade) error {
+// errDowngradeInProgress is upstream's refusal of a downgrade while one is under way.
+const errDowngradeInProgress = "cluster has a downgrade job in progress"
+
+// downgrade runs one downgrade action. A downgrade whose target every member already runs is
+// done for the operator, but the leader ends it only at its next check (every few seconds,
+// upstream as ours): a validate or enable meanwhile is refused as "in progress". The step
+// waits for that end, as an operator would, and says how long; a downgrade still under way
+// is refused as upstream refuses it.
+func (r *run) downgrade(ctx context.Context, d *plan.Downgrade) (string, error) {
 	action := map[string]clientv3.DowngradeAction{"validate": clientv3.DowngradeValidate,
 		"enable": clientv3.DowngradeEnable, "cancel": clientv3.DowngradeCancel}[d.Action]
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	_, err := cli.Downgrade(ctx, action, d.Version)
-	switch {
-	case d.Error == "" && err != nil:
-		return fmt.Errorf("downgrade %s %s: %w", d.Action, d.Version, err)
-	case d.Error != "" && err == nil:
-		return fmt.Errorf("downgrade %s %s succeeded, want an error with %q", d.Action, d.Version, d.Error)
-	case d.Error != "" && !strings.Contains(err.Error(), d.Error):
-		return fmt.Errorf("downgrade %s %s failed with %q, want %q", d.Action, d.Version, err, d.Error)
+	began := time.Now()
+	deadline := began.Add(r.ExpectTimeout)
+	for {
+		actx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		_, err := r.cli.Downgrade(actx, action, d.Version)
+		cancel()
+		if err != nil && d.Error == "" && strings.Contains(err.Error(), errDowngradeInProgress) && time.Now().Before(deadline) {
+			if target := r.completingDowngrade(ctx); target != "" {
+				sleep(ctx, 200*time.Millisecond)
+				if ctx.Err() == nil {
+					continue
+				}
+			}
+		}
+		var waited string
+		if time.Since(began) > time.Second {
+			waited = fmt.Sprintf("waited %v for the last downgrade to end", time.Since(began).Round(100*time.Millisecond))
+		}
+		switch {
+		case d.Error == "" && err != nil:
+			return waited, fmt.Errorf("downgrade %s %s: %w", d.Action, d.Version, err)
+		case d.Error != "" && err == nil:
+			return waited, fmt.Errorf("downgrade %s %s succeeded, want an error with %q", d.Action, d.Version, d.Error)
+		case d.Error != "" && !strings.Contains(err.Error(), d.Error):
+			return waited, fmt.Errorf("downgrade %s %s failed with %q, want %q", d.Action, d.Version, err, d.Error)
+		}
+		return waited, nil
 	}
-	return nil
+}
+
+// completingDowngrade is the target of the downgrade in progress when every running member's
+// binary is already at it ("" when none is in progress, or one is still under way).
+func (r *run) completingDowngrade(ctx context.Context) string {
+	var target string
+	for _, m := range r.c.list {
+		if !m.Running(ctx) {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		st, err := r.cli.Status(sctx, m.ClientURL())
+		cancel()
+		if err != nil {
+			return ""
+		}
+		if st.DowngradeInfo != nil && st.DowngradeInfo.Enabled {
+			target = majorMinor(st.DowngradeInfo.TargetVersion, "")
+		}
+		if target == "" || majorMinor(st.Version, "") != target {
+			return ""
+		}
+	}
+	return target
 }
 
 // majorMinor cuts "3.6.0" to "3.6"; an empty storage version means 3.5.
