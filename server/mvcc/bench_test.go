@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+
+	"etcdx/server/schema"
 )
 
 // The hot paths of the store, for a quick check of a change before `make bench` (go test -bench
@@ -92,4 +94,32 @@ func benchKeys(n int) [][]byte {
 		keys[i] = []byte(fmt.Sprintf("key/%08d", i))
 	}
 	return keys
+}
+
+// BenchmarkIndexLookup finds one key of a million in the index; BenchmarkIndexPut puts a new
+// revision of one of them; BenchmarkIndexVisit walks 100 consecutive keys.
+func BenchmarkIndexLookup(b *testing.B) {
+	benchIndex(b, func(ti *treeIndex, k []byte) { ti.lookup(k) })
+}
+func BenchmarkIndexPut(b *testing.B) {
+	rev := int64(2_000_000)
+	benchIndex(b, func(ti *treeIndex, k []byte) { rev++; ti.put(k, schema.Revision{Main: rev}) })
+}
+func BenchmarkIndexVisit(b *testing.B) {
+	benchIndex(b, func(ti *treeIndex, k []byte) {
+		n := 0
+		ti.visit(k, []byte{}, func(*keyIndex) bool { n++; return n < 100 })
+	})
+}
+
+func benchIndex(b *testing.B, op func(ti *treeIndex, k []byte)) {
+	keys := benchKeys(1_000_000)
+	ti := newTreeIndex()
+	for i, k := range keys {
+		ti.put(k, schema.Revision{Main: int64(i + 2)})
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		op(ti, keys[(i*7919)%len(keys)])
+	}
 }

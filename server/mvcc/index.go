@@ -3,19 +3,21 @@ package mvcc
 import (
 	"bytes"
 
-	"github.com/google/btree"
+	"github.com/tidwall/btree"
 
 	"etcdx/server/schema"
 )
 
 // treeIndex maps keys to their keyIndex in key order. It is not safe for concurrent use; the
-// store's lock guards it.
+// store's lock guards it (so the tree takes no lock of its own). The tree loads keys given in
+// order without a search each, which the index rebuild at start-up relies on.
 type treeIndex struct {
 	tree *btree.BTreeG[*keyIndex]
 }
 
 func newTreeIndex() *treeIndex {
-	return &treeIndex{tree: btree.NewG(32, func(a, b *keyIndex) bool { return bytes.Compare(a.key, b.key) < 0 })}
+	return &treeIndex{tree: btree.NewBTreeGOptions(func(a, b *keyIndex) bool { return bytes.Compare(a.key, b.key) < 0 },
+		btree.Options{Degree: 32, NoLocks: true})}
 }
 
 func (ti *treeIndex) lookup(key []byte) *keyIndex {
@@ -27,7 +29,7 @@ func (ti *treeIndex) put(key []byte, rev schema.Revision) {
 	ki := ti.lookup(key)
 	if ki == nil {
 		ki = &keyIndex{key: append([]byte(nil), key...)}
-		ti.tree.ReplaceOrInsert(ki)
+		ti.tree.Set(ki)
 	}
 	ki.put(rev)
 }
@@ -36,7 +38,7 @@ func (ti *treeIndex) restore(key []byte, rev, created schema.Revision, ver int64
 	ki := ti.lookup(key)
 	if ki == nil {
 		ki = &keyIndex{key: append([]byte(nil), key...)}
-		ti.tree.ReplaceOrInsert(ki)
+		ti.tree.Set(ki)
 	}
 	ki.restore(rev, created, ver)
 }
@@ -66,7 +68,7 @@ func (ti *treeIndex) visit(key, end []byte, fn func(*keyIndex) bool) {
 		}
 		return
 	}
-	ti.tree.AscendGreaterOrEqual(&keyIndex{key: key}, func(ki *keyIndex) bool {
+	ti.tree.Ascend(&keyIndex{key: key}, func(ki *keyIndex) bool {
 		if len(end) > 0 && bytes.Compare(ki.key, end) >= 0 {
 			return false
 		}
@@ -123,7 +125,7 @@ func (ti *treeIndex) compactSome(atRev int64, from []byte, limit int, keep map[s
 	var empty []*keyIndex
 	n := 0
 	done = true
-	ti.tree.AscendGreaterOrEqual(&keyIndex{key: from}, func(ki *keyIndex) bool {
+	ti.tree.Ascend(&keyIndex{key: from}, func(ki *keyIndex) bool {
 		if limit > 0 && n == limit {
 			next, done = ki.key, false
 			return false
@@ -142,7 +144,7 @@ func (ti *treeIndex) compactSome(atRev int64, from []byte, limit int, keep map[s
 
 func (ti *treeIndex) keep(atRev int64) map[schema.Revision]struct{} {
 	keep := make(map[schema.Revision]struct{})
-	ti.tree.Ascend(func(ki *keyIndex) bool {
+	ti.tree.Scan(func(ki *keyIndex) bool {
 		ki.keepAt(atRev, keep)
 		return true
 	})

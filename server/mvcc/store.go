@@ -88,85 +88,6 @@ func (s *Store) Close() {
 	s.bg.Wait()
 }
 
-func (s *Store) restore() error {
-	var scheduled, finished int64 = -1, -1
-	liveLease := map[string]int64{}
-	err := s.be.View(func(tx *bolt.Tx) error {
-		meta := tx.Bucket(schema.Meta)
-		if v := meta.Get(schema.MetaFinishedCompact); v != nil {
-			r, _, err := schema.ParseRevisionKey(v)
-			if err != nil {
-				return err
-			}
-			finished = r.Main
-		}
-		if v := meta.Get(schema.MetaScheduledCompact); v != nil {
-			r, _, err := schema.ParseRevisionKey(v)
-			if err != nil {
-				return err
-			}
-			scheduled = r.Main
-		}
-		return tx.Bucket(schema.Key).ForEach(func(k, v []byte) error {
-			rev, tomb, err := schema.ParseRevisionKey(k)
-			if err != nil {
-				return err
-			}
-			// Only the key and the revisions are kept: no copy of the value (a member restoring
-			// 1 GiB of values copied all of it).
-			var kv mvccpb.KeyValue
-			if err := decodeKV(v, &kv); err != nil {
-				return fmt.Errorf("mvcc: value at revision %d_%d: %w", rev.Main, rev.Sub, err)
-			}
-			if len(kv.Key) == 0 {
-				// A revision marker with no key (snapshot restore --bump-revision): it only moves
-				// the current revision; the scheduled compaction written with it removes it.
-				s.currentRev = max(s.currentRev, rev.Main)
-				return nil
-			}
-			if tomb {
-				if ki := s.idx.lookup(kv.Key); ki != nil && ki.isLive() {
-					_ = ki.tombstone(rev)
-				}
-				delete(liveLease, string(kv.Key))
-			} else {
-				s.idx.restore(kv.Key, rev, schema.Revision{Main: kv.CreateRevision}, kv.Version)
-				if kv.Lease != 0 {
-					liveLease[string(kv.Key)] = kv.Lease
-				} else {
-					delete(liveLease, string(kv.Key))
-				}
-			}
-			if rev.Main > s.currentRev {
-				s.currentRev = rev.Main
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return fmt.Errorf("mvcc: restore: %w", err)
-	}
-	s.compactRev = finished
-	if s.compactRev > s.currentRev {
-		s.currentRev = s.compactRev
-	}
-	if s.leases != nil {
-		for k, id := range liveLease {
-			s.leases.Attach(id, []byte(k))
-		}
-	}
-	if scheduled > finished {
-		// A compaction was interrupted: finish it.
-		s.log.Info("resuming interrupted compaction", "revision", scheduled)
-		s.compactRev = scheduled
-		keep := s.idx.compact(scheduled)
-		s.compactMu.Lock()
-		s.compactBackend(scheduled, keep, make(chan struct{}))
-		s.compactMu.Unlock()
-	}
-	return nil
-}
-
 // Rev is the current revision.
 func (s *Store) Rev() int64 {
 	s.mu.RLock()
@@ -638,7 +559,7 @@ func (s *Store) KeyCount() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	n := 0
-	s.idx.tree.Ascend(func(ki *keyIndex) bool {
+	s.idx.tree.Scan(func(ki *keyIndex) bool {
 		if ki.isLive() {
 			n++
 		}
