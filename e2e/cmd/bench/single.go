@@ -137,7 +137,12 @@ func measure(label string, ss []*server, w workload, o options, profDir string) 
 	var waits []func()
 	if profDir != "" {
 		for _, s := range ss {
-			waits = append(waits, s.profile(filepath.Join(profDir, fileName(label+"-"+s.Name+"-"+w.name)+".cpu.pprof"), o.profileFor))
+			base := filepath.Join(profDir, fileName(label+"-"+s.Name+"-"+w.name))
+			waits = append(waits, s.profile(base+".cpu.pprof", o.profileFor))
+			if o.pinCPU >= 0 {
+				// A one-CPU member: the trace shows what its goroutines wait for (go tool trace).
+				waits = append(waits, s.trace(base+".trace", o.profileFor))
+			}
 		}
 	}
 	cpu0 := cpuTimes(ss)
