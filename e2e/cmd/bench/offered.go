@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -52,9 +53,10 @@ func offeredName(w offeredWorkload) string {
 
 // benchOffered starts one fresh member of each implementation and offers each workload to one,
 // then to the other (the first alternating as in the single part), for o.offeredFor each: the
-// server CPU time per request at the same offered load, and the latency at that load.
-func benchOffered(subs []subject, o options, _ string) (map[string]sample, error) {
-	servers, smps, stop, err := startSideBySide(subs, o, false)
+// server CPU time per request at the same offered load, and the latency at that load. With
+// profDir set it saves each member's CPU profile of each rate there.
+func benchOffered(subs []subject, o options, profDir string) (map[string]sample, error) {
+	servers, smps, stop, err := startSideBySide(subs, o, profDir != "")
 	defer stop()
 	if err != nil {
 		return smps, err
@@ -62,9 +64,15 @@ func benchOffered(subs []subject, o options, _ string) (map[string]sample, error
 	for wi, w := range offeredWorkloads(o) {
 		for _, i := range pairOrder(len(subs), wi) {
 			s := servers[i]
+			wait := func() {}
+			if profDir != "" {
+				// The CPU per request at the same offered load is the figure: where it goes.
+				wait = s.profile(filepath.Join(profDir, fileName(s.label+"-"+s.Name+"-"+offeredName(w))+".cpu.pprof"), o.profileFor)
+			}
 			cpu0 := s.cpuTime()
 			r, err := offer([]string{s.ClientURL}, o.conns, o.clients, w.rate, o.offeredFor, w.op)
 			r.cpu = s.cpuTime() - cpu0
+			wait()
 			if err != nil {
 				return smps, fmt.Errorf("%s, %s: %w", s.label, offeredName(w), err)
 			}
