@@ -331,3 +331,52 @@ func TestUpstream35MemberPublishesToOurs(t *testing.T) {
 		t.Errorf("our member skipped an entry of upstream 3.5\n%s", ours.LogTail(20))
 	}
 }
+
+// TestUndecidedClusterVersionFrom35: upstream 3.5's leader records cluster version 3.0 (its
+// minimum) until it has read every member's version, so a 3.5 cluster with a member down keeps
+// 3.0 in every data dir. A member stopped there and started on ours at 3.6 starts and serves
+// (upstream 3.6 does; ours refused, calling 3.6 two minors newer than "3.0"), while ours at 3.7
+// is refused, the data's storage version (3.5) standing for the undecided cluster version; once
+// the third member starts, the cluster settles at 3.5.
+func TestUndecidedClusterVersionFrom35(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	c := NewCluster(t, 3)
+	up35 := UpstreamBinaryAt(t, Upstream35Version, "etcd")
+	for _, m := range c.Members {
+		m.Bin = up35
+	}
+	m1, m2, m3 := c.Members[0], c.Members[1], c.Members[2]
+	for _, m := range []*Member{m1, m2} {
+		if err := m.StartNoWait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range []*Member{m1, m2} {
+		if err := m.WaitHealthy(30 * time.Second); err != nil {
+			t.Fatalf("%s: %v\n%s", m.Name, err, m.LogTail(20))
+		}
+	}
+	writeN(t, m1.Client(), "undecided", 10)
+	if v, err := clusterVersionOf(m1); err != nil || v != "3.0.0" {
+		t.Fatalf("with m3 never started, upstream 3.5.35 reports cluster version %q (%v), want 3.0.0", v, err)
+	}
+	if err := m1.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	m1.Bin = ServerAt(t, CurrentLevel)
+	if err := m1.StartNoWait(); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := m1.Wait(30 * time.Second); err != nil || code == 0 || !m1.LogHas("more than one minor version newer than the cluster version 3.5") {
+		t.Fatalf("ours at 3.7 on 3.5 data with an undecided cluster version: exit %d, %v\n%s", code, err, m1.LogTail(10))
+	}
+
+	m1.Bin = ServerAt(t, LastReleaseLevel)
+	m1.Start()
+	if n := countPrefix(t, m1, "undecided"); n != 10 {
+		t.Fatalf("ours at 3.6 serves %d of the 10 keys", n)
+	}
+	m3.Start()
+	waitStatus(t, c, "cluster version 3.5 once every member is up", 30*time.Second, func(v, _ string) bool { return v == "3.5.0" })
+}

@@ -25,8 +25,8 @@ func (d DowngradeInfo) Target() Level {
 // start on existing data, join, or be accepted as a peer. An older binary is allowed only when a
 // downgrade to exactly its level is enabled; a binary more than one minor newer is never allowed.
 func CheckRun(bin, cluster Level, dg DowngradeInfo) error {
-	if cluster.IsZero() {
-		return nil
+	if !cluster.Decided() {
+		return nil // the peers' handshakes keep binaries within one minor of each other
 	}
 	if bin.Less(cluster) {
 		if dg.Target() == bin {
@@ -44,7 +44,8 @@ func CheckRun(bin, cluster Level, dg DowngradeInfo) error {
 
 // CheckStart decides whether a binary of version local may start on the data in dataDir, whose
 // backend records storage, cluster and dg: never on a newer storage schema, and only where
-// CheckRun allows it in that cluster.
+// CheckRun allows it in that cluster. Where the cluster version was not decided yet, the
+// storage version stands for it (the cluster version is never below it).
 func CheckStart(local string, storage, cluster Level, dg DowngradeInfo, dataDir string) error {
 	bin, err := ParseLevel(local)
 	if err != nil {
@@ -53,6 +54,9 @@ func CheckStart(local string, storage, cluster Level, dg DowngradeInfo, dataDir 
 	if bin.Less(storage) {
 		return fmt.Errorf("the data in %s has storage version %s, newer than this etcd %s: start it with an etcd %s binary, or first run 'etcdutl migrate --data-dir %s --target-version %s' (etcdutl %s)",
 			dataDir, storage, local, storage, dataDir, bin, storage)
+	}
+	if !cluster.Decided() && !cluster.IsZero() {
+		cluster = storage
 	}
 	if err := CheckRun(bin, cluster, dg); err != nil {
 		return fmt.Errorf("cannot start on the data in %s: %w", dataDir, err)
@@ -87,7 +91,7 @@ func CheckPeer(local string, cluster Level, dg DowngradeInfo, peerVersion, peerM
 	if err != nil {
 		return fmt.Errorf("peer announced an unreadable server version %q", peerVersion)
 	}
-	if !cluster.IsZero() {
+	if cluster.Decided() {
 		if err := CheckRun(pl, cluster, dg); err != nil {
 			return fmt.Errorf("peer version %s is incompatible with cluster version %s (local version %s): %w", peerVersion, cluster, local, err)
 		}

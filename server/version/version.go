@@ -46,6 +46,11 @@ func IsKnown(l Level) bool {
 // IsZero reports an unset level (e.g. a cluster version not decided yet).
 func (l Level) IsZero() bool { return l == Level{} }
 
+// Decided says whether l is a cluster version the members agreed on. Upstream records 3.0, its
+// minimum, before the leader's first decision (up to 4 s after a cluster of 3.5 members starts),
+// so a data dir stopped in that window holds 3.0: no level any member runs.
+func (l Level) Decided() bool { return !l.IsZero() && l != Level{3, 0} }
+
 // String is "3.6".
 func (l Level) String() string { return fmt.Sprintf("%d.%d", l.Major, l.Minor) }
 

@@ -61,6 +61,9 @@ func TestCheckRun(t *testing.T) {
 		{Level{3, 4}, V3_6, dg35, "older than the cluster version 3.6"},
 		{Level{3, 7}, V3_5, DowngradeInfo{}, "more than one minor version newer than the cluster version 3.5"},
 		{Level{4, 0}, V3_6, DowngradeInfo{}, "more than one minor version newer"},
+		// 3.0 is upstream's record before the first decision, not a level: left to the peers.
+		{V3_6, Level{3, 0}, DowngradeInfo{}, ""},
+		{Level{3, 7}, Level{3, 0}, DowngradeInfo{}, ""},
 	}
 	for _, c := range cases {
 		err := CheckRun(c.bin, c.cluster, c.dg)
@@ -86,6 +89,9 @@ func TestCheckPeer(t *testing.T) {
 		{V3_6, DowngradeInfo{}, "garbage", "", `peer announced an unreadable server version "garbage"`},
 		{V3_6, DowngradeInfo{}, "3.6.1", "x", `peer announced an unreadable minimum cluster version "x"`},
 		{V3_6, DowngradeInfo{}, "3.7.0", "3.7.0", "peer version 3.7.0 needs a cluster version of at least 3.7, but this member runs 3.6.0"},
+		// Upstream's 3.0 before the first decision: the binaries must be within one minor.
+		{Level{3, 0}, DowngradeInfo{}, "3.5.35", "3.0.0", ""},
+		{Level{3, 0}, DowngradeInfo{}, "3.4.0", "", "peer version 3.4.0 is more than one minor version away from the local version 3.6.0"},
 	}
 	for _, c := range cases {
 		err := CheckPeer("3.6.0", c.cluster, c.dg, c.peer, c.min)
@@ -107,6 +113,14 @@ func TestCheckStartAndJoin(t *testing.T) {
 	}
 	if err := CheckStart("3.5.0", V3_5, V3_5, DowngradeInfo{}, "/d"); err != nil {
 		t.Errorf("a downgraded member on migrated data: %v", err)
+	}
+	// A 3.5 cluster stopped before its leader first decided its version records 3.0: its
+	// storage version (3.5) stands for the cluster version.
+	if err := CheckStart("3.6.16", V3_5, Level{3, 0}, DowngradeInfo{}, "/d"); err != nil {
+		t.Errorf("3.6 on 3.5 data whose cluster version was not decided: %v", err)
+	}
+	if err := CheckStart("3.7.3", V3_5, Level{3, 0}, DowngradeInfo{}, "/d"); err == nil || !strings.Contains(err.Error(), "more than one minor version newer than the cluster version 3.5") {
+		t.Errorf("3.7 on 3.5 data whose cluster version was not decided: %v", err)
 	}
 	if err := CheckJoin(V3_7, V3_5, DowngradeInfo{}); err == nil || err.Error() != "cannot join the cluster: etcd 3.7 is more than one minor version newer than the cluster version 3.5: upgrade one minor version at a time (every member to 3.6 first)" {
 		t.Errorf("skip-version join: %v", err)
