@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -70,13 +73,19 @@ func benchOffered(subs []subject, o options, profDir string) (map[string]sample,
 				wait = s.profile(filepath.Join(profDir, fileName(s.label+"-"+s.Name+"-"+offeredName(w))+".cpu.pprof"), o.profileFor)
 			}
 			cpu0 := s.cpuTime()
+			fsyncs0 := s.walFsyncs()
 			r, err := offer([]string{s.ClientURL}, o.conns, o.clients, w.rate, o.offeredFor, w.op)
 			r.cpu = s.cpuTime() - cpu0
+			fsyncs := s.walFsyncs() - fsyncs0
 			wait()
 			if err != nil {
 				return smps, fmt.Errorf("%s, %s: %w", s.label, offeredName(w), err)
 			}
 			printResult(s.label, offeredName(w), r)
+			if r.ops > 0 && fsyncs > 0 {
+				// How many requests share a WAL fsync: fewer per fsync, more fsync CPU per request.
+				fmt.Printf("%-12s %-40s %d WAL fsyncs, %.1f requests per fsync\n", s.label, "", fsyncs, float64(r.ops)/float64(fsyncs))
+			}
 			smps[s.label].results[offeredName(w)] = r
 		}
 	}
@@ -150,4 +159,23 @@ func offer(endpoints []string, conns, clients, rate int, d time.Duration, o op) 
 	r := summarize(lat)
 	r.errors, r.elapsed, r.clientCPU = errs, time.Since(start), selfCPU()-cpu0
 	return r, nil
+}
+
+// walFsyncs is the member's count of WAL fsyncs so far (etcd_disk_wal_fsync_duration_seconds,
+// upstream's metric and ours); 0 when it cannot be read.
+func (s *server) walFsyncs() int64 {
+	resp, err := http.Get(s.ClientURL + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "etcd_disk_wal_fsync_duration_seconds_count "); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			return int64(n)
+		}
+	}
+	return 0
 }
