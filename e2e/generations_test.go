@@ -365,18 +365,25 @@ func TestUndecidedClusterVersionFrom35(t *testing.T) {
 	}
 
 	m1.Bin = ServerAt(t, CurrentLevel)
-	if err := m1.StartNoWait(); err != nil {
+	startRefused(t, m1, "more than one minor version newer than the cluster version 3.5")
+
+	// Upstream 3.6.16 first, then ours at 3.6: both start and serve (the version stays 3.0).
+	startsAndServes := func(bin string) {
+		t.Helper()
+		m1.Bin = bin
+		m1.Start()
+		if n := countPrefix(t, m1, "undecided"); n != 10 {
+			t.Fatalf("%s serves %d of the 10 keys", bin, n)
+		}
+		if v, err := clusterVersionOf(m1); err != nil || v != "3.0.0" {
+			t.Fatalf("%s: cluster version %q (%v), want 3.0.0 while m3 is down", bin, v, err)
+		}
+	}
+	startsAndServes(UpstreamBinaryAt(t, Upstream36Version, "etcd"))
+	if err := m1.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if code, err := m1.Wait(30 * time.Second); err != nil || code == 0 || !m1.LogHas("more than one minor version newer than the cluster version 3.5") {
-		t.Fatalf("ours at 3.7 on 3.5 data with an undecided cluster version: exit %d, %v\n%s", code, err, m1.LogTail(10))
-	}
-
-	m1.Bin = ServerAt(t, LastReleaseLevel)
-	m1.Start()
-	if n := countPrefix(t, m1, "undecided"); n != 10 {
-		t.Fatalf("ours at 3.6 serves %d of the 10 keys", n)
-	}
+	startsAndServes(ServerAt(t, LastReleaseLevel))
 	m3.Start()
 	waitStatus(t, c, "cluster version 3.5 once every member is up", 30*time.Second, func(v, _ string) bool { return v == "3.5.0" })
 }

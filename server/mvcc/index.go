@@ -34,15 +34,6 @@ func (ti *treeIndex) put(key []byte, rev schema.Revision) {
 	ki.put(rev)
 }
 
-func (ti *treeIndex) restore(key []byte, rev, created schema.Revision, ver int64) {
-	ki := ti.lookup(key)
-	if ki == nil {
-		ki = &keyIndex{key: append([]byte(nil), key...)}
-		ti.tree.Set(ki)
-	}
-	ki.restore(rev, created, ver)
-}
-
 func (ti *treeIndex) tombstone(key []byte, rev schema.Revision) error {
 	ki := ti.lookup(key)
 	if ki == nil {

@@ -51,7 +51,12 @@ func restoreOneByOne(t *testing.T, be *backend.Backend) (*treeIndex, int64, map[
 				}
 				delete(leases, string(kv.Key))
 			default:
-				idx.restore(kv.Key, rev, schema.Revision{Main: kv.CreateRevision}, kv.Version)
+				ki := idx.lookup(kv.Key)
+				if ki == nil {
+					ki = &keyIndex{key: append([]byte(nil), kv.Key...)}
+					idx.tree.Set(ki)
+				}
+				ki.restore(rev, schema.Revision{Main: kv.CreateRevision}, kv.Version)
 				if kv.Lease != 0 {
 					leases[string(kv.Key)] = kv.Lease
 				} else {

@@ -416,12 +416,10 @@ func (r *run) downgrade(ctx context.Context, d *plan.Downgrade) (string, error) 
 		actx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		_, err := r.cli.Downgrade(actx, action, d.Version)
 		cancel()
-		if err != nil && d.Error == "" && strings.Contains(err.Error(), errDowngradeInProgress) && time.Now().Before(deadline) {
-			if target := r.completingDowngrade(ctx); target != "" {
-				sleep(ctx, 200*time.Millisecond)
-				if ctx.Err() == nil {
-					continue
-				}
+		if err != nil && d.Error == "" && strings.Contains(err.Error(), errDowngradeInProgress) &&
+			time.Now().Before(deadline) && r.downgradeCompleting(ctx) {
+			if sleep(ctx, 200*time.Millisecond); ctx.Err() == nil {
+				continue
 			}
 		}
 		var waited string
@@ -440,9 +438,9 @@ func (r *run) downgrade(ctx context.Context, d *plan.Downgrade) (string, error) 
 	}
 }
 
-// completingDowngrade is the target of the downgrade in progress when every running member's
-// binary is already at it ("" when none is in progress, or one is still under way).
-func (r *run) completingDowngrade(ctx context.Context) string {
+// downgradeCompleting says whether a downgrade is in progress whose target every running
+// member's binary already runs.
+func (r *run) downgradeCompleting(ctx context.Context) bool {
 	var target string
 	for _, m := range r.c.list {
 		if !m.Running(ctx) {
@@ -452,16 +450,16 @@ func (r *run) completingDowngrade(ctx context.Context) string {
 		st, err := r.cli.Status(sctx, m.ClientURL())
 		cancel()
 		if err != nil {
-			return ""
+			return false
 		}
 		if st.DowngradeInfo != nil && st.DowngradeInfo.Enabled {
 			target = majorMinor(st.DowngradeInfo.TargetVersion, "")
 		}
 		if target == "" || majorMinor(st.Version, "") != target {
-			return ""
+			return false
 		}
 	}
-	return target
+	return target != ""
 }
 
 // majorMinor cuts "3.6.0" to "3.6"; an empty storage version means 3.5.
