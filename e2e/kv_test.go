@@ -242,3 +242,65 @@ func TestRequestTooLarge(t *testing.T) {
 		t.Fatal("rejected request was stored")
 	}
 }
+
+// TestPaginatedListAsUpstream lists a prefix as kube-apiserver does (pages of 7: the first at
+// the current revision, the rest at its revision from just after the last key) while keys in
+// the prefix are written and deleted between the pages, beside upstream: every page's keys,
+// values, More and Count agree. Ours carries the count from one page to the next instead of
+// walking the range to its end again; the writes must change none of it. Pages with keys only,
+// a sort order or a revision filter, and a whole-prefix read, are compared too.
+func TestPaginatedListAsUpstream(t *testing.T) {
+	besideUpstream(t, func(t *testing.T, m *Member) []string {
+		c := m.Client()
+		ctx := Ctx(t)
+		for i := 0; i < 60; i++ {
+			if _, err := c.Put(ctx, fmt.Sprintf("obj/%02d", i), strings.Repeat("v", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := c.Put(ctx, "obk", "outside"); err != nil {
+			t.Fatal(err)
+		}
+		page := func(r *clientv3.GetResponse) string {
+			var ks []string
+			for _, kv := range r.Kvs {
+				ks = append(ks, fmt.Sprintf("%s=%d@%d/%d/%d", kv.Key, len(kv.Value), kv.CreateRevision, kv.ModRevision, kv.Version))
+			}
+			return fmt.Sprintf("rev %d more %t count %d: %s", r.Header.Revision, r.More, r.Count, strings.Join(ks, ","))
+		}
+		var out []string
+		for _, opts := range [][]clientv3.OpOption{nil, {clientv3.WithKeysOnly()}, {clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend)}, {clientv3.WithMinModRev(20)}} {
+			key, rev, n := "obj/", int64(0), 0
+			for {
+				o := append([]clientv3.OpOption{clientv3.WithRange("obj0"), clientv3.WithLimit(7)}, opts...)
+				if rev != 0 {
+					o = append(o, clientv3.WithRev(rev))
+				}
+				r, err := c.Get(ctx, key, o...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, page(r))
+				rev = r.Header.Revision
+				// A write and a delete inside the listed prefix, after the list's revision.
+				if _, err := c.Put(ctx, fmt.Sprintf("obj/%02da", n), "new"); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.Delete(ctx, fmt.Sprintf("obj/%02d", 59-n)); err != nil {
+					t.Fatal(err)
+				}
+				n++
+				if !r.More || len(r.Kvs) == 0 {
+					break
+				}
+				key = string(r.Kvs[len(r.Kvs)-1].Key) + "\x00"
+			}
+			r, err := c.Get(ctx, "obj/", append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithRev(rev)}, opts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, "whole: "+page(r))
+		}
+		return out
+	})
+}

@@ -344,6 +344,12 @@ func gteRange(end []byte) []byte {
 }
 
 func applyRange(v kvView, r *pb.RangeRequest) (*pb.RangeResponse, error) {
+	return applyRangeCounting(v, r, false)
+}
+
+// applyRangeCounting is applyRange; with countToLimit an unsorted, unfiltered range counts keys
+// only to one past its limit, and its Count means nothing (a RangeStream chunk's).
+func applyRangeCounting(v kvView, r *pb.RangeRequest, countToLimit bool) (*pb.RangeResponse, error) {
 	limit := r.Limit
 	filtered := r.MinModRevision != 0 || r.MaxModRevision != 0 || r.MinCreateRevision != 0 || r.MaxCreateRevision != 0
 	sorted := r.SortOrder != pb.RangeRequest_NONE || r.SortTarget != pb.RangeRequest_KEY
@@ -353,7 +359,8 @@ func applyRange(v kvView, r *pb.RangeRequest) (*pb.RangeResponse, error) {
 	if limit > 0 {
 		limit++ // one more tells whether there is more
 	}
-	rr, err := v.Range(r.Key, gteRange(r.RangeEnd), mvcc.RangeOptions{Limit: limit, Rev: r.Revision, Count: r.CountOnly})
+	rr, err := v.Range(r.Key, gteRange(r.RangeEnd), mvcc.RangeOptions{Limit: limit, Rev: r.Revision, Count: r.CountOnly,
+		CountToLimit: countToLimit && limit > 0})
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	"etcdx/server/lease"
 	"etcdx/server/membership"
 	"etcdx/server/mvcc"
+	"etcdx/server/rangewire"
 	"etcdx/server/schema"
 	"etcdx/server/snap"
 	"etcdx/server/transport"
@@ -39,7 +40,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: lg, waits: newWaitRegistry(), applyc: make(chan applyBatch, 128),
 		readc: make(chan raft.ReadState, 16), msgSnapC: make(chan raftpb.Message, 16), snapJobs: make(chan snapJob, 1), readWake: make(chan struct{}, 1), readNotifier: newNotifier(), leaders: newLeaderWatch(), versionWake: make(chan struct{}, 1),
-		draining: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{})}
+		rangeBufs: rangewire.NewPool(rangeBufsKept, rangeBufMax),
+		draining:  make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{})}
 	// Asked for a start-up corruption check, the database's page tree is walked before bbolt
 	// reads it: a damaged tree (a page that points at its ancestor) would otherwise loop in the
 	// first read for ever, with nothing in the log.

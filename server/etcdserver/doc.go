@@ -20,6 +20,8 @@
 //	                 proposal raft dropped while leadership moved, proposals forwarded by
 //	                 followers
 //	v3.go            the KV and lease requests of the v3 API (Range, Put, Txn, Compact, Lease*)
+//	rangeencoded.go  Range for the gRPC API, answered in its wire encoding (rangewire)
+//	rangestream.go   RangeStream (3.7): a range in chunks, each from a read view of its own
 //	apply.go         the apply loop; applying committed entries: requests, conf changes, the
 //	                 consistent index
 //	cluster.go       member add/remove/update/promote, strict reconfiguration checks,

@@ -9,6 +9,7 @@ import (
 
 	"etcdx/server/auth"
 	"etcdx/server/failpoint"
+	"etcdx/server/rangewire"
 )
 
 // firstChunkKeys is how many keys the first chunk of a RangeStream holds, as upstream's.
@@ -19,7 +20,7 @@ const firstChunkKeys = 10
 // chunk is sent: writes never wait for the client to take a chunk, and memory is bounded by a
 // chunk, not by the result. The last chunk carries the header, More and the Count that Range
 // answers for the same request; the others carry keys only.
-func (s *Server) RangeStream(ctx context.Context, r *pb.RangeRequest, send func(*pb.RangeResponse) error) error {
+func (s *Server) RangeStream(ctx context.Context, r *pb.RangeRequest, send func(*rangewire.Response) error) error {
 	if !r.Serializable {
 		if err := s.LinearizableReadNotify(ctx); err != nil {
 			return err
@@ -31,13 +32,15 @@ func (s *Server) RangeStream(ctx context.Context, r *pb.RangeRequest, send func(
 	})
 }
 
-func (s *Server) rangeChunks(ctx context.Context, req *pb.RangeRequest, send func(*pb.RangeResponse) error) error {
+func (s *Server) rangeChunks(ctx context.Context, req *pb.RangeRequest, send func(*rangewire.Response) error) error {
 	if req.CountOnly {
 		resp, err := s.readRange(req)
 		if err != nil {
 			return err
 		}
-		return send(&pb.RangeResponse{Header: &pb.ResponseHeader{Revision: resp.Header.Revision}, Count: resp.Count})
+		out := rangewire.NewResponse(nil, 0)
+		out.Header, out.Count = &pb.ResponseHeader{Revision: resp.Header.Revision}, resp.Count
+		return send(out)
 	}
 	total := req.Limit
 	if total == 0 {
@@ -50,7 +53,7 @@ func (s *Server) rangeChunks(ctx context.Context, req *pb.RangeRequest, send fun
 			return err
 		}
 		failpoint.At(failpoint.BeforeRangeStreamChunk)
-		resp, err := s.readRange(req)
+		resp, err := s.readEncoded(req)
 		if err != nil {
 			return err
 		}
@@ -62,32 +65,41 @@ func (s *Server) rangeChunks(ctx context.Context, req *pb.RangeRequest, send fun
 				req.Revision = headerRev
 			}
 		}
-		sent += int64(len(resp.Kvs))
+		sent += int64(resp.Kvs)
 		var next []byte
 		if resp.More {
-			next = append(bytes.Clone(resp.Kvs[len(resp.Kvs)-1].Key), 0)
+			next = append(bytes.Clone(resp.LastKey), 0)
 		}
-		out := &pb.RangeResponse{Kvs: resp.Kvs}
-		done := !resp.More || sent == total
+		// Only the last chunk has a header, More and Count.
+		more, chunkBytes := resp.More, resp.KVsSize()
+		resp.Header, resp.More, resp.Count = nil, false, 0
+		done := !more || sent == total
 		if done {
-			out.Header, out.More, out.Count = &pb.ResponseHeader{Revision: headerRev}, resp.More, sent
-			if resp.More {
+			resp.Header, resp.More, resp.Count = &pb.ResponseHeader{Revision: headerRev}, more, sent
+			if more {
 				rest, err := s.readRange(&pb.RangeRequest{Key: next, RangeEnd: req.RangeEnd, Revision: req.Revision, CountOnly: true})
 				if err != nil {
 					return err
 				}
-				out.Count += rest.Count
+				resp.Count += rest.Count
 			}
 		}
-		if err := send(out); err != nil {
+		if err := send(resp); err != nil {
 			return err
 		}
 		if done {
 			return nil
 		}
 		req.Key = next
-		req.Limit = min(nextChunkKeys(req.Limit, resp.Size(), int(s.cfg.MaxRequestBytes)), total-sent)
+		req.Limit = min(nextChunkKeys(req.Limit, chunkBytes, int(s.cfg.MaxRequestBytes)), total-sent)
 	}
+}
+
+// readEncoded answers one chunk, encoded, from a read view of its own.
+func (s *Server) readEncoded(r *pb.RangeRequest) (*rangewire.Response, error) {
+	v := s.kv.Read()
+	defer v.End()
+	return s.encodeRange(v, r, true)
 }
 
 // readRange answers one range from a read view of its own.

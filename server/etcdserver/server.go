@@ -19,6 +19,7 @@ import (
 	"etcdx/server/logutil"
 	"etcdx/server/membership"
 	"etcdx/server/mvcc"
+	"etcdx/server/rangewire"
 	"etcdx/server/version"
 	"etcdx/server/wal"
 )
@@ -53,6 +54,8 @@ type Server struct {
 	mem *membership.Membership
 	// auth holds users, roles and tokens (the auth buckets, in memory).
 	auth *auth.Store
+	// rangeBufs keeps the buffers of sent range answers for the next ones.
+	rangeBufs *rangewire.Pool
 
 	node    raft.Node
 	storage *raft.MemoryStorage

@@ -15,6 +15,7 @@ import (
 	"etcdx/server/auth"
 	"etcdx/server/failpoint"
 	"etcdx/server/lease"
+	"etcdx/server/mvcc"
 )
 
 var errLeaseNotFound = lease.ErrNotFound
@@ -33,20 +34,9 @@ func proposeAs[T any](ctx context.Context, s *Server, r *pb.InternalRaftRequest)
 }
 
 // Range reads; linearizable unless the request asks to be served locally.
-func (s *Server) Range(ctx context.Context, r *pb.RangeRequest) (resp *pb.RangeResponse, err error) {
-	start := time.Now()
-	defer func() {
-		s.m.rangeDuration.WithLabelValues(strconv.FormatBool(err == nil)).Observe(time.Since(start).Seconds())
-		s.m.observeRequest("Range", start, err)
-	}()
-	if !r.Serializable {
-		if err := s.LinearizableReadNotify(ctx); err != nil {
-			return nil, err
-		}
-	}
-	err = s.checkedRead(ctx, func(in *auth.Info) error { return s.auth.IsRangePermitted(in, r.Key, r.RangeEnd) }, func() error {
-		v := s.kv.Read()
-		defer v.End()
+func (s *Server) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error) {
+	var resp *pb.RangeResponse
+	err := s.serveRange(ctx, r, func(v *mvcc.TxnRead) (err error) {
 		resp, err = applyRange(v, r)
 		return err
 	})
@@ -54,6 +44,26 @@ func (s *Server) Range(ctx context.Context, r *pb.RangeRequest) (resp *pb.RangeR
 		return nil, err
 	}
 	return resp, nil
+}
+
+// serveRange runs read for r in a read view, after the linearizable read's wait and the
+// permission check, and records the range's metrics.
+func (s *Server) serveRange(ctx context.Context, r *pb.RangeRequest, read func(*mvcc.TxnRead) error) (err error) {
+	start := time.Now()
+	defer func() {
+		s.m.rangeDuration.WithLabelValues(strconv.FormatBool(err == nil)).Observe(time.Since(start).Seconds())
+		s.m.observeRequest("Range", start, err)
+	}()
+	if !r.Serializable {
+		if err := s.LinearizableReadNotify(ctx); err != nil {
+			return err
+		}
+	}
+	return s.checkedRead(ctx, func(in *auth.Info) error { return s.auth.IsRangePermitted(in, r.Key, r.RangeEnd) }, func() error {
+		v := s.kv.Read()
+		defer v.End()
+		return read(v)
+	})
 }
 
 // CountClientRequest counts a client call by kind (unary or stream) and the API version the

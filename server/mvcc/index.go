@@ -72,9 +72,14 @@ type keyRev struct {
 	rev schema.Revision
 }
 
-// revisions returns up to limit (0: all) live keys in the range at atRev and how many there are.
-func (ti *treeIndex) revisions(key, end []byte, atRev int64, limit int) ([]keyRev, int) {
+// revisions returns up to limit (0: all) live keys in the range at atRev and how many there are,
+// or, without countPastLimit, at most limit+1 of them: enough to tell whether more follow
+// without walking the rest of the range (which a chunked read would walk for every chunk).
+func (ti *treeIndex) revisions(key, end []byte, atRev int64, limit int, countPastLimit bool) ([]keyRev, int) {
 	var out []keyRev
+	if limit > 0 {
+		out = make([]keyRev, 0, min(limit, 1024))
+	}
 	total := 0
 	ti.visit(key, end, func(ki *keyIndex) bool {
 		if mod, _, _, err := ki.get(atRev); err == nil {
@@ -83,7 +88,7 @@ func (ti *treeIndex) revisions(key, end []byte, atRev int64, limit int) ([]keyRe
 			}
 			total++
 		}
-		return true
+		return countPastLimit || limit <= 0 || total <= limit
 	})
 	return out, total
 }

@@ -53,8 +53,8 @@ func TestIndexCompactionInChunksEqualsAtOnce(t *testing.T) {
 					t.Errorf("%d keys left, want %d", ti.len(), whole.len())
 				}
 				for _, rev := range []int64{atRev, atRev + 1, 4 * n} {
-					got, gotTotal := ti.revisions([]byte("k"), []byte{}, rev, 0)
-					exp, expTotal := whole.revisions([]byte("k"), []byte{}, rev, 0)
+					got, gotTotal := ti.revisions([]byte("k"), []byte{}, rev, 0, true)
+					exp, expTotal := whole.revisions([]byte("k"), []byte{}, rev, 0, true)
 					if gotTotal != expTotal || fmt.Sprint(got) != fmt.Sprint(exp) {
 						t.Errorf("at %d: %d live keys, want %d", rev, gotTotal, expTotal)
 					}
@@ -64,16 +64,29 @@ func TestIndexCompactionInChunksEqualsAtOnce(t *testing.T) {
 	}
 }
 
-// count agrees with revisions' total for every range and revision of a history with deletions.
+// count agrees with revisions' total for every range and revision of a history with deletions;
+// revisions counting only to its limit gives the same first keys.
 func TestIndexCountEqualsRevisionsTotal(t *testing.T) {
 	const n = 40
 	ti := buildIndex(t, n)
 	ranges := [][2][]byte{{[]byte("k"), {}}, {[]byte("k000"), nil}, {[]byte("k003"), nil}, {[]byte("k010"), []byte("k020")}, {[]byte("z"), {}}}
 	for _, r := range ranges {
 		for rev := int64(1); rev <= 3*n+n/5+2; rev++ {
-			_, total := ti.revisions(r[0], r[1], rev, 0)
+			all, total := ti.revisions(r[0], r[1], rev, 0, true)
 			if got := ti.count(r[0], r[1], rev); got != total {
 				t.Fatalf("[%s, %q) at %d: count %d, revisions total %d", r[0], r[1], rev, got, total)
+			}
+			// Counting to the limit gives the same keys and a total of at most limit+1.
+			for _, limit := range []int{1, 3, 10, 100} {
+				got, upTo := ti.revisions(r[0], r[1], rev, limit, false)
+				if want := min(total, limit+1); upTo != want || len(got) != min(total, limit) {
+					t.Fatalf("[%s, %q) at %d limit %d, counting to the limit: %d keys, total %d; want %d, %d", r[0], r[1], rev, limit, len(got), upTo, min(total, limit), want)
+				}
+				for i := range got {
+					if string(got[i].key) != string(all[i].key) || got[i].rev != all[i].rev {
+						t.Fatalf("[%s, %q) at %d limit %d: key %d is %q, want %q", r[0], r[1], rev, limit, i, got[i].key, all[i].key)
+					}
+				}
 			}
 		}
 	}

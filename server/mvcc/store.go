@@ -47,6 +47,8 @@ type Store struct {
 
 	leases LeaseAttacher
 	watch  *watchGroups
+	// pages carries counts between the pages of a paginated read.
+	pages pageCounts
 
 	metrics   *metrics
 	compactMu sync.Mutex
@@ -107,6 +109,9 @@ type RangeOptions struct {
 	Limit int64
 	Rev   int64
 	Count bool
+	// CountToLimit stops counting at Limit+1 keys (Count is then at most Limit+1): for a reader
+	// that asks whether more keys follow, not how many.
+	CountToLimit bool
 }
 
 // RangeResult is what a range found.
@@ -114,6 +119,8 @@ type RangeResult struct {
 	KVs   []mvccpb.KeyValue
 	Rev   int64
 	Count int
+	// LastKey is the last key read, set by RangeRecords (which leaves KVs empty).
+	LastKey []byte
 }
 
 // Range reads keys [key, end) at a revision (0: current). end nil: key alone; end empty: to the end.
@@ -127,6 +134,41 @@ func (s *Store) Range(key, end []byte, ro RangeOptions) (*RangeResult, error) {
 // rangeLocked reads at ro.Rev or curRev. tx, when set, is the write transaction (which sees
 // uncommitted writes); otherwise values come from buf or a read transaction.
 func (s *Store) rangeLocked(key, end []byte, ro RangeOptions, curRev int64, tx *bolt.Tx) (*RangeResult, error) {
+	return s.recordsLocked(key, end, ro, curRev, tx, func(res *RangeResult, krs []keyRev, vals [][]byte) error {
+		res.KVs = make([]mvccpb.KeyValue, len(krs))
+		if i, err := decodeKVs(vals, res.KVs); err != nil {
+			return fmt.Errorf("mvcc: decode revision %d_%d: %w", krs[i].rev.Main, krs[i].rev.Sub, err)
+		}
+		return nil
+	})
+}
+
+// revisions is the index's revisions for a range, with the count carried from the previous page
+// when the range is the next page of one read in a view (a write transaction's own revision is
+// still changing, so its counts are neither taken nor kept).
+func (s *Store) revisions(key, end []byte, rev int64, ro RangeOptions, inView bool) ([]keyRev, int) {
+	limit := int(ro.Limit)
+	if ro.CountToLimit || !inView || limit <= 0 || end == nil {
+		return s.idx.revisions(key, end, rev, limit, !ro.CountToLimit)
+	}
+	var krs []keyRev
+	total, ok := s.pages.take(pageStart{key: string(key), end: string(end), rev: rev})
+	if ok {
+		krs, _ = s.idx.revisions(key, end, rev, limit, false)
+	} else {
+		krs, total = s.idx.revisions(key, end, rev, limit, true)
+	}
+	if n := len(krs); n > 0 && total > n {
+		next := string(krs[n-1].key) + "\x00"
+		s.pages.put(pageStart{key: next, end: string(end), rev: rev}, total-n)
+	}
+	return krs, total
+}
+
+// recordsLocked finds what a range reads and calls fn with the stored record of every key-value
+// (valid only during fn: they may point into the database's memory map) in key order, and the
+// result, which fn may fill in.
+func (s *Store) recordsLocked(key, end []byte, ro RangeOptions, curRev int64, tx *bolt.Tx, fn func(res *RangeResult, krs []keyRev, vals [][]byte) error) (*RangeResult, error) {
 	rev := ro.Rev
 	if rev > curRev {
 		return &RangeResult{Rev: curRev}, ErrFutureRev
@@ -140,12 +182,11 @@ func (s *Store) rangeLocked(key, end []byte, ro RangeOptions, curRev int64, tx *
 	if ro.Count {
 		return &RangeResult{Rev: curRev, Count: s.idx.count(key, end, rev)}, nil
 	}
-	krs, total := s.idx.revisions(key, end, rev, int(ro.Limit))
+	krs, total := s.revisions(key, end, rev, ro, tx == nil)
 	res := &RangeResult{Rev: curRev, Count: total}
 	if len(krs) == 0 {
 		return res, nil
 	}
-	res.KVs = make([]mvccpb.KeyValue, len(krs))
 	fill := func(tx *bolt.Tx) error {
 		// One cursor for every lookup: a Get per value builds a cursor of its own.
 		c := tx.Bucket(schema.Key).Cursor()
@@ -167,10 +208,7 @@ func (s *Store) rangeLocked(key, end []byte, ro RangeOptions, curRev int64, tx *
 			}
 			vals[i] = v
 		}
-		if i, err := decodeKVs(vals, res.KVs); err != nil {
-			return fmt.Errorf("mvcc: decode revision %d_%d: %w", krs[i].rev.Main, krs[i].rev.Sub, err)
-		}
-		return nil
+		return fn(res, krs, vals)
 	}
 	if tx != nil {
 		return res, fill(tx)
@@ -266,7 +304,7 @@ func (t *TxnWrite) Put(key, value []byte, lease int64) error {
 // DeleteRange deletes live keys in [key, end) and returns how many it deleted.
 func (t *TxnWrite) DeleteRange(key, end []byte) (int64, error) {
 	t.deletes++
-	krs, _ := t.s.idx.revisions(key, end, t.rev, 0)
+	krs, _ := t.s.idx.revisions(key, end, t.rev, 0, true)
 	for _, kr := range krs {
 		rev := schema.Revision{Main: t.rev, Sub: int64(len(t.changes))}
 		kv := mvccpb.KeyValue{Key: kr.key}
@@ -646,6 +684,24 @@ func (t *TxnRead) Range(key, end []byte, ro RangeOptions) (*RangeResult, error) 
 	return t.s.rangeLocked(key, end, ro, t.rev, nil)
 }
 
+// RangeRecords is Range for a caller that sends key-values on as they are stored (their
+// encoding is the API's KeyValue message): fn gets the stored records, in key order, valid only
+// during fn. Each is checked to decode first, so a damaged record fails the range as it fails
+// Range. The result carries no KVs; LastKey is the key of the last record.
+func (t *TxnRead) RangeRecords(key, end []byte, ro RangeOptions, fn func(recs [][]byte) error) (*RangeResult, error) {
+	t.ranges++
+	return t.s.recordsLocked(key, end, ro, t.rev, nil, func(res *RangeResult, krs []keyRev, vals [][]byte) error {
+		var kv mvccpb.KeyValue
+		for i, v := range vals {
+			if err := decodeKV(v, &kv); err != nil {
+				return fmt.Errorf("mvcc: decode revision %d_%d: %w", krs[i].rev.Main, krs[i].rev.Sub, err)
+			}
+		}
+		res.LastKey = bytes.Clone(krs[len(krs)-1].key)
+		return fn(vals)
+	})
+}
+
 // End closes the view.
 func (t *TxnRead) End() {
 	t.s.metrics.openReads.Add(-1)
@@ -659,6 +715,7 @@ func (s *Store) Reload() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.idx = newTreeIndex()
+	s.pages.clear()
 	clear(s.buf)
 	s.currentRev, s.compactRev = 1, -1
 	if err := s.restore(); err != nil {

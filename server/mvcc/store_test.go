@@ -1,10 +1,13 @@
 package mvcc
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -267,5 +270,147 @@ func TestCompactionInSmallBatches(t *testing.T) {
 	_, s = openStore(t, path)
 	if s.CompactRev() != 2*keys+1 {
 		t.Fatalf("compact revision after restart %d, want %d", s.CompactRev(), 2*keys+1)
+	}
+}
+
+// TestRangeRecordsAsRange: the stored records RangeRecords hands on decode to what Range
+// answers, at every revision, with and without a limit, with writes still in the store's
+// buffer and after they reach the database; LastKey is the last key and Count the same.
+func TestRangeRecordsAsRange(t *testing.T) {
+	_, s := openStore(t, filepath.Join(t.TempDir(), "db"))
+	rng := rand.New(rand.NewPCG(7, 11))
+	for i := 0; i < 300; i++ {
+		k := fmt.Sprintf("k%03d", rng.IntN(60))
+		w := s.Write()
+		if rng.IntN(5) == 0 {
+			if _, err := w.DeleteRange([]byte(k), nil); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := w.Put([]byte(k), []byte(strings.Repeat("v", rng.IntN(300))), int64(rng.IntN(3))); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.End(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string) {
+		for rev := int64(0); rev <= s.Rev(); rev += 17 {
+			for _, limit := range []int64{0, 1, 7, 100} {
+				for _, kr := range [][2]string{{"k", ""}, {"k010", "k030"}, {"k005", ""}, {"x", ""}} {
+					ro := RangeOptions{Rev: rev, Limit: limit}
+					want, err := s.Range([]byte(kr[0]), []byte(kr[1]), ro)
+					if err != nil {
+						t.Fatal(err)
+					}
+					v := s.Read()
+					var got []mvccpb.KeyValue
+					res, err := v.RangeRecords([]byte(kr[0]), []byte(kr[1]), ro, func(recs [][]byte) error {
+						for _, rec := range recs {
+							var kv mvccpb.KeyValue
+							if err := kv.Unmarshal(rec); err != nil {
+								return err
+							}
+							got = append(got, kv)
+						}
+						return nil
+					})
+					v.End()
+					if err != nil {
+						t.Fatal(err)
+					}
+					name := fmt.Sprintf("%s: range %q-%q at %d limit %d", when, kr[0], kr[1], rev, limit)
+					if len(got) != len(want.KVs) || res.Count != want.Count || res.Rev != want.Rev {
+						t.Fatalf("%s: %d records, count %d, rev %d; Range: %d, %d, %d", name, len(got), res.Count, res.Rev, len(want.KVs), want.Count, want.Rev)
+					}
+					for i := range got {
+						if got[i].String() != want.KVs[i].String() {
+							t.Fatalf("%s: record %d is %v, Range has %v", name, i, &got[i], &want.KVs[i])
+						}
+					}
+					if n := len(got); n > 0 && string(res.LastKey) != string(got[n-1].Key) {
+						t.Fatalf("%s: LastKey %q, last record's key %q", name, res.LastKey, got[n-1].Key)
+					}
+				}
+			}
+		}
+	}
+	check("buffered")
+	if err := s.be.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	check("committed")
+}
+
+// TestPaginatedCountsCarryOver: a list read page by page at one revision, with writes and
+// deletes going on between the pages, answers every page's Count as a fresh count of the range
+// from the page's start would, while each page after the first takes the count its predecessor
+// left (the walk to the range's end is skipped); a page asked at another revision, or with
+// another end, does not.
+func TestPaginatedCountsCarryOver(t *testing.T) {
+	_, s := openStore(t, filepath.Join(t.TempDir(), "db"))
+	for i := 0; i < 100; i++ {
+		put(t, s, fmt.Sprintf("obj/%03d", i), "v")
+	}
+	rev := s.Rev()
+	rng := rand.New(rand.NewPCG(3, 5))
+	end := []byte("obj0")
+	key := []byte("obj/")
+	pages := 0
+	for {
+		ro := RangeOptions{Rev: rev, Limit: 7}
+		if pages == 0 {
+			ro.Rev = 0 // the first page reads the current revision, as a list does
+		}
+		v := s.Read()
+		_, carried := s.pages.m[pageStart{key: string(key), end: string(end), rev: rev}]
+		var got int
+		res, err := v.RangeRecords(key, end, ro, func(recs [][]byte) error { got = len(recs); return nil })
+		v.End()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pages > 0 && !carried {
+			t.Fatalf("page %d (from %q) found no count carried from page %d", pages, key, pages-1)
+		}
+		if want := s.idx.count(key, end, rev); res.Count != want {
+			t.Fatalf("page %d (from %q): Count %d, a fresh count says %d", pages, key, res.Count, want)
+		}
+		pages++
+		if res.Count <= got {
+			break
+		}
+		key = append(bytes.Clone(res.LastKey), 0)
+		// Writes after the list's revision change nothing it reads.
+		w := s.Write()
+		k := []byte(fmt.Sprintf("obj/%03d", rng.IntN(120)))
+		if rng.IntN(2) == 0 {
+			if _, err := w.DeleteRange(k, nil); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := w.Put(k, []byte("w"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.End(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pages != 15 {
+		t.Fatalf("read %d pages of 7 from 100 keys, want 15", pages)
+	}
+	// Another revision or another end starts afresh, and answers its own count.
+	v := s.Read()
+	defer v.End()
+	s.pages.put(pageStart{key: "obj/050", end: string(end), rev: rev}, 1)
+	for _, tc := range []struct {
+		end []byte
+		rev int64
+	}{{end, s.Rev()}, {[]byte("obj/090"), rev}} {
+		res, err := v.RangeRecords([]byte("obj/050"), tc.end, RangeOptions{Rev: tc.rev, Limit: 5}, func([][]byte) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := s.idx.count([]byte("obj/050"), tc.end, tc.rev); res.Count != want {
+			t.Fatalf("range to %q at %d: Count %d, want %d", tc.end, tc.rev, res.Count, want)
+		}
 	}
 }

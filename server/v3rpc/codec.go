@@ -27,7 +27,19 @@ var protoCodec = encoding.GetCodecV2(proto.Name)
 
 func (codec) Name() string { return proto.Name }
 
+// wireMessage is a message already in its encoding (rangewire's range answers), handed on as it is.
+type wireMessage interface {
+	Wire() (mem.BufferSlice, error)
+}
+
 func (c codec) Marshal(v any) (mem.BufferSlice, error) {
+	if w, ok := v.(wireMessage); ok {
+		out, err := w.Wire()
+		if err == nil {
+			c.traffic.countSent(out.Len())
+		}
+		return out, err
+	}
 	m, ok := v.(gogoMessage)
 	if !ok {
 		out, err := protoCodec.Marshal(v)

@@ -7,6 +7,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
 	"etcdx/server/etcdserver"
+	"etcdx/server/rangewire"
 )
 
 // header fills the parts of a response header that every response carries.
@@ -88,11 +89,13 @@ func checkTxnOps(ops []*pb.RequestOp) error {
 	return nil
 }
 
-func (k *kvServer) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error) {
+// Range answers with the key-values already in their wire encoding (see rangewire): the codec
+// sends them as they are.
+func (k *kvServer) Range(ctx context.Context, r *pb.RangeRequest) (*rangewire.Response, error) {
 	if err := checkRange(r); err != nil {
 		return nil, err
 	}
-	resp, err := k.s.Range(ctx, r)
+	resp, err := k.s.RangeEncoded(ctx, r)
 	if err != nil {
 		return nil, togRPCError(err)
 	}

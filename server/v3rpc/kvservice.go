@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"etcdx/pkg/rangestream"
+	"etcdx/server/rangewire"
 	"etcdx/server/version"
 )
 
@@ -19,7 +20,7 @@ import (
 func kvService(level version.Level) *grpc.ServiceDesc {
 	d := &grpc.ServiceDesc{
 		ServiceName: rangestream.Service,
-		HandlerType: (*pb.KVServer)(nil),
+		HandlerType: (*kvHandlers)(nil),
 		Methods: []grpc.MethodDesc{
 			kvUnary("Range", (*kvServer).Range),
 			kvUnary("Put", (*kvServer).Put),
@@ -41,6 +42,18 @@ func kvService(level version.Level) *grpc.ServiceDesc {
 	}
 	return d
 }
+
+// kvHandlers is what the service's handlers call: pb.KVServer, but Range answers with its
+// key-values already encoded (rangewire).
+type kvHandlers interface {
+	Range(context.Context, *pb.RangeRequest) (*rangewire.Response, error)
+	Put(context.Context, *pb.PutRequest) (*pb.PutResponse, error)
+	DeleteRange(context.Context, *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error)
+	Txn(context.Context, *pb.TxnRequest) (*pb.TxnResponse, error)
+	Compact(context.Context, *pb.CompactionRequest) (*pb.CompactionResponse, error)
+}
+
+var _ kvHandlers = (*kvServer)(nil)
 
 // kvUnary is one unary KV method: decode the request, then call through the interceptors.
 func kvUnary[Req, Resp any](name string, call func(*kvServer, context.Context, *Req) (Resp, error)) grpc.MethodDesc {
@@ -73,9 +86,9 @@ func (k *kvServer) RangeStream(r *pb.RangeRequest, ss grpc.ServerStream) error {
 	if r.MinModRevision != 0 || r.MaxModRevision != 0 || r.MinCreateRevision != 0 || r.MaxCreateRevision != 0 {
 		return status.Error(codes.Unimplemented, "RangeStream does not support revision filters")
 	}
-	err := k.s.RangeStream(ss.Context(), r, func(resp *pb.RangeResponse) error {
+	err := k.s.RangeStream(ss.Context(), r, func(resp *rangewire.Response) error {
 		k.hdr.fill(resp.Header) // the last chunk's; its revision is the stream's, already set
-		return ss.SendMsg(&rangestream.Response{RangeResponse: resp})
+		return ss.SendMsg(rangewire.Chunk{Response: resp})
 	})
 	if err != nil {
 		return togRPCError(err)

@@ -45,6 +45,9 @@ func size(m any) int {
 	if isNil(m) {
 		return -1
 	}
+	if s, ok := m.(interface{ Size() int }); ok { // the generated messages and rangewire's
+		return s.Size()
+	}
 	if v1, ok := m.(protoadapt.MessageV1); ok {
 		return gproto.Size(protoadapt.MessageV2Of(v1))
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -37,12 +38,13 @@ const (
 // above its resident memory just before: RangeStream (3.7's chunked range), a paginated Range as
 // kube-apiserver lists (pages of 500 at the first page's revision, each asking for the count
 // left), and one unary Range of everything (the request that runs members out of memory). The
-// paginated list's time is its throughput figure.
-func benchBigRead(label, bin string, o options, _ string) (sample, error) {
+// paginated list's time is its throughput figure. With profDir set it saves the member's CPU
+// profile of each read there.
+func benchBigRead(label, bin string, o options, profDir string) (sample, error) {
 	smp := newSample()
 	n := o.bigReadObjects
 	// A short raft log in memory, so the restarted member holds little besides its database.
-	s, err := startServerWith(label, bin, false, nil, "--quota-backend-bytes", fmt.Sprint(int64(8)<<30), "--snapshot-count", "1000")
+	s, err := startServerWith(label, bin, profDir != "", nil, "--quota-backend-bytes", fmt.Sprint(int64(8)<<30), "--snapshot-count", "1000")
 	if err != nil {
 		return smp, err
 	}
@@ -84,9 +86,14 @@ func benchBigRead(label, bin string, o options, _ string) (sample, error) {
 		}
 		_, base := s.memory()
 		anon0, file0 := s.residentParts()
+		wait := func() {}
+		if profDir != "" {
+			wait = s.profile(filepath.Join(profDir, fileName(label+"-bigread-"+what)+".cpu.pprof"), o.profileFor)
+		}
 		start := time.Now()
 		got, err := read()
 		took := time.Since(start)
+		wait()
 		peak, _ := s.memory()
 		if err == nil && got != n {
 			err = fmt.Errorf("read %d objects, want %d", got, n)

@@ -111,7 +111,7 @@ func main() {
 	parts := flag.String("parts", "single,offered,cluster,availability,keys,watch,defrag,bigread,startup", "which parts to run: single (one member's throughput), offered (one member's CPU per request and latency at a fixed open-loop rate), cluster (three members' throughput), availability (rolling restart, catch-up), keys (memory per key, compaction pause), watch (watch delivery), defrag (online defrag under load, offline etcdutl defrag), bigread (memory serving 1 GiB: RangeStream, paginated and unary Range), startup (time until a member on a big data dir serves)")
 	rounds := flag.Int("rounds", 3, "rounds of the availability, keys and watch parts, alternating which implementation goes first")
 	throughputRounds := flag.Int("throughput-rounds", 7, "rounds of the single and cluster parts")
-	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member, open-loop and three-member workloads (with --pin-member-cpu also execution traces of the single-member ones) and of the watch delivery, and an execution trace of the compaction's start with its slow requests (first round), in this directory")
+	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member, open-loop and three-member workloads (with --pin-member-cpu also execution traces of the single-member ones) and of the watch delivery and the bigread reads, and an execution trace of the compaction's start with its slow requests (first round), in this directory")
 	flag.DurationVar(&o.profileFor, "pprof-seconds", 3*time.Second, "length of each CPU profile")
 	flag.Parse()
 	if o.pinCPU >= 0 {

@@ -1,0 +1,160 @@
+// Package rangewire holds a Range answer in its wire encoding. The database stores every
+// key-value as the API's KeyValue message, so the kvs of a RangeResponse are those records, each
+// behind a tag and a length: they are copied from the database into one buffer, once, and that
+// buffer goes to gRPC as it is. Decoding each record into a KeyValue and encoding the answer
+// again cost two more copies and most of the CPU time of a large range, and the garbage they left
+// set the member's memory under a large read; the buffer of an answer that was sent goes back to
+// a Pool instead.
+//
+// The bytes are those of the generated Marshal (header, kvs, more, count, in field order).
+package rangewire
+
+import (
+	"fmt"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+const (
+	kvsField   = 2 // RangeResponse.kvs
+	chunkField = 1 // RangeStreamResponse.range_response
+)
+
+// Response is a RangeResponse whose kvs are encoded. Its buffer is handed on by Wire, once; an
+// answer that is not sent may be dropped (the buffer is then garbage, not returned to the pool).
+type Response struct {
+	Header *pb.ResponseHeader
+	More   bool
+	Count  int64
+	// Kvs is how many key-values it holds; LastKey is the last one's key.
+	Kvs     int
+	LastKey []byte
+	kvs     mem.Buffer // nil when there are none
+}
+
+// NewResponse makes a Response of kvs, the encoded kvs field (nil for none) of n key-values.
+func NewResponse(kvs mem.Buffer, n int) *Response { return &Response{kvs: kvs, Kvs: n} }
+
+// KVsSize is the encoded size of the key-values.
+func (r *Response) KVsSize() int {
+	if r.kvs == nil {
+		return 0
+	}
+	return r.kvs.Len()
+}
+
+// Size is the encoded size of the RangeResponse.
+func (r *Response) Size() int {
+	return r.head().Size() + r.KVsSize() + r.tail().Size()
+}
+
+func (r *Response) head() *pb.RangeResponse { return &pb.RangeResponse{Header: r.Header} }
+func (r *Response) tail() *pb.RangeResponse { return &pb.RangeResponse{More: r.More, Count: r.Count} }
+
+// Wire is the encoded RangeResponse; it hands the kvs buffer on to the caller (gRPC frees it once
+// written), so it may be called once.
+func (r *Response) Wire() (mem.BufferSlice, error) { return r.wire(nil) }
+
+// wire encodes r after prefix.
+func (r *Response) wire(prefix []byte) (mem.BufferSlice, error) {
+	head, err := r.head().Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("rangewire: marshal header: %w", err)
+	}
+	tail, err := r.tail().Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("rangewire: marshal more and count: %w", err)
+	}
+	out := mem.BufferSlice{mem.SliceBuffer(append(prefix, head...))}
+	if r.kvs != nil {
+		out = append(out, r.kvs)
+		r.kvs = nil
+	}
+	if len(tail) > 0 {
+		out = append(out, mem.SliceBuffer(tail))
+	}
+	return out, nil
+}
+
+// Decode is the RangeResponse r encodes, for a caller in this process; it leaves r as it was.
+func (r *Response) Decode() (*pb.RangeResponse, error) {
+	out := r.head()
+	out.More, out.Count = r.More, r.Count
+	if r.kvs == nil {
+		return out, nil
+	}
+	var kvs pb.RangeResponse
+	if err := kvs.Unmarshal(r.kvs.ReadOnlyData()); err != nil {
+		return nil, fmt.Errorf("rangewire: decode kvs: %w", err)
+	}
+	out.Kvs = kvs.Kvs
+	return out, nil
+}
+
+// Chunk is a Response sent as one RangeStreamResponse (etcd 3.7's RangeStream).
+type Chunk struct{ *Response }
+
+// Size is the encoded size of the RangeStreamResponse.
+func (c Chunk) Size() int {
+	n := c.Response.Size()
+	return protowire.SizeTag(chunkField) + protowire.SizeBytes(n)
+}
+
+// Wire is the encoded RangeStreamResponse; as Response.Wire, once.
+func (c Chunk) Wire() (mem.BufferSlice, error) {
+	prefix := protowire.AppendTag(nil, chunkField, protowire.BytesType)
+	return c.wire(protowire.AppendVarint(prefix, uint64(c.Response.Size())))
+}
+
+// EncodeRecords encodes stored KeyValue records as the kvs field, in a buffer from p.
+func (p *Pool) EncodeRecords(recs [][]byte) mem.Buffer {
+	if len(recs) == 0 {
+		return nil
+	}
+	n := 0
+	for _, rec := range recs {
+		n += fieldSize(len(rec))
+	}
+	buf := p.Get(n)
+	b := (*buf)[:0]
+	for _, rec := range recs {
+		b = protowire.AppendTag(b, kvsField, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(len(rec)))
+		b = append(b, rec...)
+	}
+	*buf = b
+	return mem.NewBuffer(buf, p)
+}
+
+// EncodeKVs encodes key-values as the kvs field, in a buffer from p: the answers that were
+// sorted, filtered or stripped of values, which are not the stored records.
+func (p *Pool) EncodeKVs(kvs []*mvccpb.KeyValue) (mem.Buffer, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	n := 0
+	for _, kv := range kvs {
+		n += fieldSize(kv.Size())
+	}
+	buf := p.Get(n)
+	b := (*buf)[:0]
+	for _, kv := range kvs {
+		size := kv.Size()
+		b = protowire.AppendTag(b, kvsField, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(size))
+		start := len(b)
+		b = b[:start+size]
+		if _, err := kv.MarshalToSizedBuffer(b[start:]); err != nil {
+			p.Put(buf)
+			return nil, fmt.Errorf("rangewire: marshal %q: %w", kv.Key, err)
+		}
+	}
+	*buf = b
+	return mem.NewBuffer(buf, p), nil
+}
+
+// fieldSize is the encoded size of one kvs entry of n bytes.
+func fieldSize(n int) int { return protowire.SizeTag(kvsField) + protowire.SizeBytes(n) }
