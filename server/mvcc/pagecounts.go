@@ -21,8 +21,12 @@ type pageStart struct {
 }
 
 // maxPageCounts bounds the pages remembered; when full they are all forgotten (an entry is only
-// worth the walk of one page).
-const maxPageCounts = 256
+// worth the walk of one page). Pages whose start and end keys together are longer than
+// maxPageKeyBytes are not remembered, so the map stays small whatever keys clients use.
+const (
+	maxPageCounts   = 256
+	maxPageKeyBytes = 4 << 10
+)
 
 // take returns and forgets the count remembered for the page at p.
 func (c *pageCounts) take(p pageStart) (int, bool) {
@@ -37,6 +41,9 @@ func (c *pageCounts) take(p pageStart) (int, bool) {
 
 // put remembers that n keys are left from p on.
 func (c *pageCounts) put(p pageStart, n int) {
+	if len(p.key)+len(p.end) > maxPageKeyBytes {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= maxPageCounts {
