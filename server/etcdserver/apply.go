@@ -347,12 +347,21 @@ func applyRange(v kvView, r *pb.RangeRequest) (*pb.RangeResponse, error) {
 	return applyRangeCounting(v, r, false)
 }
 
+// rangeFiltered says r drops keys by their revisions, after the read.
+func rangeFiltered(r *pb.RangeRequest) bool {
+	return r.MinModRevision != 0 || r.MaxModRevision != 0 || r.MinCreateRevision != 0 || r.MaxCreateRevision != 0
+}
+
+// rangeSorted says r asks for an order other than the store's (keys ascending, unsorted).
+func rangeSorted(r *pb.RangeRequest) bool {
+	return r.SortOrder != pb.RangeRequest_NONE || r.SortTarget != pb.RangeRequest_KEY
+}
+
 // applyRangeCounting is applyRange; with countToLimit an unsorted, unfiltered range counts keys
 // only to one past its limit, and its Count means nothing (a RangeStream chunk's).
 func applyRangeCounting(v kvView, r *pb.RangeRequest, countToLimit bool) (*pb.RangeResponse, error) {
 	limit := r.Limit
-	filtered := r.MinModRevision != 0 || r.MaxModRevision != 0 || r.MinCreateRevision != 0 || r.MaxCreateRevision != 0
-	sorted := r.SortOrder != pb.RangeRequest_NONE || r.SortTarget != pb.RangeRequest_KEY
+	filtered, sorted := rangeFiltered(r), rangeSorted(r)
 	if sorted || filtered {
 		limit = 0 // everything is needed before sorting or filtering
 	}

@@ -38,9 +38,7 @@ func (s *Server) RangeEncoded(ctx context.Context, r *pb.RangeRequest) (*rangewi
 // as Range reads them and encoded after. A chunk (of a RangeStream) counts the keys only to tell
 // whether more follow: its Count is meaningless, and the range is not walked to its end for it.
 func (s *Server) encodeRange(v *mvcc.TxnRead, r *pb.RangeRequest, chunk bool) (*rangewire.Response, error) {
-	plain := !r.CountOnly && !r.KeysOnly && r.SortOrder == pb.RangeRequest_NONE && r.SortTarget == pb.RangeRequest_KEY &&
-		r.MinModRevision == 0 && r.MaxModRevision == 0 && r.MinCreateRevision == 0 && r.MaxCreateRevision == 0
-	if !plain {
+	if r.CountOnly || r.KeysOnly || rangeSorted(r) || rangeFiltered(r) {
 		resp, err := applyRangeCounting(v, r, chunk)
 		if err != nil {
 			return nil, err

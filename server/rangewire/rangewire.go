@@ -79,21 +79,6 @@ func (r *Response) wire(prefix []byte) (mem.BufferSlice, error) {
 	return out, nil
 }
 
-// Decode is the RangeResponse r encodes, for a caller in this process; it leaves r as it was.
-func (r *Response) Decode() (*pb.RangeResponse, error) {
-	out := r.head()
-	out.More, out.Count = r.More, r.Count
-	if r.kvs == nil {
-		return out, nil
-	}
-	var kvs pb.RangeResponse
-	if err := kvs.Unmarshal(r.kvs.ReadOnlyData()); err != nil {
-		return nil, fmt.Errorf("rangewire: decode kvs: %w", err)
-	}
-	out.Kvs = kvs.Kvs
-	return out, nil
-}
-
 // Chunk is a Response sent as one RangeStreamResponse (etcd 3.7's RangeStream).
 type Chunk struct{ *Response }
 
@@ -121,9 +106,7 @@ func (p *Pool) EncodeRecords(recs [][]byte) mem.Buffer {
 	buf := p.Get(n)
 	b := (*buf)[:0]
 	for _, rec := range recs {
-		b = protowire.AppendTag(b, kvsField, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(len(rec)))
-		b = append(b, rec...)
+		b = append(appendFieldHead(b, len(rec)), rec...)
 	}
 	*buf = b
 	return mem.NewBuffer(buf, p)
@@ -143,8 +126,7 @@ func (p *Pool) EncodeKVs(kvs []*mvccpb.KeyValue) (mem.Buffer, error) {
 	b := (*buf)[:0]
 	for _, kv := range kvs {
 		size := kv.Size()
-		b = protowire.AppendTag(b, kvsField, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(size))
+		b = appendFieldHead(b, size)
 		start := len(b)
 		b = b[:start+size]
 		if _, err := kv.MarshalToSizedBuffer(b[start:]); err != nil {
@@ -154,6 +136,11 @@ func (p *Pool) EncodeKVs(kvs []*mvccpb.KeyValue) (mem.Buffer, error) {
 	}
 	*buf = b
 	return mem.NewBuffer(buf, p), nil
+}
+
+// appendFieldHead appends the tag and length of one kvs entry of n bytes.
+func appendFieldHead(b []byte, n int) []byte {
+	return protowire.AppendVarint(protowire.AppendTag(b, kvsField, protowire.BytesType), uint64(n))
 }
 
 // fieldSize is the encoded size of one kvs entry of n bytes.
