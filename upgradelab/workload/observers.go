@@ -126,6 +126,10 @@ type leases struct {
 	granted     time.Time
 	ttl         time.Duration
 	err         error
+	// lost says the keeper found the kept lease gone while the run went on; lastAnswer is the
+	// last keep-alive answer before that.
+	lost       bool
+	lastAnswer time.Time
 }
 
 func startLeases(cli *clientv3.Client, prefix string, keptTTL, expiringTTL int64) *leases {
@@ -138,19 +142,60 @@ func startLeases(cli *clientv3.Client, prefix string, keptTTL, expiringTTL int64
 		l.mu.Lock()
 		l.err = err
 		l.mu.Unlock()
-		if err != nil {
-			return
-		}
-		// Keep the first lease alive until the end; the client re-sends keep-alives through
-		// member restarts on its own.
-		ka, err := cli.KeepAlive(ctx, l.kept)
-		if err != nil {
-			return
-		}
-		for range ka {
+		if err == nil {
+			l.keep(ctx, cli)
 		}
 	}()
 	return l
+}
+
+// keep keeps the first lease alive until ctx ends. The client library stops sending keep-alives
+// once a lease's TTL passes without an answer, which a member replacement longer than the TTL
+// does; a member that restarts gives its leases a fresh TTL, so the keeper asks whether the
+// lease is still there and keeps it alive again, as a client that must hold a lease would. Only
+// a lease the cluster no longer has counts as lost.
+func (l *leases) keep(ctx context.Context, cli *clientv3.Client) {
+	l.mu.Lock()
+	id := l.kept
+	l.lastAnswer = l.granted
+	l.mu.Unlock()
+	for ctx.Err() == nil {
+		ka, err := cli.KeepAlive(ctx, id)
+		if err != nil {
+			return // ctx ended or the client closed
+		}
+		for range ka {
+			l.mu.Lock()
+			l.lastAnswer = time.Now()
+			l.mu.Unlock()
+		}
+		switch exists, err := leaseExists(ctx, cli, id); {
+		case err != nil:
+			return // ctx ended while the cluster did not answer
+		case !exists:
+			l.mu.Lock()
+			l.lost = true
+			l.mu.Unlock()
+			return
+		}
+	}
+}
+
+// leaseExists asks the cluster, until it answers or ctx ends, whether lease id is still there.
+func leaseExists(ctx context.Context, cli *clientv3.Client, id clientv3.LeaseID) (bool, error) {
+	for {
+		cctx, cancel := context.WithTimeout(ctx, opTimeout)
+		r, err := cli.TimeToLive(cctx, id)
+		cancel()
+		if err == nil {
+			return r.TTL > 0, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 func (l *leases) grant(ctx context.Context, cli *clientv3.Client, keptTTL, expiringTTL int64) error {
@@ -190,7 +235,7 @@ func (l *leases) close() {
 // key gone (waiting for its expiry where the run was shorter).
 func (l *leases) verify(ctx context.Context, cli *clientv3.Client) []string {
 	l.mu.Lock()
-	err, kept, granted := l.err, l.kept, l.granted
+	err, kept, granted, lost, lastAnswer := l.err, l.kept, l.granted, l.lost, l.lastAnswer
 	l.mu.Unlock()
 	if err != nil {
 		return []string{err.Error()}
@@ -199,6 +244,10 @@ func (l *leases) verify(ctx context.Context, cli *clientv3.Client) []string {
 		return []string{"the workload's leases were never granted"}
 	}
 	var problems []string
+	if lost {
+		problems = append(problems, fmt.Sprintf("the cluster dropped the lease kept alive through the run (its last keep-alive answer came %s after the grant)",
+			lastAnswer.Sub(granted).Round(time.Second)))
+	}
 	if r, err := cli.Get(ctx, l.keptKey); err != nil {
 		problems = append(problems, fmt.Sprintf("read the kept lease's key: %v", err))
 	} else if len(r.Kvs) != 1 || clientv3.LeaseID(r.Kvs[0].Lease) != kept {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,14 +29,19 @@ func freeURL(t *testing.T) string {
 	return fmt.Sprintf("http://%s", l.Addr())
 }
 
-// member starts one real member of ours in the test process.
-func member(t *testing.T) *clientv3.Client {
+// memberConfig is the configuration of one member of ours on free loopback ports.
+func memberConfig(t *testing.T) *embed.Config {
 	cfg := embed.NewConfig()
 	cfg.Dir = filepath.Join(t.TempDir(), "data")
 	cu, pu := freeURL(t), freeURL(t)
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []string{cu}, []string{cu}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []string{pu}, []string{pu}
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	return cfg
+}
+
+// startMember starts a real member of ours in the test process and waits until it serves.
+func startMember(t *testing.T, cfg *embed.Config) *embed.Etcd {
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +52,18 @@ func member(t *testing.T) *clientv3.Client {
 	case <-time.After(10 * time.Second):
 		t.Fatal("member not ready")
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{cu}, Logger: zap.NewNop()})
+	return e
+}
+
+// member starts one real member of ours and a client of it.
+func member(t *testing.T) *clientv3.Client {
+	cfg := memberConfig(t)
+	startMember(t, cfg)
+	return client(t, cfg)
+}
+
+func client(t *testing.T, cfg *embed.Config) *clientv3.Client {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.AdvertiseClientUrls, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,5 +221,50 @@ func TestPickSpreadsByWeight(t *testing.T) {
 	}
 	if p := pick(rng, nil); p != "" {
 		t.Errorf("no spread drew %q", p)
+	}
+}
+
+// The client library stops keeping a lease alive once its TTL passes without an answer; a
+// member that was down longer than that gives the lease a fresh TTL when it comes back, and the
+// keeper must keep it alive from there. A lease the cluster has dropped is reported.
+func TestKeptLeaseOutlivesAnOutageLongerThanItsTTL(t *testing.T) {
+	const keptTTL = 2
+	cfg := memberConfig(t)
+	e := startMember(t, cfg)
+	cli := client(t, cfg)
+	l := startLeases(cli, "/outage/lease/", keptTTL, 1)
+	defer l.close()
+	answered := func() time.Time { l.mu.Lock(); defer l.mu.Unlock(); return l.lastAnswer }
+	for deadline := time.Now().Add(10 * time.Second); answered().IsZero(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the leases were not granted")
+		}
+	}
+
+	e.Close()
+	time.Sleep(2*keptTTL*time.Second + time.Second) // the outage: longer than the TTL
+	startMember(t, cfg)
+	// Long enough after the restart for a lease nobody keeps alive to expire.
+	before := answered()
+	time.Sleep(2 * keptTTL * time.Second)
+	if !answered().After(before) {
+		t.Fatal("the keeper got no keep-alive answer after the member came back")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if problems := l.verify(ctx, cli); len(problems) != 0 {
+		t.Fatalf("after an outage of %ds with a TTL of %ds: %v", 2*keptTTL+1, keptTTL, problems)
+	}
+
+	// A lease the cluster no longer has is lost, however it went.
+	if _, err := cli.Revoke(ctx, l.kept); err != nil {
+		t.Fatal(err)
+	}
+	problems := l.verify(ctx, cli)
+	for deadline := time.Now().Add(10 * time.Second); len(problems) < 3 && time.Now().Before(deadline); problems = l.verify(ctx, cli) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(problems) != 3 || !strings.Contains(problems[0], "the cluster dropped the lease") {
+		t.Fatalf("after a revoke: %q, want the dropped lease, its key gone and its TTL", problems)
 	}
 }
