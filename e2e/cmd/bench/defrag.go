@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -34,7 +35,8 @@ const defragValueSize = 16 << 10
 // `etcdutl defrag` of the same implementation (the etcdutl beside its etcd).
 func benchDefrag(label, bin string, o options, _ string) (sample, error) {
 	smp := newSample()
-	s, err := startServerWith(label, bin, false, nil, "--quota-backend-bytes", fmt.Sprint(4*o.defragBytes))
+	// At info level the member logs its defrag (ours: the phases and how long writes were held).
+	s, err := startServerWith(label, bin, false, nil, "--quota-backend-bytes", fmt.Sprint(4*o.defragBytes), "--log-level", "info")
 	if err != nil {
 		return smp, err
 	}
@@ -111,21 +113,26 @@ func benchDefrag(label, bin string, o options, _ string) (sample, error) {
 		puts = append(puts, [2]time.Time{start, end}) // gets too: a stall holds both
 	})
 	time.Sleep(time.Second)
+	slow0 := s.metrics(slowDiskSeries...)
 	defragFrom = time.Now()
 	dctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
 	_, derr := cs[2].Defragment(dctx, s.ClientURL)
 	cancel()
 	until = time.Now()
+	slow := s.metrics(slowDiskSeries...)
 	time.Sleep(time.Second)
 	close(stop)
 	wait()
 	if derr != nil {
 		return smp, fmt.Errorf("defragment: %w", derr)
 	}
-	var stall time.Duration
+	var (
+		stall     time.Duration
+		stallFrom time.Time
+	)
 	for _, p := range puts {
 		if p[1].After(defragFrom) && p[0].Before(until) && p[1].Sub(p[0]) > stall {
-			stall = p[1].Sub(p[0])
+			stall, stallFrom = p[1].Sub(p[0]), p[0]
 		}
 	}
 	after, err := cs[0].Status(ctx, s.ClientURL)
@@ -143,6 +150,15 @@ func benchDefrag(label, bin string, o options, _ string) (sample, error) {
 	smp.values[figDefragFailed] = float64(failed)
 	fmt.Printf("%-12s defrag of %.0f MiB (%.0f MiB in use) under load took %v -> %.0f MiB; longest request overlapping it %v; %d requests failed\n",
 		label, float64(st.DbSize)/(1<<20), float64(st.DbSizeInUse)/(1<<20), took.Round(time.Millisecond), float64(after.DbSize)/(1<<20), stall.Round(time.Millisecond), failed)
+	// Where in the defrag the longest request fell, and what the member says it held writes for
+	// (ours logs it), to tell the defrag's own hold from a stall around it.
+	fmt.Printf("%-12s the longest request started %v after the defrag did (%v before its end)%s\n", label,
+		stallFrom.Sub(defragFrom).Round(time.Millisecond), until.Sub(stallFrom).Round(time.Millisecond), defragLogged(s.LogPath))
+	// Disk waits behind the copy's writes show as slow WAL fsyncs and backend commits.
+	for i := 0; i < len(slow); i += 2 {
+		fmt.Printf("%-12s during it: %.0f of %.0f %s over 128ms\n", label, (slow[i]-slow0[i])-(slow[i+1]-slow0[i+1]), slow[i]-slow0[i],
+			strings.TrimSuffix(slowDiskSeries[i], "_count"))
+	}
 	if failed > 0 {
 		// A figure, not the end of the bench: upstream's clients time out behind a long defrag.
 		fmt.Printf("%-12s %d requests failed during the defrag, e.g. %v\n", label, failed, lastErr)
@@ -170,4 +186,37 @@ func benchDefrag(label, bin string, o options, _ string) (sample, error) {
 	smp.values[figOfflineDefrag] = float64(offline)
 	fmt.Printf("%-12s offline etcdutl defrag took %v\n", label, offline.Round(time.Millisecond))
 	return smp, nil
+}
+
+// defragLogged is what the member's log (JSON lines) says of its last defrag's phases; "" when
+// it says nothing (upstream logs no such figures).
+func defragLogged(logPath string) string {
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		return ""
+	}
+	var last map[string]any
+	for _, line := range strings.Split(string(b), "\n") {
+		var m map[string]any
+		if strings.Contains(line, "finished defragmenting directory") && json.Unmarshal([]byte(line), &m) == nil {
+			last = m
+		}
+	}
+	var fields []string
+	for _, f := range []string{"took", "writes-held", "catch-up-rounds", "replayed-writes"} {
+		if v, ok := last[f]; ok {
+			fields = append(fields, fmt.Sprintf("%s=%v", f, v))
+		}
+	}
+	if len(fields) == 0 {
+		return ""
+	}
+	return "; the member's log: " + strings.Join(fields, " ")
+}
+
+// slowDiskSeries are pairs of a disk histogram's count and its bucket up to 128 ms (upstream's
+// buckets, ours alike).
+var slowDiskSeries = []string{
+	"etcd_disk_wal_fsync_duration_seconds_count", `etcd_disk_wal_fsync_duration_seconds_bucket{le="0.128"}`,
+	"etcd_disk_backend_commit_duration_seconds_count", `etcd_disk_backend_commit_duration_seconds_bucket{le="0.128"}`,
 }

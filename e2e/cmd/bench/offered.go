@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -74,9 +75,11 @@ func benchOffered(subs []subject, o options, profDir string) (map[string]sample,
 			}
 			cpu0 := s.cpuTime()
 			fsyncs0 := s.walFsyncs()
+			sc0 := s.syscalls()
 			r, err := offer([]string{s.ClientURL}, o.conns, o.clients, w.rate, o.offeredFor, w.op)
 			r.cpu = s.cpuTime() - cpu0
 			fsyncs := s.walFsyncs() - fsyncs0
+			sc := s.syscalls().less(sc0)
 			wait()
 			if err != nil {
 				return smps, fmt.Errorf("%s, %s: %w", s.label, offeredName(w), err)
@@ -85,6 +88,11 @@ func benchOffered(subs []subject, o options, profDir string) (map[string]sample,
 			if r.ops > 0 && fsyncs > 0 {
 				// How many requests share a WAL fsync: fewer per fsync, more fsync CPU per request.
 				fmt.Printf("%-12s %-40s %d WAL fsyncs, %.1f requests per fsync\n", s.label, "", fsyncs, float64(r.ops)/float64(fsyncs))
+			}
+			if r.ops > 0 && sc.reads+sc.writes > 0 {
+				// Socket and file calls alike: the kernel's share of a request's CPU time.
+				fmt.Printf("%-12s %-40s %.2f read and %.2f write system calls per request\n", s.label, "",
+					float64(sc.reads)/float64(r.ops), float64(sc.writes)/float64(r.ops))
 			}
 			smps[s.label].results[offeredName(w)] = r
 		}
@@ -161,21 +169,53 @@ func offer(endpoints []string, conns, clients, rate int, d time.Duration, o op) 
 	return r, nil
 }
 
+// syscallCounts are a process's read and write system calls so far (/proc/PID/io).
+type syscallCounts struct{ reads, writes int64 }
+
+func (c syscallCounts) less(d syscallCounts) syscallCounts {
+	return syscallCounts{c.reads - d.reads, c.writes - d.writes}
+}
+
+// syscalls reads the member's counts; zero when they cannot be read.
+func (s *server) syscalls() syscallCounts {
+	var c syscallCounts
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", s.Pid()))
+	if err != nil {
+		return c
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "syscr: "); ok {
+			c.reads, _ = strconv.ParseInt(v, 10, 64)
+		} else if v, ok := strings.CutPrefix(line, "syscw: "); ok {
+			c.writes, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return c
+}
+
 // walFsyncs is the member's count of WAL fsyncs so far (etcd_disk_wal_fsync_duration_seconds,
 // upstream's metric and ours); 0 when it cannot be read.
 func (s *server) walFsyncs() int64 {
+	return int64(s.metrics("etcd_disk_wal_fsync_duration_seconds_count")[0])
+}
+
+// metrics reads the member's /metrics once and returns the value of each series named (name
+// and labels as exposed, e.g. `x_bucket{le="0.128"}`), 0 for those it does not expose.
+func (s *server) metrics(series ...string) []float64 {
+	vals := make([]float64, len(series))
 	resp, err := http.Get(s.ClientURL + "/metrics")
 	if err != nil {
-		return 0
+		return vals
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "etcd_disk_wal_fsync_duration_seconds_count "); ok {
-			n, _ := strconv.ParseFloat(v, 64)
-			return int64(n)
+		for i, name := range series {
+			if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+				vals[i], _ = strconv.ParseFloat(v, 64)
+			}
 		}
 	}
-	return 0
+	return vals
 }
