@@ -182,18 +182,26 @@ func (l *leases) keep(ctx context.Context, cli *clientv3.Client) {
 }
 
 // leaseExists asks the cluster, until it answers or ctx ends, whether lease id is still there.
+// Between tries it has gRPC connect again at once: after an outage longer than the TTL, gRPC's
+// reconnect backoff (up to 10 s apart by then) could outlast the fresh TTL the returning member
+// gave the lease, and the lease would run out before the keeper reached it.
 func leaseExists(ctx context.Context, cli *clientv3.Client, id clientv3.LeaseID) (bool, error) {
 	for {
-		cctx, cancel := context.WithTimeout(ctx, opTimeout)
+		// Short tries: the client library waits out a try while the member is down, and each
+		// try ends in a reconnect at once.
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
 		r, err := cli.TimeToLive(cctx, id)
 		cancel()
 		if err == nil {
 			return r.TTL > 0, nil
 		}
+		if cc := cli.ActiveConnection(); cc != nil {
+			cc.ResetConnectBackoff()
+		}
 		select {
 		case <-ctx.Done():
 			return false, ctx.Err()
-		case <-time.After(250 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
