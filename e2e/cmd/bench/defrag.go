@@ -113,13 +113,13 @@ func benchDefrag(label, bin string, o options, _ string) (sample, error) {
 		puts = append(puts, [2]time.Time{start, end}) // gets too: a stall holds both
 	})
 	time.Sleep(time.Second)
-	slow0 := s.metrics(slowDiskSeries...)
+	slow0 := s.slowDisk()
 	defragFrom = time.Now()
 	dctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
 	_, derr := cs[2].Defragment(dctx, s.ClientURL)
 	cancel()
 	until = time.Now()
-	slow := s.metrics(slowDiskSeries...)
+	slow := s.slowDisk()
 	time.Sleep(time.Second)
 	close(stop)
 	wait()
@@ -155,9 +155,8 @@ func benchDefrag(label, bin string, o options, _ string) (sample, error) {
 	fmt.Printf("%-12s the longest request started %v after the defrag did (%v before its end)%s\n", label,
 		stallFrom.Sub(defragFrom).Round(time.Millisecond), until.Sub(stallFrom).Round(time.Millisecond), defragLogged(s.LogPath))
 	// Disk waits behind the copy's writes show as slow WAL fsyncs and backend commits.
-	for i := 0; i < len(slow); i += 2 {
-		fmt.Printf("%-12s during it: %.0f of %.0f %s over 128ms\n", label, (slow[i]-slow0[i])-(slow[i+1]-slow0[i+1]), slow[i]-slow0[i],
-			strings.TrimSuffix(slowDiskSeries[i], "_count"))
+	for i, h := range slowDiskHistograms {
+		fmt.Printf("%-12s during it: %.0f of %.0f %s over 128ms\n", label, slow[i].over-slow0[i].over, slow[i].all-slow0[i].all, h)
 	}
 	if failed > 0 {
 		// A figure, not the end of the bench: upstream's clients time out behind a long defrag.
@@ -214,9 +213,23 @@ func defragLogged(logPath string) string {
 	return "; the member's log: " + strings.Join(fields, " ")
 }
 
-// slowDiskSeries are pairs of a disk histogram's count and its bucket up to 128 ms (upstream's
-// buckets, ours alike).
-var slowDiskSeries = []string{
-	"etcd_disk_wal_fsync_duration_seconds_count", `etcd_disk_wal_fsync_duration_seconds_bucket{le="0.128"}`,
-	"etcd_disk_backend_commit_duration_seconds_count", `etcd_disk_backend_commit_duration_seconds_bucket{le="0.128"}`,
+// slowDiskHistograms are the disk latency histograms the defrag part reads (upstream's buckets,
+// ours alike, one of them at 128 ms).
+var slowDiskHistograms = []string{"etcd_disk_wal_fsync_duration_seconds", "etcd_disk_backend_commit_duration_seconds"}
+
+// slowCount is how many observations a histogram holds, and how many of them took over 128 ms.
+type slowCount struct{ all, over float64 }
+
+// slowDisk reads slowDiskHistograms' counts from the member's /metrics.
+func (s *server) slowDisk() []slowCount {
+	var series []string
+	for _, h := range slowDiskHistograms {
+		series = append(series, h+"_count", h+`_bucket{le="0.128"}`)
+	}
+	v := s.metrics(series...)
+	out := make([]slowCount, len(slowDiskHistograms))
+	for i := range out {
+		out[i] = slowCount{all: v[2*i], over: v[2*i] - v[2*i+1]}
+	}
+	return out
 }
