@@ -83,6 +83,7 @@ func TestAuthDataDirInterchange(t *testing.T) {
 // In a cluster of upstream 3.6.16 members and ours, auth turned on through either side is
 // enforced by both, and a simple token from one implementation is accepted by the other.
 func TestAuthInMixedCluster(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	c := NewCluster(t, 3)
 	up := UpstreamBinary(t, "etcd")
 	c.Members[0].Bin = up

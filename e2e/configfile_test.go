@@ -17,6 +17,7 @@ import (
 // lists, nested sections; at 3.6 the deprecated experimental- keys, which 3.7 no longer has), and
 // checks both took the settings.
 func TestConfigFileAsUpstream(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	keys36 := "experimental-watch-progress-notify-interval: 2000000000\nexperimental-snapshot-catch-up-entries: 100"
 	keys37 := "watch-progress-notify-interval: 2000000000\nsnapshot-catchup-entries: 100"
 	for _, c := range []struct{ bin, keys string }{

@@ -108,6 +108,7 @@ func TestEtcdutlAsUpstream(t *testing.T) {
 // 3.5 member from moving to 3.6) with its answer, on a data dir upstream 3.5.35 wrote and on one
 // ours wrote at 3.5.
 func TestEtcdutlCheckV2StoreAsUpstream35(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	up := UpstreamBinaryAt(t, Upstream35Version, "etcdutl")
 	upDir := NewMember(t)
 	upDir.Bin = UpstreamBinaryAt(t, Upstream35Version, "etcd")

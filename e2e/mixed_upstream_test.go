@@ -348,6 +348,7 @@ func TestMixedClusterLeaseForwarding(t *testing.T) {
 // A downgrade in a mixed 3.6 cluster, enabled and cancelled through either implementation,
 // then completed: every member's storage follows, whichever implementation it runs.
 func TestMixedClusterDowngrade(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
 	up, up35 := UpstreamBinaryAt(t, Upstream36Version, "etcd"), UpstreamBinaryAt(t, Upstream35Version, "etcd")
 	c := NewCluster(t, 3)
 	c.Members[0].Bin = up
