@@ -40,7 +40,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: lg, waits: newWaitRegistry(), applyc: make(chan applyBatch, 128),
 		readc: make(chan raft.ReadState, 16), msgSnapC: make(chan raftpb.Message, 16), snapJobs: make(chan snapJob, 1), readWake: make(chan struct{}, 1), readNotifier: newNotifier(), leaders: newLeaderWatch(), versionWake: make(chan struct{}, 1),
-		rangeBufs: rangewire.NewPool(rangeBufsKept, rangeBufMax),
+		rangeBufs: rangewire.NewPool(rangeBufsKept),
 		draining:  make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{})}
 	// Asked for a start-up corruption check, the database's page tree is walked before bbolt
 	// reads it: a damaged tree (a page that points at its ancestor) would otherwise loop in the

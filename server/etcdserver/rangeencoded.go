@@ -10,13 +10,11 @@ import (
 	"etcdx/server/rangewire"
 )
 
-// The pool of range answer buffers: a few, of up to 8 MiB (a kube-apiserver page of 500 objects
-// of 10 KiB is 5 MiB; a RangeStream chunk is near --max-request-bytes), so a stream or a
-// paginated list reuses them and at most 32 MiB stays resident after large reads.
-const (
-	rangeBufsKept = 4
-	rangeBufMax   = 8 << 20
-)
+// rangeBufsKept is how much of the segments of sent range answers the member keeps for the next
+// ones, so a stream or a paginated list reuses them (a kube-apiserver page of 500 objects of
+// 10 KiB is 5 MiB; a RangeStream chunk is near --max-request-bytes), while at most that stays
+// resident after large reads.
+const rangeBufsKept = 32 << 20
 
 // RangeEncoded answers r as Range does, with the key-values in their wire encoding (for the
 // gRPC API, which only sends them on): a plain range copies the stored records into the answer
@@ -54,7 +52,7 @@ func (s *Server) encodeRange(v *mvcc.TxnRead, r *pb.RangeRequest, chunk bool) (*
 		}
 		return out, nil
 	}
-	var kvs mem.Buffer
+	var kvs mem.BufferSlice
 	n := 0
 	rr, err := v.RangeRecords(r.Key, gteRange(r.RangeEnd), mvcc.RangeOptions{Limit: r.Limit, Rev: r.Revision, CountToLimit: chunk && r.Limit > 0}, func(recs [][]byte) error {
 		kvs, n = s.rangeBufs.EncodeRecords(recs), len(recs)

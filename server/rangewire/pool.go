@@ -1,88 +1,168 @@
 package rangewire
 
 import (
-	"math/bits"
-	"slices"
 	"sync"
 
 	"google.golang.org/grpc/mem"
 )
 
-// Pool keeps a few buffers of sent answers for the next ones (a mem.BufferPool: gRPC puts a
-// buffer back when it has written it). It keeps at most keep buffers of at most maxSize bytes, the
-// largest when it must choose, so a stream of chunks or a paginated list reuses the same few
-// buffers while one huge answer is not held after it was sent. gRPC's own pool rounds each
-// buffer up to a power of two and keeps any number of them, which held resident memory at
-// nearly twice upstream's under large ranges.
-type Pool struct {
-	keep, maxSize int
+// SegmentSize is the size of the buffers a large answer is written into: one gRPC write's worth
+// (the server's write buffer), so a sent segment is back in the pool as soon as it was written.
+const SegmentSize = 256 << 10
 
-	mu   sync.Mutex
-	free []*[]byte // by capacity, smallest first
-}
-
-// smallest is the size below which buffers are not pooled: garbage that small costs less than
-// the pool's lock (gRPC does not pool below its own threshold either).
+// smallest is the size below which an answer is not written into segments but into a buffer of
+// its own: garbage that small costs less than the pool's lock (gRPC does not pool below its own
+// threshold either).
 const smallest = 64 << 10
 
-// NewPool makes a Pool.
-func NewPool(keep, maxSize int) *Pool { return &Pool{keep: keep, maxSize: maxSize} }
+// Pool keeps segments of sent answers for the next ones (a mem.BufferPool: gRPC puts a segment
+// back when it has written it), up to a number of bytes. Every large answer is written into
+// segments of one size, whatever its own: a RangeStream's chunks, a paginated list's pages and
+// an answer of any other size reuse the same memory, where buffers of each answer's size (the
+// pool before) were kept only for answers as large, and a 5 MiB page found the stream's 2 MiB
+// buffers too small and made one more.
+type Pool struct {
+	keep int // segments
 
-// Get returns a buffer of length n, a kept one when one is large enough.
-func (p *Pool) Get(n int) *[]byte {
-	if n >= smallest && n <= p.maxSize {
-		p.mu.Lock()
-		i, _ := slices.BinarySearchFunc(p.free, n, func(b *[]byte, n int) int { return cap(*b) - n })
-		if i < len(p.free) {
-			b := p.free[i]
-			p.free = slices.Delete(p.free, i, i+1)
-			p.mu.Unlock()
-			*b = (*b)[:n]
-			return b
-		}
+	mu   sync.Mutex
+	free []*[]byte
+}
+
+// NewPool makes a Pool that keeps up to keepBytes of segments.
+func NewPool(keepBytes int) *Pool { return &Pool{keep: keepBytes / SegmentSize} }
+
+// segment returns an empty segment, a kept one when there is one.
+func (p *Pool) segment() *[]byte {
+	p.mu.Lock()
+	if n := len(p.free); n > 0 {
+		b := p.free[n-1]
+		p.free = p.free[:n-1]
 		p.mu.Unlock()
+		*b = (*b)[:0]
+		return b
 	}
-	b := make([]byte, n, roundUp(n))
+	p.mu.Unlock()
+	b := make([]byte, 0, SegmentSize)
 	return &b
 }
 
-// roundUp is the capacity a new buffer of n bytes gets: up to a sixteenth more (at least 64 KiB
-// steps), so the next answer of nearly the same size (a page whose revisions have one more
-// digit) fits in it.
-func roundUp(n int) int {
-	if n < smallest {
-		return n
+// Get returns a buffer of length n: a segment when it fits in one (mem.BufferPool's method;
+// the encoders take segments themselves).
+func (p *Pool) Get(n int) *[]byte {
+	if n <= SegmentSize {
+		b := p.segment()
+		*b = (*b)[:n]
+		return b
 	}
-	step := max(smallest, 1<<(bits.Len(uint(n))-5))
-	return (n + step - 1) / step * step
+	b := make([]byte, n)
+	return &b
 }
 
-// Put takes a buffer back, keeping it if it is among the keep largest.
+// Put takes a segment back, keeping it while the pool holds fewer than it may.
 func (p *Pool) Put(b *[]byte) {
-	c := cap(*b)
-	if c < smallest || c > p.maxSize || p.keep == 0 {
+	if cap(*b) != SegmentSize {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.free) == p.keep {
-		if cap(*p.free[0]) >= c {
-			return
-		}
-		p.free = slices.Delete(p.free, 0, 1)
+	if len(p.free) < p.keep {
+		p.free = append(p.free, b)
 	}
-	i, _ := slices.BinarySearchFunc(p.free, c, func(b *[]byte, c int) int { return cap(*b) - c })
-	p.free = slices.Insert(p.free, i, b)
 }
 
-// Kept is how many buffers the pool holds and their bytes.
+// Kept is how many segments the pool holds and their bytes.
 func (p *Pool) Kept() (n, bytes int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, b := range p.free {
-		bytes += cap(*b)
+	return len(p.free), len(p.free) * SegmentSize
+}
+
+// writer appends an answer's bytes: into one buffer of its own when the answer is small (its size
+// is known before), else into segments from the pool.
+type writer struct {
+	p    *Pool
+	out  mem.BufferSlice
+	cur  *[]byte // the segment being filled
+	flat []byte  // a small answer's buffer
+}
+
+// newWriter writes an answer of n bytes.
+func (p *Pool) newWriter(n int) *writer {
+	w := &writer{p: p}
+	if n < smallest {
+		w.flat = make([]byte, 0, n)
 	}
-	return len(p.free), bytes
+	return w
+}
+
+// room returns the next k bytes to write into when they fit in the current buffer (nil when
+// they do not: write them with write instead).
+func (w *writer) room(k int) []byte {
+	if w.flat != nil {
+		if len(w.flat)+k > cap(w.flat) {
+			return nil
+		}
+		w.flat = w.flat[:len(w.flat)+k]
+		return w.flat[len(w.flat)-k:]
+	}
+	if w.cur == nil || len(*w.cur)+k > SegmentSize {
+		return nil
+	}
+	b := *w.cur
+	*w.cur = b[:len(b)+k]
+	return (*w.cur)[len(b):]
+}
+
+// write appends b, across segments where it must.
+func (w *writer) write(b []byte) {
+	if w.flat != nil {
+		w.flat = append(w.flat, b...)
+		return
+	}
+	for len(b) > 0 {
+		if w.cur == nil || len(*w.cur) == SegmentSize {
+			w.next()
+		}
+		c := *w.cur
+		n := copy(c[len(c):SegmentSize], b)
+		*w.cur = c[:len(c)+n]
+		b = b[n:]
+	}
+}
+
+// next ends the current segment and starts another.
+func (w *writer) next() {
+	if w.cur != nil {
+		w.out = append(w.out, mem.NewBuffer(w.cur, w.p))
+	}
+	w.cur = w.p.segment()
+}
+
+// done returns what was written; the writer is not used after.
+func (w *writer) done() mem.BufferSlice {
+	if w.flat != nil {
+		if len(w.flat) == 0 {
+			return nil
+		}
+		return mem.BufferSlice{mem.SliceBuffer(w.flat)}
+	}
+	if w.cur != nil && len(*w.cur) > 0 {
+		w.out = append(w.out, mem.NewBuffer(w.cur, w.p))
+	} else if w.cur != nil {
+		w.p.Put(w.cur)
+	}
+	out := w.out
+	w.out, w.cur = nil, nil
+	return out
+}
+
+// abandon gives the segments back (an answer that failed half-way).
+func (w *writer) abandon() {
+	w.out.Free()
+	if w.cur != nil {
+		w.p.Put(w.cur)
+	}
+	w.out, w.cur = nil, nil
 }
 
 var _ mem.BufferPool = (*Pool)(nil)

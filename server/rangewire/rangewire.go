@@ -1,7 +1,7 @@
 // Package rangewire holds a Range answer in its wire encoding. The database stores every
 // key-value as the API's KeyValue message, so the kvs of a RangeResponse are those records, each
-// behind a tag and a length: they are copied from the database into one buffer, once, and that
-// buffer goes to gRPC as it is. Decoding each record into a KeyValue and encoding the answer
+// behind a tag and a length: they are copied from the database once, into buffers that go to gRPC
+// as they are (segments from a Pool for a large answer). Decoding each record into a KeyValue and encoding the answer
 // again cost two more copies and most of the CPU time of a large range, and the garbage they left
 // set the member's memory under a large read; the buffer of an answer that was sent goes back to
 // a Pool instead.
@@ -11,6 +11,7 @@ package rangewire
 
 import (
 	"fmt"
+	"slices"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -23,8 +24,8 @@ const (
 	chunkField = 1 // RangeStreamResponse.range_response
 )
 
-// Response is a RangeResponse whose kvs are encoded. Its buffer is handed on by Wire, once; an
-// answer that is not sent may be dropped (the buffer is then garbage, not returned to the pool).
+// Response is a RangeResponse whose kvs are encoded. Its buffers are handed on by Wire, once; an
+// answer that is not sent may be dropped (its buffers are then garbage, not returned to the pool).
 type Response struct {
 	Header *pb.ResponseHeader
 	More   bool
@@ -32,19 +33,14 @@ type Response struct {
 	// Kvs is how many key-values it holds; LastKey is the last one's key.
 	Kvs     int
 	LastKey []byte
-	kvs     mem.Buffer // nil when there are none
+	kvs     mem.BufferSlice // nil when there are none
 }
 
 // NewResponse makes a Response of kvs, the encoded kvs field (nil for none) of n key-values.
-func NewResponse(kvs mem.Buffer, n int) *Response { return &Response{kvs: kvs, Kvs: n} }
+func NewResponse(kvs mem.BufferSlice, n int) *Response { return &Response{kvs: kvs, Kvs: n} }
 
 // KVsSize is the encoded size of the key-values.
-func (r *Response) KVsSize() int {
-	if r.kvs == nil {
-		return 0
-	}
-	return r.kvs.Len()
-}
+func (r *Response) KVsSize() int { return r.kvs.Len() }
 
 // Size is the encoded size of the RangeResponse.
 func (r *Response) Size() int {
@@ -54,8 +50,8 @@ func (r *Response) Size() int {
 func (r *Response) head() *pb.RangeResponse { return &pb.RangeResponse{Header: r.Header} }
 func (r *Response) tail() *pb.RangeResponse { return &pb.RangeResponse{More: r.More, Count: r.Count} }
 
-// Wire is the encoded RangeResponse; it hands the kvs buffer on to the caller (gRPC frees it once
-// written), so it may be called once.
+// Wire is the encoded RangeResponse; it hands the kvs buffers on to the caller (gRPC frees each
+// once written), so it may be called once.
 func (r *Response) Wire() (mem.BufferSlice, error) { return r.wire(nil) }
 
 // wire encodes r after prefix.
@@ -69,10 +65,8 @@ func (r *Response) wire(prefix []byte) (mem.BufferSlice, error) {
 		return nil, fmt.Errorf("rangewire: marshal more and count: %w", err)
 	}
 	out := mem.BufferSlice{mem.SliceBuffer(append(prefix, head...))}
-	if r.kvs != nil {
-		out = append(out, r.kvs)
-		r.kvs = nil
-	}
+	out = append(out, r.kvs...)
+	r.kvs = nil
 	if len(tail) > 0 {
 		out = append(out, mem.SliceBuffer(tail))
 	}
@@ -94,8 +88,9 @@ func (c Chunk) Wire() (mem.BufferSlice, error) {
 	return c.wire(protowire.AppendVarint(prefix, uint64(c.Response.Size())))
 }
 
-// EncodeRecords encodes stored KeyValue records as the kvs field, in a buffer from p.
-func (p *Pool) EncodeRecords(recs [][]byte) mem.Buffer {
+// EncodeRecords encodes stored KeyValue records as the kvs field: a large answer in segments
+// from p.
+func (p *Pool) EncodeRecords(recs [][]byte) mem.BufferSlice {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -103,18 +98,20 @@ func (p *Pool) EncodeRecords(recs [][]byte) mem.Buffer {
 	for _, rec := range recs {
 		n += fieldSize(len(rec))
 	}
-	buf := p.Get(n)
-	b := (*buf)[:0]
+	w := p.newWriter(n)
+	var head []byte
 	for _, rec := range recs {
-		b = append(appendFieldHead(b, len(rec)), rec...)
+		head = appendFieldHead(head[:0], len(rec))
+		w.write(head)
+		w.write(rec)
 	}
-	*buf = b
-	return mem.NewBuffer(buf, p)
+	return w.done()
 }
 
-// EncodeKVs encodes key-values as the kvs field, in a buffer from p: the answers that were
-// sorted, filtered or stripped of values, which are not the stored records.
-func (p *Pool) EncodeKVs(kvs []*mvccpb.KeyValue) (mem.Buffer, error) {
+// EncodeKVs encodes key-values as the kvs field, as EncodeRecords: the answers that were sorted,
+// filtered or stripped of values, which are not the stored records. Each is marshalled where it
+// goes when it fits there, else once more through a scratch buffer.
+func (p *Pool) EncodeKVs(kvs []*mvccpb.KeyValue) (mem.BufferSlice, error) {
 	if len(kvs) == 0 {
 		return nil, nil
 	}
@@ -122,20 +119,27 @@ func (p *Pool) EncodeKVs(kvs []*mvccpb.KeyValue) (mem.Buffer, error) {
 	for _, kv := range kvs {
 		n += fieldSize(kv.Size())
 	}
-	buf := p.Get(n)
-	b := (*buf)[:0]
+	w := p.newWriter(n)
+	var head, scratch []byte
 	for _, kv := range kvs {
 		size := kv.Size()
-		b = appendFieldHead(b, size)
-		start := len(b)
-		b = b[:start+size]
-		if _, err := kv.MarshalToSizedBuffer(b[start:]); err != nil {
-			p.Put(buf)
+		head = appendFieldHead(head[:0], size)
+		w.write(head)
+		dst := w.room(size)
+		spans := dst == nil
+		if spans {
+			scratch = slices.Grow(scratch[:0], size)[:size]
+			dst = scratch
+		}
+		if _, err := kv.MarshalToSizedBuffer(dst); err != nil {
+			w.abandon()
 			return nil, fmt.Errorf("rangewire: marshal %q: %w", kv.Key, err)
 		}
+		if spans {
+			w.write(scratch)
+		}
 	}
-	*buf = b
-	return mem.NewBuffer(buf, p), nil
+	return w.done(), nil
 }
 
 // appendFieldHead appends the tag and length of one kvs entry of n bytes.

@@ -36,6 +36,7 @@ func TestWireIsTheGeneratedEncoding(t *testing.T) {
 		{"one key", pb.RangeResponse{Header: header, Kvs: many(1, 10), Count: 1}},
 		{"a page with more", pb.RangeResponse{Header: header, Kvs: many(500, 100), More: true, Count: 2000}},
 		{"large values", pb.RangeResponse{Header: header, Kvs: many(40, 70<<10), Count: 40}},
+		{"values larger than a segment", pb.RangeResponse{Header: header, Kvs: many(3, SegmentSize+1000), Count: 3}},
 		{"empty value, no header", pb.RangeResponse{Kvs: []*mvccpb.KeyValue{{Key: []byte("k"), ModRevision: 5, CreateRevision: 5, Version: 1}}}},
 		{"count only", pb.RangeResponse{Header: header, Count: 12345}},
 	} {
@@ -54,7 +55,7 @@ func TestWireIsTheGeneratedEncoding(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			p := NewPool(2, 8<<20)
+			p := NewPool(8 << 20)
 			fromKVs, err := p.EncodeKVs(tc.want.Kvs)
 			if err != nil {
 				t.Fatal(err)
@@ -112,47 +113,60 @@ func TestWireIsTheGeneratedEncoding(t *testing.T) {
 	}
 }
 
-// TestPoolKeepsTheLargestFew: sent buffers come back to the next answers; the pool keeps at most
-// keep of them, the largest, and none below the pooling size or above its maximum.
-func TestPoolKeepsTheLargestFew(t *testing.T) {
-	const keep, max = 2, 1 << 20
-	p := NewPool(keep, max)
-	put := func(size int) *[]byte {
-		b := make([]byte, size)
-		p.Put(&b)
-		return &b
+// TestPoolReusesSegments: a large answer is written into segments, which come back to the pool
+// when gRPC frees them and go into the next answers whatever their size; the pool keeps at most
+// its bytes' worth, and no buffer of another size. A small answer has a buffer of its own.
+func TestPoolReusesSegments(t *testing.T) {
+	const keep = 4
+	p := NewPool(keep * SegmentSize)
+	records := func(total int) [][]byte {
+		recs := make([][]byte, total/(10<<10))
+		for i := range recs {
+			recs[i] = bytes.Repeat([]byte{byte(i)}, 10<<10-4)
+		}
+		return recs
 	}
-	put(smallest - 1)
-	put(max + 1)
+	first := p.EncodeRecords(records(1200 << 10))
+	if len(first) != 5 {
+		t.Fatalf("1200 KiB answer in %d buffers, want 5 segments", len(first))
+	}
 	if n, _ := p.Kept(); n != 0 {
-		t.Fatalf("kept %d buffers outside the pooled sizes", n)
+		t.Fatalf("kept %d segments before any was freed", n)
 	}
-	put(100 << 10)
-	b := put(300 << 10)
-	put(200 << 10) // replaces the 100 KiB one
-	if n, bytes := p.Kept(); n != keep || bytes != 500<<10 {
-		t.Fatalf("kept %d buffers of %d bytes, want %d of %d", n, bytes, keep, 500<<10)
+	firstSegs := map[*byte]bool{}
+	for _, b := range first {
+		firstSegs[&b.ReadOnlyData()[0]] = true
 	}
-	put(64 << 10) // smaller than every kept one: dropped
-	if _, bytes := p.Kept(); bytes != 500<<10 {
-		t.Fatalf("kept %d bytes after a smaller buffer came back, want %d", bytes, 500<<10)
+	first.Free()
+	if n, b := p.Kept(); n != keep || b != keep*SegmentSize {
+		t.Fatalf("kept %d segments (%d bytes) after 5 were freed, want %d", n, b, keep)
 	}
-	if got := p.Get(250 << 10); &(*got)[:1][0] != &(*b)[:1][0] || len(*got) != 250<<10 {
-		t.Errorf("Get(250 KiB) did not reuse the 300 KiB buffer at length 250 KiB")
+	// A smaller answer of another size takes kept segments.
+	second := p.EncodeRecords(records(600 << 10))
+	if n, _ := p.Kept(); n != keep-3 {
+		t.Errorf("kept %d segments while a 600 KiB answer holds 3, want %d", n, keep-3)
 	}
-	if got := p.Get(250 << 10); len(*got) != 250<<10 || cap(*got) != roundUp(250<<10) {
-		t.Errorf("Get(250 KiB) with only 200 KiB kept: length %d, capacity %d, want a new buffer", len(*got), cap(*got))
+	reused := false
+	for _, b := range second {
+		reused = reused || firstSegs[&b.ReadOnlyData()[0]]
 	}
-	// A buffer handed to gRPC returns when gRPC frees it.
-	recs := [][]byte{bytes.Repeat([]byte{1}, 100<<10)}
-	p = NewPool(keep, max)
-	buf := p.EncodeRecords(recs)
-	if n, _ := p.Kept(); n != 0 {
-		t.Fatalf("kept %d buffers before any was freed", n)
+	if !reused {
+		t.Errorf("the second answer did not reuse the first answer's segments")
 	}
-	buf.Free()
-	if n, _ := p.Kept(); n != 1 {
-		t.Fatalf("kept %d buffers after the encoded answer was freed, want 1", n)
+	second.Free()
+	// Buffers of another size are not kept.
+	other := make([]byte, SegmentSize+1)
+	p.Put(&other)
+	if n, _ := p.Kept(); n != keep {
+		t.Errorf("kept %d segments after a buffer of another size came back, want %d", n, keep)
+	}
+	// A small answer: one buffer of its own size, never pooled.
+	small := p.EncodeRecords(records(40 << 10))
+	if len(small) != 1 || small.Len() != 4*fieldSize(10<<10-4) {
+		t.Fatalf("small answer in %d buffers of %d bytes", len(small), small.Len())
+	}
+	if n, _ := p.Kept(); n != keep {
+		t.Errorf("a small answer took a segment (kept %d, want %d)", n, keep)
 	}
 }
 
@@ -164,7 +178,7 @@ func decode(r *Response) (*pb.RangeResponse, error) {
 		return out, nil
 	}
 	var kvs pb.RangeResponse
-	if err := kvs.Unmarshal(r.kvs.ReadOnlyData()); err != nil {
+	if err := kvs.Unmarshal(r.kvs.Materialize()); err != nil {
 		return nil, fmt.Errorf("rangewire: decode kvs: %w", err)
 	}
 	out.Kvs = kvs.Kvs
