@@ -46,10 +46,10 @@ func (p *Pool) segment() *[]byte {
 	return &b
 }
 
-// Get returns a buffer of length n: a segment when it fits in one (mem.BufferPool's method;
-// the encoders take segments themselves).
+// Get returns a buffer of length n: a segment when n is between the pooling size and a
+// segment's (mem.BufferPool's method; the encoders take segments themselves).
 func (p *Pool) Get(n int) *[]byte {
-	if n <= SegmentSize {
+	if n >= smallest && n <= SegmentSize {
 		b := p.segment()
 		*b = (*b)[:n]
 		return b
