@@ -17,10 +17,9 @@ const smallest = 64 << 10
 
 // Pool keeps segments of sent answers for the next ones (a mem.BufferPool: gRPC puts a segment
 // back when it has written it), up to a number of bytes. Every large answer is written into
-// segments of one size, whatever its own: a RangeStream's chunks, a paginated list's pages and
-// an answer of any other size reuse the same memory, where buffers of each answer's size (the
-// pool before) were kept only for answers as large, and a 5 MiB page found the stream's 2 MiB
-// buffers too small and made one more.
+// segments of one size, whatever its own, so a RangeStream's chunks, a paginated list's pages
+// and any other answer reuse the same memory (buffers of an answer's own size served only
+// answers as large: a 5 MiB page found a stream's 2 MiB buffers too small and made another).
 type Pool struct {
 	keep int // segments
 
