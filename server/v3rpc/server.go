@@ -43,8 +43,8 @@ type Options struct {
 // bandwidth-delay estimate): at a steady 6,000 puts/s those pings and their answers were a quarter
 // of the server's socket reads and a sixth of its writes (strace of the bench's open-loop put),
 // for windows that small requests never fill. A stream's window holds the largest request
-// (--max-request-bytes), so a big put crosses a slow link in one round trip; the connection's is
-// as large as gRPC's estimate may grow.
+// (--max-request-bytes), so a big put is not held to 64 KiB windows while an estimate grows; the
+// connection's is as large as gRPC's estimate may grow.
 const connWindow = 16 << 20
 
 // streamWindow is the window of one stream for requests of up to maxRequest bytes.
