@@ -76,20 +76,21 @@ func (p *Pool) Kept() (n, bytes int) {
 	return len(p.free), len(p.free) * SegmentSize
 }
 
-// writer appends an answer's bytes: into one buffer of its own when the answer is small (its size
-// is known before), else into segments from the pool.
+// writer appends an answer's bytes: a small answer (its size is known before) into a buffer of
+// its own size, a large one into segments from the pool. Either way cur is the buffer being
+// filled; only a segment (cap SegmentSize) is freed back to the pool.
 type writer struct {
-	p    *Pool
-	out  mem.BufferSlice
-	cur  *[]byte // the segment being filled
-	flat []byte  // a small answer's buffer
+	p   *Pool
+	out mem.BufferSlice
+	cur *[]byte
 }
 
 // newWriter writes an answer of n bytes.
-func (p *Pool) newWriter(n int) *writer {
-	w := &writer{p: p}
+func (p *Pool) newWriter(n int) writer {
+	w := writer{p: p}
 	if n < smallest {
-		w.flat = make([]byte, 0, n)
+		b := make([]byte, 0, n)
+		w.cur = &b
 	}
 	return w
 }
@@ -97,14 +98,7 @@ func (p *Pool) newWriter(n int) *writer {
 // room returns the next k bytes to write into when they fit in the current buffer (nil when
 // they do not: write them with write instead).
 func (w *writer) room(k int) []byte {
-	if w.flat != nil {
-		if len(w.flat)+k > cap(w.flat) {
-			return nil
-		}
-		w.flat = w.flat[:len(w.flat)+k]
-		return w.flat[len(w.flat)-k:]
-	}
-	if w.cur == nil || len(*w.cur)+k > SegmentSize {
+	if w.cur == nil || len(*w.cur)+k > cap(*w.cur) {
 		return nil
 	}
 	b := *w.cur
@@ -114,54 +108,48 @@ func (w *writer) room(k int) []byte {
 
 // write appends b, across segments where it must.
 func (w *writer) write(b []byte) {
-	if w.flat != nil {
-		w.flat = append(w.flat, b...)
-		return
-	}
 	for len(b) > 0 {
-		if w.cur == nil || len(*w.cur) == SegmentSize {
+		if w.cur == nil || len(*w.cur) == cap(*w.cur) {
 			w.next()
 		}
 		c := *w.cur
-		n := copy(c[len(c):SegmentSize], b)
+		n := copy(c[len(c):cap(c)], b)
 		*w.cur = c[:len(c)+n]
 		b = b[n:]
 	}
 }
 
-// next ends the current segment and starts another.
+// next ends the current buffer and starts a segment.
 func (w *writer) next() {
-	if w.cur != nil {
-		w.out = append(w.out, mem.NewBuffer(w.cur, w.p))
-	}
+	w.end()
 	w.cur = w.p.segment()
+}
+
+// end adds the current buffer, if it holds anything, to what was written.
+func (w *writer) end() {
+	switch {
+	case w.cur == nil:
+	case len(*w.cur) == 0:
+		w.p.Put(w.cur)
+	case cap(*w.cur) == SegmentSize:
+		w.out = append(w.out, mem.NewBuffer(w.cur, w.p))
+	default:
+		w.out = append(w.out, mem.SliceBuffer(*w.cur))
+	}
+	w.cur = nil
 }
 
 // done returns what was written; the writer is not used after.
 func (w *writer) done() mem.BufferSlice {
-	if w.flat != nil {
-		if len(w.flat) == 0 {
-			return nil
-		}
-		return mem.BufferSlice{mem.SliceBuffer(w.flat)}
-	}
-	if w.cur != nil && len(*w.cur) > 0 {
-		w.out = append(w.out, mem.NewBuffer(w.cur, w.p))
-	} else if w.cur != nil {
-		w.p.Put(w.cur)
-	}
+	w.end()
 	out := w.out
-	w.out, w.cur = nil, nil
+	w.out = nil
 	return out
 }
 
 // abandon gives the segments back (an answer that failed half-way).
 func (w *writer) abandon() {
-	w.out.Free()
-	if w.cur != nil {
-		w.p.Put(w.cur)
-	}
-	w.out, w.cur = nil, nil
+	w.done().Free()
 }
 
 var _ mem.BufferPool = (*Pool)(nil)

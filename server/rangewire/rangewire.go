@@ -99,10 +99,9 @@ func (p *Pool) EncodeRecords(recs [][]byte) mem.BufferSlice {
 		n += fieldSize(len(rec))
 	}
 	w := p.newWriter(n)
-	var head []byte
+	var headBuf [16]byte // a tag and a length
 	for _, rec := range recs {
-		head = appendFieldHead(head[:0], len(rec))
-		w.write(head)
+		w.write(appendFieldHead(headBuf[:0], len(rec)))
 		w.write(rec)
 	}
 	return w.done()
@@ -120,11 +119,11 @@ func (p *Pool) EncodeKVs(kvs []*mvccpb.KeyValue) (mem.BufferSlice, error) {
 		n += fieldSize(kv.Size())
 	}
 	w := p.newWriter(n)
-	var head, scratch []byte
+	var headBuf [16]byte // a tag and a length
+	var scratch []byte
 	for _, kv := range kvs {
 		size := kv.Size()
-		head = appendFieldHead(head[:0], size)
-		w.write(head)
+		w.write(appendFieldHead(headBuf[:0], size))
 		dst := w.room(size)
 		spans := dst == nil
 		if spans {
