@@ -28,9 +28,12 @@ import (
 const (
 	// defragSuffix names the copy next to the file: db.defrag.
 	defragSuffix = ".defrag"
-	// defragTxBytes bounds one write transaction of the copy: its dirty pages are held in memory
-	// until it commits.
-	defragTxBytes = 16 << 20
+	// defragTxBytes bounds one write transaction of the copy, and so the copy's data not yet on
+	// disk: each commit is synced. On ext4 (data=ordered) a WAL fsync waits for every file's
+	// dirty data in the journal's transaction; a copy whose dirty pages pile up (a gigabyte
+	// before one final sync) made those fsyncs, and the writes behind them, wait a hundred
+	// milliseconds and more (docs/performance.md).
+	defragTxBytes = 4 << 20
 	// defragFillPercent packs the copy's pages as upstream's defrag does (keys arrive in order).
 	defragFillPercent = 0.9
 	// defragFinalWrites is how many recorded writes may be left for the step writes wait for.
@@ -193,15 +196,12 @@ func (r *defragRun) giveUp(err error) error {
 	return err
 }
 
-// copy writes the state src sees into the copy and syncs it; writes go on meanwhile.
+// copy writes the state src sees into the copy, in synced commits; writes go on meanwhile.
 func (r *defragRun) copy() error {
 	failpoint.At(failpoint.DefragBeforeCopy)
 	err := r.b.copyFile(r.tmp, r.src, r.log)
 	r.src.Rollback() // the copy no longer pins the old file's pages
 	r.src = nil
-	if err == nil {
-		err = r.b.syncCopy(r.tmp)
-	}
 	if err != nil {
 		return r.giveUp(err)
 	}
@@ -231,9 +231,6 @@ func (r *defragRun) catchUpAndSwap() error {
 		if err := replay(r.tmp, writes); err != nil {
 			return r.giveUp(fmt.Errorf("replay writes onto the copy: %w", err))
 		}
-		if err := b.syncCopy(r.tmp); err != nil {
-			return r.giveUp(err)
-		}
 	}
 }
 
@@ -259,8 +256,8 @@ func (b *Backend) endDefrag(d *defragLog) {
 	b.batchMu.Unlock()
 }
 
-// openDefragCopy creates the empty copy. Its commits are not synced until syncCopy: a crash
-// before the rename leaves only a stale copy, removed at the next Open.
+// openDefragCopy creates the empty copy. Its commits are synced as the file's are (see
+// defragTxBytes); a crash before the rename leaves only a stale copy, removed at the next Open.
 func (b *Backend) openDefragCopy(path string) (*bolt.DB, error) {
 	_ = os.Remove(path)
 	tmp, err := openDBAt(b.cfg, path)
@@ -272,18 +269,7 @@ func (b *Backend) openDefragCopy(path string) (*bolt.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	tmp.NoSync = true
 	return tmp, nil
-}
-
-func (b *Backend) syncCopy(tmp *bolt.DB) error {
-	if b.cfg.UnsafeNoSync {
-		return nil
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("sync the copy: %w", err)
-	}
-	return nil
 }
 
 // finishDefragLocked replays the last recorded writes onto the copy, syncs it and renames it
@@ -299,7 +285,6 @@ func (b *Backend) finishDefragLocked(tmp *bolt.DB, tmpPath string, d *defragLog,
 		return err
 	}
 	res.replayed += len(d.writes)
-	tmp.NoSync = b.cfg.UnsafeNoSync // this commit is synced: after the rename it is the file
 	if err := replay(tmp, d.writes); err != nil {
 		return giveUp(fmt.Errorf("replay writes onto the copy: %w", err))
 	}
