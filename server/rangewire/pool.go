@@ -6,14 +6,17 @@ import (
 	"google.golang.org/grpc/mem"
 )
 
-// SegmentSize is the size of the buffers a large answer is written into: one gRPC write's worth
-// (the server's write buffer), so a sent segment is back in the pool as soon as it was written.
-const SegmentSize = 256 << 10
+// SegmentSize is the size of the buffers a large answer is written into. An answer's last
+// segment is partly empty, so the size bounds that waste: with 256 KiB segments a 1,000-key
+// answer of 300 KiB held 512 KiB, and 64 of them at once put the member's peak resident memory
+// at 1.3x upstream's (docs/performance.md). A gRPC write (256 KiB) takes several, each back in
+// the pool once written.
+const SegmentSize = 64 << 10
 
 // smallest is the size below which an answer is not written into segments but into a buffer of
 // its own: garbage that small costs less than the pool's lock (gRPC does not pool below its own
-// threshold either).
-const smallest = 64 << 10
+// threshold either). An answer of one segment or more is all segments.
+const smallest = SegmentSize
 
 // Pool keeps segments of sent answers for the next ones (a mem.BufferPool: gRPC puts a segment
 // back when it has written it), up to a number of bytes. Every large answer is written into

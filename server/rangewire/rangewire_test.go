@@ -126,9 +126,10 @@ func TestPoolReusesSegments(t *testing.T) {
 		}
 		return recs
 	}
-	first := p.EncodeRecords(records(1200 << 10))
+	// 4.7 and 2.3 segments' worth of records of about 10 KiB: 5 and 3 segments.
+	first := p.EncodeRecords(records(SegmentSize * 47 / 10))
 	if len(first) != 5 {
-		t.Fatalf("1200 KiB answer in %d buffers, want 5 segments", len(first))
+		t.Fatalf("answer of 4.7 segments in %d buffers, want 5 segments", len(first))
 	}
 	if n, _ := p.Kept(); n != 0 {
 		t.Fatalf("kept %d segments before any was freed", n)
@@ -142,9 +143,9 @@ func TestPoolReusesSegments(t *testing.T) {
 		t.Fatalf("kept %d segments (%d bytes) after 5 were freed, want %d", n, b, keep)
 	}
 	// A smaller answer of another size takes kept segments.
-	second := p.EncodeRecords(records(600 << 10))
+	second := p.EncodeRecords(records(SegmentSize * 23 / 10))
 	if n, _ := p.Kept(); n != keep-3 {
-		t.Errorf("kept %d segments while a 600 KiB answer holds 3, want %d", n, keep-3)
+		t.Errorf("kept %d segments while an answer of 2.3 segments holds 3, want %d", n, keep-3)
 	}
 	reused := false
 	for _, b := range second {
