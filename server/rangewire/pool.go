@@ -10,13 +10,10 @@ import (
 // segment is partly empty, so the size bounds that waste: with 256 KiB segments a 1,000-key
 // answer of 300 KiB held 512 KiB, and 64 of them at once put the member's peak resident memory
 // at 1.3x upstream's (docs/performance.md). A gRPC write (256 KiB) takes several, each back in
-// the pool once written.
+// the pool once written. An answer smaller than a segment gets a buffer of its own size instead:
+// garbage that small costs less than the pool's lock (gRPC does not pool below its own threshold
+// either).
 const SegmentSize = 64 << 10
-
-// smallest is the size below which an answer is not written into segments but into a buffer of
-// its own: garbage that small costs less than the pool's lock (gRPC does not pool below its own
-// threshold either). An answer of one segment or more is all segments.
-const smallest = SegmentSize
 
 // Pool keeps segments of sent answers for the next ones (a mem.BufferPool: gRPC puts a segment
 // back when it has written it), up to a number of bytes. Every large answer is written into
@@ -48,10 +45,10 @@ func (p *Pool) segment() *[]byte {
 	return &b
 }
 
-// Get returns a buffer of length n: a segment when n is between the pooling size and a
-// segment's (mem.BufferPool's method; the encoders take segments themselves).
+// Get returns a buffer of length n: a segment when n is a segment's size (mem.BufferPool's
+// method; the encoders take segments themselves).
 func (p *Pool) Get(n int) *[]byte {
-	if n >= smallest && n <= SegmentSize {
+	if n == SegmentSize {
 		b := p.segment()
 		*b = (*b)[:n]
 		return b
@@ -91,7 +88,7 @@ type writer struct {
 // newWriter writes an answer of n bytes.
 func (p *Pool) newWriter(n int) writer {
 	w := writer{p: p}
-	if n < smallest {
+	if n < SegmentSize {
 		b := make([]byte, 0, n)
 		w.cur = &b
 	}
