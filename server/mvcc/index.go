@@ -72,14 +72,15 @@ type keyRev struct {
 	rev schema.Revision
 }
 
-// revisions returns up to limit (0: all) live keys in the range at atRev and how many there are,
-// or, without countPastLimit, at most limit+1 of them: enough to tell whether more follow
-// without walking the rest of the range (which a chunked read would walk for every chunk).
-func (ti *treeIndex) revisions(key, end []byte, atRev int64, limit int, countPastLimit bool) ([]keyRev, int) {
-	var out []keyRev
-	if limit > 0 {
+// revisions returns up to limit (0: all) live keys in the range at atRev, in out's memory (nil:
+// new), and how many there are, or, without countPastLimit, at most limit+1 of them: enough to
+// tell whether more follow without walking the rest of the range (which a chunked read would
+// walk for every chunk). out lets readers reuse the memory of earlier pages.
+func (ti *treeIndex) revisions(out []keyRev, key, end []byte, atRev int64, limit int, countPastLimit bool) ([]keyRev, int) {
+	if limit > 0 && out == nil {
 		out = make([]keyRev, 0, min(limit, 1024))
 	}
+	out = out[:0]
 	total := 0
 	ti.visit(key, end, func(ki *keyIndex) bool {
 		if mod, _, _, err := ki.get(atRev); err == nil {

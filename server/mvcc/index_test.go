@@ -53,8 +53,8 @@ func TestIndexCompactionInChunksEqualsAtOnce(t *testing.T) {
 					t.Errorf("%d keys left, want %d", ti.len(), whole.len())
 				}
 				for _, rev := range []int64{atRev, atRev + 1, 4 * n} {
-					got, gotTotal := ti.revisions([]byte("k"), []byte{}, rev, 0, true)
-					exp, expTotal := whole.revisions([]byte("k"), []byte{}, rev, 0, true)
+					got, gotTotal := ti.revisions(nil, []byte("k"), []byte{}, rev, 0, true)
+					exp, expTotal := whole.revisions(nil, []byte("k"), []byte{}, rev, 0, true)
 					if gotTotal != expTotal || fmt.Sprint(got) != fmt.Sprint(exp) {
 						t.Errorf("at %d: %d live keys, want %d", rev, gotTotal, expTotal)
 					}
@@ -72,13 +72,13 @@ func TestIndexCountEqualsRevisionsTotal(t *testing.T) {
 	ranges := [][2][]byte{{[]byte("k"), {}}, {[]byte("k000"), nil}, {[]byte("k003"), nil}, {[]byte("k010"), []byte("k020")}, {[]byte("z"), {}}}
 	for _, r := range ranges {
 		for rev := int64(1); rev <= 3*n+n/5+2; rev++ {
-			all, total := ti.revisions(r[0], r[1], rev, 0, true)
+			all, total := ti.revisions(nil, r[0], r[1], rev, 0, true)
 			if got := ti.count(r[0], r[1], rev); got != total {
 				t.Fatalf("[%s, %q) at %d: count %d, revisions total %d", r[0], r[1], rev, got, total)
 			}
 			// Counting to the limit gives the same keys and a total of at most limit+1.
 			for _, limit := range []int{1, 3, 10, 100} {
-				got, upTo := ti.revisions(r[0], r[1], rev, limit, false)
+				got, upTo := ti.revisions(nil, r[0], r[1], rev, limit, false)
 				if want := min(total, limit+1); upTo != want || len(got) != min(total, limit) {
 					t.Fatalf("[%s, %q) at %d limit %d, counting to the limit: %d keys, total %d; want %d, %d", r[0], r[1], rev, limit, len(got), upTo, min(total, limit), want)
 				}

@@ -2,6 +2,7 @@ package mvcc
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -49,6 +50,8 @@ type Store struct {
 	watch  *watchGroups
 	// pages carries counts between the pages of a paginated read.
 	pages pageCounts
+	// scratch holds *readScratch for ranges to reuse.
+	scratch sync.Pool
 
 	metrics   *metrics
 	compactMu sync.Mutex
@@ -146,17 +149,17 @@ func (s *Store) rangeLocked(key, end []byte, ro RangeOptions, curRev int64, tx *
 // revisions is the index's revisions for a range, with the count carried from the previous page
 // when the range is the next page of one read in a view (a write transaction's own revision is
 // still changing, so its counts are neither taken nor kept).
-func (s *Store) revisions(key, end []byte, rev int64, ro RangeOptions, inView bool) ([]keyRev, int) {
+func (s *Store) revisions(out []keyRev, key, end []byte, rev int64, ro RangeOptions, inView bool) ([]keyRev, int) {
 	limit := int(ro.Limit)
 	if ro.CountToLimit || !inView || limit <= 0 || end == nil {
-		return s.idx.revisions(key, end, rev, limit, !ro.CountToLimit)
+		return s.idx.revisions(out, key, end, rev, limit, !ro.CountToLimit)
 	}
 	var krs []keyRev
 	total, ok := s.pages.take(pageStart{key: string(key), end: string(end), rev: rev})
 	if ok {
-		krs, _ = s.idx.revisions(key, end, rev, limit, false)
+		krs, _ = s.idx.revisions(out, key, end, rev, limit, false)
 	} else {
-		krs, total = s.idx.revisions(key, end, rev, limit, true)
+		krs, total = s.idx.revisions(out, key, end, rev, limit, true)
 	}
 	if n := len(krs); n > 0 && total > n {
 		next := string(krs[n-1].key) + "\x00"
@@ -182,7 +185,13 @@ func (s *Store) recordsLocked(key, end []byte, ro RangeOptions, curRev int64, tx
 	if ro.Count {
 		return &RangeResult{Rev: curRev, Count: s.idx.count(key, end, rev)}, nil
 	}
-	krs, total := s.revisions(key, end, rev, ro, tx == nil)
+	sc, _ := s.scratch.Get().(*readScratch)
+	if sc == nil {
+		sc = &readScratch{}
+	}
+	defer s.putScratch(sc)
+	krs, total := s.revisions(sc.krs, key, end, rev, ro, tx == nil)
+	sc.krs = krs
 	res := &RangeResult{Rev: curRev, Count: total}
 	if len(krs) == 0 {
 		return res, nil
@@ -190,8 +199,13 @@ func (s *Store) recordsLocked(key, end []byte, ro RangeOptions, curRev int64, tx
 	fill := func(tx *bolt.Tx) error {
 		// One cursor for every lookup: a Get per value builds a cursor of its own.
 		c := tx.Bucket(schema.Key).Cursor()
-		vals := make([][]byte, len(krs))
+		if cap(sc.vals) < len(krs) {
+			sc.vals = make([][]byte, len(krs))
+		}
+		vals := sc.vals[:len(krs)]
+		sc.vals = vals
 		var kb [schema.RevisionKeyLen]byte
+		var at []byte // the cursor's key (nil: not placed yet, or past the end)
 		for i, kr := range krs {
 			rb := schema.AppendRevisionKey(kb[:0], kr.rev, false)
 			var v []byte
@@ -199,7 +213,8 @@ func (s *Store) recordsLocked(key, end []byte, ro RangeOptions, curRev int64, tx
 				v = s.buf[string(rb)]
 			}
 			if v == nil {
-				if k, cv := c.Seek(rb); bytes.Equal(k, rb) {
+				k, cv := recordAt(c, at, rb)
+				if at = k; bytes.Equal(k, rb) {
 					v = cv
 				}
 			}
@@ -214,6 +229,45 @@ func (s *Store) recordsLocked(key, end []byte, ro RangeOptions, curRev int64, tx
 		return res, fill(tx)
 	}
 	return res, s.be.Read(fill)
+}
+
+// recordAt moves c, which is at key at (nil: anywhere), to the record stored under rb, or where
+// it would be, and returns the key there and its value. Keys written in key order have
+// revisions that follow each other (in one transaction or the next), and so records that lie
+// one after the other in the bucket: for those c steps to the next record first instead of
+// searching from the root. (bbolt allocates for every page it visits: a paginated read of
+// 100,000 objects made 9 MB of garbage by searching.) Records further apart are searched for,
+// so a range whose keys were written in no order pays nothing for the try.
+func recordAt(c *bolt.Cursor, at, rb []byte) (k, v []byte) {
+	// rb > at, so the subtraction does not wrap.
+	if len(at) >= 8 && bytes.Compare(rb, at) > 0 && binary.BigEndian.Uint64(rb)-binary.BigEndian.Uint64(at) <= 1 {
+		if k, v = c.Next(); k == nil || bytes.Compare(k, rb) >= 0 {
+			return k, v
+		}
+	}
+	return c.Seek(rb)
+}
+
+// readScratch is a range's working memory: the index's revisions and the records they name.
+// The pages of a paginated list and the chunks of a stream reuse it (each page of 500 made
+// 30 KB of garbage of its own, 6 MB for a list of 100,000 objects).
+type readScratch struct {
+	krs  []keyRev
+	vals [][]byte
+}
+
+// scratchKept is the most entries a readScratch may hold to be kept: a range larger than any
+// page does not leave its memory behind.
+const scratchKept = 4096
+
+func (s *Store) putScratch(sc *readScratch) {
+	if cap(sc.krs) > scratchKept || cap(sc.vals) > scratchKept {
+		return
+	}
+	// Drop the references: keys the index may delete, records in a memory map that may move.
+	clear(sc.krs)
+	clear(sc.vals)
+	s.scratch.Put(sc)
 }
 
 // TxnWrite is one write transaction: all its changes share one main revision.
@@ -304,7 +358,7 @@ func (t *TxnWrite) Put(key, value []byte, lease int64) error {
 // DeleteRange deletes live keys in [key, end) and returns how many it deleted.
 func (t *TxnWrite) DeleteRange(key, end []byte) (int64, error) {
 	t.deletes++
-	krs, _ := t.s.idx.revisions(key, end, t.rev, 0, true)
+	krs, _ := t.s.idx.revisions(nil, key, end, t.rev, 0, true)
 	for _, kr := range krs {
 		rev := schema.Revision{Main: t.rev, Sub: int64(len(t.changes))}
 		kv := mvccpb.KeyValue{Key: kr.key}
