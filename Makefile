@@ -112,9 +112,13 @@ bench-micro:
 run: build
 	BIN=$(BIN) RUN_DIR=$(RUN_DIR) ./scripts/run-local-cluster.sh
 
-# Our server and upstream etcd side by side in one run; writes docs/performance.md.
+# Our server and upstream etcd side by side; writes docs/performance.md (bin/etcd against
+# upstream's current release, about 40 minutes) and docs/performance-$(LAST_RELEASE_LEVEL).md (our
+# build at the last release's level against that line's current release, fewer throughput
+# rounds, about 30 minutes).
 bench: build
 	cd e2e && $(GO) run ./cmd/bench --ours $(BIN)/etcd --out $(CURDIR)/docs/performance.md
+	cd e2e && $(GO) run ./cmd/bench --ours $(BIN)/levels/$(LAST_RELEASE_LEVEL)/etcd --upstream-version $(LAST_RELEASE_LEVEL) --throughput-rounds 3 --out $(CURDIR)/docs/performance-$(LAST_RELEASE_LEVEL).md
 
 # docs/etcdctl.md: one real example per etcdctl command, run against a local 3-member cluster.
 etcdctl-docs: build

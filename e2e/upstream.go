@@ -20,6 +20,12 @@ const (
 	CurrentUpstream = Upstream37Version
 )
 
+// UpstreamOfLine is the current patch release of a minor line ("3.6" -> "v3.6.16"), or "" for a
+// line this workspace does not compare against.
+func UpstreamOfLine(line string) string {
+	return map[string]string{"3.5": Upstream35Version, "3.6": Upstream36Version, "3.7": Upstream37Version}[line]
+}
+
 // upstreamBuild is one release's binaries, built once per test process (and cached per machine).
 type upstreamBuild struct {
 	once        sync.Once
@@ -66,11 +72,11 @@ func UpstreamBinaryAt(t testing.TB, version, name string) string {
 	return filepath.Join(b.dir, name)
 }
 
-// BuildUpstream builds upstream etcd, etcdctl and etcdutl at CurrentUpstream (cached under the
-// user cache dir, by cluster.BuildUpstream) and returns their directory. unreachable is set, with err nil, when the proxy
-// cannot be reached.
-func BuildUpstream() (dir, unreachable string, err error) {
-	b := upstreamAt(CurrentUpstream)
+// BuildUpstream builds upstream etcd, etcdctl and etcdutl at version ("v3.6.16"; cached under
+// the user cache dir, by cluster.BuildUpstream) and returns their directory. unreachable is set,
+// with err nil, when the proxy cannot be reached.
+func BuildUpstream(version string) (dir, unreachable string, err error) {
+	b := upstreamAt(version)
 	return b.dir, b.unreachable, b.err
 }
 

@@ -87,7 +87,8 @@ func fail(err error) {
 
 func main() {
 	ours := flag.String("ours", "bin/etcd", "our etcd binary")
-	upstream := flag.String("upstream", "", "upstream etcd binary (default: built from the Go module proxy)")
+	upstream := flag.String("upstream", "", "upstream etcd binary (default: --upstream-version built from the Go module proxy)")
+	upstreamAt := flag.String("upstream-version", e2e.CurrentUpstream, "upstream's release (\"v3.6.16\", or a line, \"3.6\", for its current patch release): the one built when --upstream is not given, and the report's label")
 	out := flag.String("out", "docs/performance.md", "report path")
 	var o options
 	flag.IntVar(&o.clients, "clients", 64, "concurrent clients")
@@ -108,7 +109,7 @@ func main() {
 	flag.IntVar(&o.pinCPU, "pin-member-cpu", -1, "run the single and offered parts' members on this one CPU with GOMAXPROCS=1, and the bench's clients on the other CPUs")
 	flag.IntVar(&o.watchers, "watchers", 10000, "watchers of the watch delivery figure")
 	flag.IntVar(&o.events, "events", 100, "puts each watcher receives")
-	parts := flag.String("parts", "single,offered,cluster,availability,keys,watch,defrag,bigread,startup", "which parts to run: single (one member's throughput), offered (one member's CPU per request and latency at a fixed open-loop rate), cluster (three members' throughput), availability (rolling restart, catch-up), keys (memory per key, compaction pause), watch (watch delivery), defrag (online defrag under load, offline etcdutl defrag), bigread (memory serving 1 GiB: RangeStream, paginated and unary Range), startup (time until a member on a big data dir serves)")
+	parts := flag.String("parts", "single,onecpu,offered,cluster,availability,keys,watch,defrag,bigread,startup", "which parts to run: single (one member's throughput), onecpu (one member's write throughput on one CPU with GOMAXPROCS=1, the clients on the others), offered (one member's CPU per request and latency at a fixed open-loop rate), cluster (three members' throughput), availability (rolling restart, catch-up), keys (memory per key, compaction pause), watch (watch delivery), defrag (online defrag under load, offline etcdutl defrag), bigread (memory serving 1 GiB: RangeStream, paginated and unary Range), startup (time until a member on a big data dir serves)")
 	rounds := flag.Int("rounds", 3, "rounds of the availability, keys and watch parts, alternating which implementation goes first")
 	throughputRounds := flag.Int("throughput-rounds", 7, "rounds of the single and cluster parts")
 	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member, open-loop and three-member workloads (with --pin-member-cpu also execution traces of the single-member ones) and of the watch delivery and the bigread reads, and an execution trace of the compaction's start with its slow requests (first round), in this directory")
@@ -128,9 +129,12 @@ func main() {
 			fail(err)
 		}
 	}
-	upstreamVersion := e2e.CurrentUpstream
+	upstreamVersion := *upstreamAt
+	if v := e2e.UpstreamOfLine(upstreamVersion); v != "" {
+		upstreamVersion = v
+	}
 	if *upstream == "" {
-		dir, unreachable, err := e2e.BuildUpstream()
+		dir, unreachable, err := e2e.BuildUpstream(upstreamVersion)
 		if unreachable != "" || err != nil {
 			fmt.Fprintln(os.Stderr, "bench: cannot compare without upstream etcd:", unreachable, err)
 			os.Exit(1)
@@ -154,6 +158,9 @@ func main() {
 	all := map[string]part{
 		"single": {name: "single", throughput: true, run: func(subs []subject, o options, round int) (map[string]sample, error) {
 			return benchSingle(subs, o, profileIn(round))
+		}},
+		"onecpu": {name: "onecpu", throughput: true, run: func(subs []subject, o options, round int) (map[string]sample, error) {
+			return benchOneCPU(subs, o, profileIn(round))
 		}},
 		"offered": {name: "offered", throughput: true, run: func(subs []subject, o options, round int) (map[string]sample, error) {
 			return benchOffered(subs, o, profileIn(round))
@@ -215,7 +222,7 @@ func main() {
 		}
 	}
 	rep := report{subjects: subjects, samples: samples, o: o, rounds: *rounds, throughputRounds: *throughputRounds, parts: *parts, took: time.Since(start),
-		command: fmt.Sprintf("go run ./cmd/bench --ours %s --upstream <etcd %s built from the Go module proxy> --clients %d --conns %d --scale %d --rounds %d --throughput-rounds %d --parts %s --keys %d --watchers %d --events %d --catchup-bytes %d --defrag-bytes %d --bigread-objects %d --startup-keys %d --startup-bytes %d --offered-put %d --offered-txn %d --offered-get %d --offered-serializable %d --offered-for %v --pin-member-cpu %d",
+		command: fmt.Sprintf("go run ./cmd/bench --ours %s --upstream-version %s --clients %d --conns %d --scale %d --rounds %d --throughput-rounds %d --parts %s --keys %d --watchers %d --events %d --catchup-bytes %d --defrag-bytes %d --bigread-objects %d --startup-keys %d --startup-bytes %d --offered-put %d --offered-txn %d --offered-get %d --offered-serializable %d --offered-for %v --pin-member-cpu %d",
 			*ours, upstreamVersion, o.clients, o.conns, o.scale, *rounds, *throughputRounds, *parts, o.keys, o.watchers, o.events, o.catchupBytes, o.defragBytes, o.bigReadObjects, o.startupKeys, o.startupBytes,
 			o.offeredPut, o.offeredTxn, o.offeredGet, o.offeredSerializable, o.offeredFor, o.pinCPU)}
 	if err := os.WriteFile(*out, []byte(rep.markdown()+handWritten(*out)), 0o644); err != nil {

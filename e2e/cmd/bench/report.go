@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -135,7 +136,7 @@ func (r report) markdown() string {
 		return xs
 	}
 	var names []string
-	for _, w := range append(singleWorkloads(r.o.scale), clusterWorkloads(r.o.scale)...) {
+	for _, w := range slices.Concat(singleWorkloads(r.o.scale), oneCPUWorkloads(r.o.scale), clusterWorkloads(r.o.scale)) {
 		if len(pick(ours, w.name, func(result) float64 { return 0 })) > 0 {
 			names = append(names, w.name)
 		}
@@ -148,7 +149,7 @@ func (r report) markdown() string {
 	if len(names) > 0 {
 		fmt.Fprintf(&b, "\n## Throughput and latency\n\n")
 		fmt.Fprintf(&b, "%d clients over %d gRPC connections (upstream's Go client) unless the workload says otherwise; three-member workloads spread the connections over the members. ", r.o.clients, r.o.conns)
-		fmt.Fprintf(&b, "Server CPU/op is the CPU time (user and system, from /proc) the member processes used during the workload per successful request, all three members' for the three-member rows. The clients run in the bench process on the same 2 CPUs: client CPU/op is that process's CPU time per request (median over both implementations' rounds), and the ceiling is the throughput ratio ours would reach if our servers used no CPU at all while the CPUs stay busy, (client + upstream server CPU/op) / client CPU/op. A server-side saving moves throughput by its share of the whole. The open-loop rows offer requests at a fixed rate, the same for both implementations, for %v each (one due every 1/rate s, sent by the next free client; latency from when it was due): there ops/s is the rate achieved, and server CPU/op is the figure that compares the servers' efficiency, since the load generator's share of the 2 CPUs is then the same for both.\n\n", r.o.offeredFor)
+		fmt.Fprintf(&b, "Server CPU/op is the CPU time (user and system, from /proc) the member processes used during the workload per successful request, all three members' for the three-member rows. The clients run in the bench process on the same 2 CPUs: client CPU/op is that process's CPU time per request (median over both implementations' rounds), and the ceiling is the throughput ratio ours would reach if our servers used no CPU at all while the CPUs stay busy, (client + upstream server CPU/op) / client CPU/op. A server-side saving moves throughput by its share of the whole. The open-loop rows offer requests at a fixed rate, the same for both implementations, for %v each (one due every 1/rate s, sent by the next free client; latency from when it was due): there ops/s is the rate achieved, and server CPU/op is the figure that compares the servers' efficiency, since the load generator's share of the 2 CPUs is then the same for both. The one-CPU rows run the writes on members limited to one CPU (GOMAXPROCS=1, every thread pinned to the last CPU), the clients on the others, as a container with a one-CPU limit.\n\n", r.o.offeredFor)
 		fmt.Fprintf(&b, "| workload | ops | ours ops/s | upstream ops/s | ratio (rounds) | ours p50 | upstream p50 | p50 ratio | ours p99 | upstream p99 | p99 ratio (rounds) | server CPU/op ours | upstream | CPU ratio (rounds) | client CPU/op | ceiling | errors (ours/upstream) |\n")
 		fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		cpu := func(x result) float64 { return float64(x.cpuPerOp()) }
