@@ -74,26 +74,16 @@ func benchOffered(subs []subject, o options, profDir string) (map[string]sample,
 				wait = s.profile(filepath.Join(profDir, fileName(s.label+"-"+s.Name+"-"+offeredName(w))+".cpu.pprof"), o.profileFor)
 			}
 			cpu0 := s.cpuTime()
-			fsyncs0 := s.walFsyncs()
-			sc0 := s.syscalls()
+			spent := countCosts(s)
 			r, err := offer([]string{s.ClientURL}, o.conns, o.clients, w.rate, o.offeredFor, w.op)
 			r.cpu = s.cpuTime() - cpu0
-			fsyncs := s.walFsyncs() - fsyncs0
-			sc := s.syscalls().less(sc0)
+			spent = spent.since()
 			wait()
 			if err != nil {
 				return smps, fmt.Errorf("%s, %s: %w", s.label, offeredName(w), err)
 			}
 			printResult(s.label, offeredName(w), r)
-			if r.ops > 0 && fsyncs > 0 {
-				// How many requests share a WAL fsync: fewer per fsync, more fsync CPU per request.
-				fmt.Printf("%-12s %-40s %d WAL fsyncs, %.1f requests per fsync\n", s.label, "", fsyncs, float64(r.ops)/float64(fsyncs))
-			}
-			if r.ops > 0 && sc.reads+sc.writes > 0 {
-				// Socket and file calls alike: the kernel's share of a request's CPU time.
-				fmt.Printf("%-12s %-40s %.2f read and %.2f write system calls per request\n", s.label, "",
-					float64(sc.reads)/float64(r.ops), float64(sc.writes)/float64(r.ops))
-			}
+			spent.print(s.label, r.ops)
 			smps[s.label].results[offeredName(w)] = r
 		}
 	}
@@ -170,6 +160,35 @@ func offer(endpoints []string, conns, clients, rate int, d time.Duration, o op) 
 }
 
 // syscallCounts are a process's read and write system calls so far (/proc/PID/io).
+// costs are what a member spent on a workload besides CPU time: WAL fsyncs, and read and write
+// system calls.
+type costs struct {
+	s      *server
+	fsyncs int64
+	calls  syscallCounts
+}
+
+// countCosts starts counting s's costs; since then gives those from there to now.
+func countCosts(s *server) costs { return costs{s: s, fsyncs: s.walFsyncs(), calls: s.syscalls()} }
+
+func (c costs) since() costs {
+	return costs{s: c.s, fsyncs: c.s.walFsyncs() - c.fsyncs, calls: c.s.syscalls().less(c.calls)}
+}
+
+// print prints the costs (from since) per request of ops.
+func (c costs) print(label string, ops int) {
+	if ops > 0 && c.fsyncs > 0 {
+		// How many requests share a WAL fsync: fewer per fsync, more fsync CPU per request.
+		fmt.Printf("%-12s %-40s %d WAL fsyncs, %.1f requests per fsync\n", label, "", c.fsyncs, float64(ops)/float64(c.fsyncs))
+	}
+	if ops > 0 && c.calls.reads+c.calls.writes > 0 {
+		// Socket and file calls alike: the kernel's share of a request's CPU time, and (each
+		// socket write a read for the client) of the client's.
+		fmt.Printf("%-12s %-40s %.2f read and %.2f write system calls per request\n", label, "",
+			float64(c.calls.reads)/float64(ops), float64(c.calls.writes)/float64(ops))
+	}
+}
+
 type syscallCounts struct{ reads, writes int64 }
 
 func (c syscallCounts) less(d syscallCounts) syscallCounts {

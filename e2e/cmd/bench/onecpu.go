@@ -50,10 +50,12 @@ func benchOneCPU(subs []subject, o options, profDir string) (map[string]sample, 
 	for wi, w := range oneCPUWorkloads(o.scale) {
 		for _, i := range pairOrder(len(subs), wi) {
 			s := servers[i]
+			spent := countCosts(s)
 			r, err := measure(s.label, []*server{s}, w, o, profDir)
 			if err != nil {
 				return smps, err
 			}
+			spent.since().print(s.label, r.ops)
 			smps[s.label].results[w.name] = r
 		}
 	}
