@@ -6,15 +6,12 @@ import (
 	"runtime"
 )
 
-// oneCPUName names a workload's row in the onecpu part.
-func oneCPUName(w workload) string { return "one CPU: " + w.name }
-
 // oneCPUWorkloads are the single-member workloads the onecpu part runs, renamed for their rows.
 func oneCPUWorkloads(scale int) []workload {
 	var out []workload
 	for _, w := range singleWorkloads(scale) {
 		if w.oneCPU {
-			w.name = oneCPUName(w)
+			w.name = "one CPU: " + w.name
 			out = append(out, w)
 		}
 	}
@@ -47,17 +44,8 @@ func benchOneCPU(subs []subject, o options, profDir string) (map[string]sample, 
 	if err != nil {
 		return smps, err
 	}
-	for wi, w := range oneCPUWorkloads(o.scale) {
-		for _, i := range pairOrder(len(subs), wi) {
-			s := servers[i]
-			spent := countCosts(s)
-			r, err := measure(s.label, []*server{s}, w, o, profDir)
-			if err != nil {
-				return smps, err
-			}
-			spent.since().print(s.label, r.ops)
-			smps[s.label].results[w.name] = r
-		}
-	}
-	return smps, nil
+	err = runPairs(servers, smps, oneCPUWorkloads(o.scale), o, profDir, func(s *server, r result, spent costs) {
+		spent.print(s.label, r.ops)
+	})
+	return smps, err
 }

@@ -77,23 +77,37 @@ func benchSingle(subs []subject, o options, profDir string) (map[string]sample, 
 	if err != nil {
 		return smps, err
 	}
-	for wi, w := range singleWorkloads(o.scale) {
-		for _, i := range pairOrder(len(subs), wi) {
-			s := servers[i]
-			r, err := measure(s.label, []*server{s}, w, o, profDir)
-			if err != nil {
-				return smps, err
-			}
-			peak, now := s.memory()
-			fmt.Printf("%-12s %-40s resident %.0f MiB, peak %.0f MiB\n", s.label, "", float64(now)/(1<<20), float64(peak)/(1<<20))
-			smps[s.label].results[w.name] = r
-		}
+	err = runPairs(servers, smps, singleWorkloads(o.scale), o, profDir, func(s *server, _ result, _ costs) {
+		peak, now := s.memory()
+		fmt.Printf("%-12s %-40s resident %.0f MiB, peak %.0f MiB\n", s.label, "", float64(now)/(1<<20), float64(peak)/(1<<20))
+	})
+	if err != nil {
+		return smps, err
 	}
 	for _, s := range servers {
 		peak, _ := s.memory()
 		smps[s.label].values[figPeakRSS] = float64(peak)
 	}
 	return smps, nil
+}
+
+// runPairs runs each workload on one of servers (one member each, side by side), then at once
+// on the other, in pairOrder, and records the results in smps; after gets each member's result
+// and what it spent besides CPU time.
+func runPairs(servers []*server, smps map[string]sample, ws []workload, o options, profDir string, after func(*server, result, costs)) error {
+	for wi, w := range ws {
+		for _, i := range pairOrder(len(servers), wi) {
+			s := servers[i]
+			spent := countCosts(s)
+			r, err := measure(s.label, []*server{s}, w, o, profDir)
+			if err != nil {
+				return err
+			}
+			after(s, r, spent.since())
+			smps[s.label].results[w.name] = r
+		}
+	}
+	return nil
 }
 
 // startSideBySide starts one fresh member of each implementation, side by side, for the
