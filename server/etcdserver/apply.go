@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -83,7 +82,7 @@ func (s *Server) applyEntry(e raftpb.Entry) {
 		}
 		opStart := time.Now()
 		res = s.applyRequest(b, r, e.Index)
-		s.m.applyDuration.WithLabelValues("v3", requestOp(r), strconv.FormatBool(res == nil || res.err == nil)).Observe(time.Since(opStart).Seconds())
+		s.m.applyObs.with(outcome{requestOp(r), res == nil || res.err == nil}).Observe(time.Since(opStart).Seconds())
 	case raftpb.EntryConfChange:
 		failpoint.At(failpoint.BeforeApplyOneConfChange)
 		var cc raftpb.ConfChange

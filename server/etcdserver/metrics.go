@@ -44,6 +44,9 @@ type metrics struct {
 	applyDuration                *prometheus.HistogramVec
 	rangeDuration                *prometheus.HistogramVec
 	requestDuration              *prometheus.HistogramVec // level 3.7 on
+	applyObs, rangeObs           *children[outcome, prometheus.Observer]
+	requestObs                   *children[outcome, prometheus.Observer] // nil below level 3.7
+	clientRequestsBy             *children[[2]string, prometheus.Counter]
 	clientRequests               *prometheus.CounterVec
 	healthSuccess, healthFailure prometheus.Counter
 	healthCheck                  *prometheus.GaugeVec
@@ -173,7 +176,11 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		m.requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "etcd_server_request_duration_seconds", Help: "Response latency distribution in seconds for each type.",
 			Buckets: ms}, []string{"type", "success"})
 		reg.MustRegister(m.requestDuration)
+		m.requestObs = observers(m.requestDuration, func(kind, success string) []string { return []string{kind, success} })
 	}
+	m.applyObs = observers(m.applyDuration, func(op, success string) []string { return []string{"v3", op, success} })
+	m.rangeObs = observers(m.rangeDuration, func(_, success string) []string { return []string{success} })
+	m.clientRequestsBy = newChildren(func(l [2]string) prometheus.Counter { return m.clientRequests.WithLabelValues(l[0], l[1]) })
 	m.serverVersion.WithLabelValues(s.cfg.release()).Set(1)
 	return m
 }

@@ -1,7 +1,6 @@
 package etcdserver
 
 import (
-	"strconv"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -10,10 +9,10 @@ import (
 // observeRequest records one request in etcd_server_request_duration_seconds (upstream 3.7's;
 // the histogram is nil below 3.7): kind is upstream's type label, success whether err is nil.
 func (m *metrics) observeRequest(kind string, start time.Time, err error) {
-	if m == nil || m.requestDuration == nil {
+	if m == nil || m.requestObs == nil {
 		return
 	}
-	m.requestDuration.WithLabelValues(kind, strconv.FormatBool(err == nil)).Observe(time.Since(start).Seconds())
+	m.requestObs.with(outcome{kind, err == nil}).Observe(time.Since(start).Seconds())
 }
 
 // requestType is upstream's type label of a replicated request: the name of its one field.
