@@ -16,25 +16,21 @@ func TestObserversRecordTheSameSeries(t *testing.T) {
 	newVec := func() *prometheus.HistogramVec {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "t_seconds", Help: "h"}, []string{"type", "success"})
 	}
-	type obs struct {
-		kind string
-		ok   bool
-	}
 	tests := []struct {
 		name string
-		obs  []obs
+		obs  []outcome
 	}{
 		{"none", nil},
-		{"one", []obs{{"Put", true}}},
-		{"success and failure of one kind", []obs{{"Range", true}, {"Range", false}, {"Range", true}}},
-		{"several kinds", []obs{{"Put", true}, {"Txn", false}, {"DeleteRange", true}, {"Put", true}, {"Txn", false}}},
+		{"one", []outcome{{"Put", true}}},
+		{"success and failure of one kind", []outcome{{"Range", true}, {"Range", false}, {"Range", true}}},
+		{"several kinds", []outcome{{"Put", true}, {"Txn", false}, {"DeleteRange", true}, {"Put", true}, {"Txn", false}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, want := newVec(), newVec()
 			o := observers(got, func(kind, success string) []string { return []string{kind, success} })
 			for i, x := range tt.obs {
-				o.with(outcome{x.kind, x.ok}).Observe(float64(i))
+				o.with(x).Observe(float64(i))
 				want.WithLabelValues(x.kind, fmt.Sprint(x.ok)).Observe(float64(i))
 			}
 			if g, w := testutil.CollectAndCount(got), testutil.CollectAndCount(want); g != w {
