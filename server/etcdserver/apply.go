@@ -82,7 +82,7 @@ func (s *Server) applyEntry(e raftpb.Entry) {
 		}
 		opStart := time.Now()
 		res = s.applyRequest(b, r, e.Index)
-		s.m.applyObs.with(outcome{requestOp(r), res == nil || res.err == nil}).Observe(time.Since(opStart).Seconds())
+		s.m.applyDuration.with(outcome{requestOp(r), res == nil || res.err == nil}).Observe(time.Since(opStart).Seconds())
 	case raftpb.EntryConfChange:
 		failpoint.At(failpoint.BeforeApplyOneConfChange)
 		var cc raftpb.ConfChange

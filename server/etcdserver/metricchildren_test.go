@@ -10,8 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// observers must record into the same series WithLabelValues would, make none before first use,
-// and be safe to use from many requests at once.
+// observers must record into the same series WithLabelValues would, and make none before first use.
 func TestObserversRecordTheSameSeries(t *testing.T) {
 	newVec := func() *prometheus.HistogramVec {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "t_seconds", Help: "h"}, []string{"type", "success"})
@@ -36,25 +35,7 @@ func TestObserversRecordTheSameSeries(t *testing.T) {
 			if g, w := testutil.CollectAndCount(got), testutil.CollectAndCount(want); g != w {
 				t.Fatalf("%d series, want %d", g, w)
 			}
-			gr, wr := prometheus.NewPedanticRegistry(), prometheus.NewPedanticRegistry()
-			gr.MustRegister(got)
-			wr.MustRegister(want)
-			gm, err := gr.Gather()
-			if err != nil {
-				t.Fatal(err)
-			}
-			wm, err := wr.Gather()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, fams := range [][]*dto.MetricFamily{gm, wm} {
-				for _, f := range fams {
-					for _, m := range f.Metric {
-						m.Histogram.CreatedTimestamp = nil // when each series was made, not what it holds
-					}
-				}
-			}
-			if fmt.Sprint(gm) != fmt.Sprint(wm) {
+			if gm, wm := histogramSeries(t, got), histogramSeries(t, want); gm != wm {
 				t.Fatalf("series differ:\n got %v\nwant %v", gm, wm)
 			}
 		})
@@ -112,6 +93,23 @@ func TestChildrenBoundedForClientChosenLabels(t *testing.T) {
 			t.Fatalf("version 3.%d counted %v, want 2", i, v)
 		}
 	}
+}
+
+// histogramSeries is what c's series hold, as text, without when each was made.
+func histogramSeries(t *testing.T, c prometheus.Collector) string {
+	t.Helper()
+	r := prometheus.NewPedanticRegistry()
+	r.MustRegister(c)
+	fams, err := r.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		for _, m := range f.Metric {
+			m.Histogram.CreatedTimestamp = nil
+		}
+	}
+	return fmt.Sprint(fams)
 }
 
 func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {

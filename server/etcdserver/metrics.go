@@ -41,13 +41,9 @@ type metrics struct {
 	walWriteBytes                prometheus.Gauge
 	snapFsync, snapMarshal       prometheus.Histogram
 	snapDBFsync, snapDBSave      prometheus.Histogram
-	applyDuration                *prometheus.HistogramVec
-	rangeDuration                *prometheus.HistogramVec
-	requestDuration              *prometheus.HistogramVec // level 3.7 on
-	applyObs, rangeObs           *children[outcome, prometheus.Observer]
-	requestObs                   *children[outcome, prometheus.Observer] // nil below level 3.7
-	clientRequestsBy             *children[[2]string, prometheus.Counter]
-	clientRequests               *prometheus.CounterVec
+	applyDuration, rangeDuration *children[outcome, prometheus.Observer]
+	requestDuration              *children[outcome, prometheus.Observer] // level 3.7 on, else nil
+	clientRequests               *children[[2]string, prometheus.Counter]
 	healthSuccess, healthFailure prometheus.Counter
 	healthCheck                  *prometheus.GaugeVec
 	healthChecks                 *prometheus.CounterVec
@@ -115,11 +111,14 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	m.snapMarshal = hist("etcd_debugging_snap_save_marshalling_duration_seconds", "The marshalling cost distributions of save called by snapshot.", ms)
 	m.snapDBFsync = hist("etcd_snap_db_fsync_duration_seconds", "The latency distributions of fsyncing .snap.db file", ms)
 	m.snapDBSave = hist("etcd_snap_db_save_total_duration_seconds", "The total latency distributions of v3 snapshot save", prometheus.ExponentialBuckets(0.1, 2, 10))
-	m.applyDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "etcd_server_apply_duration_seconds", Help: "The latency distributions of v2 apply called by backend.",
+	applyDuration := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "etcd_server_apply_duration_seconds", Help: "The latency distributions of v2 apply called by backend.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 20)}, []string{"version", "op", "success"})
-	m.rangeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "etcd_server_range_duration_seconds", Help: "The latency distributions of txn.Range",
+	rangeDuration := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "etcd_server_range_duration_seconds", Help: "The latency distributions of txn.Range",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 20)}, []string{"success"})
-	m.clientRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "etcd_server_client_requests_total", Help: "The total number of client requests per client version."}, []string{"type", "client_api_version"})
+	clientRequests := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "etcd_server_client_requests_total", Help: "The total number of client requests per client version."}, []string{"type", "client_api_version"})
+	m.applyDuration = observers(applyDuration, func(op, success string) []string { return []string{"v3", op, success} })
+	m.rangeDuration = observers(rangeDuration, func(_, success string) []string { return []string{success} })
+	m.clientRequests = newChildren(func(l [2]string) prometheus.Counter { return clientRequests.WithLabelValues(l[0], l[1]) })
 	m.healthSuccess = counter("etcd_server_health_success", "The total number of successful health checks")
 	m.healthFailure = counter("etcd_server_health_failures", "The total number of failed health checks")
 	m.healthCheck = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "etcd_server_healthcheck", Help: "The result of each kind of healthcheck."}, []string{"type", "name"})
@@ -132,7 +131,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	goVersion := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "etcd_server_go_version", Help: "Which Go version server is running with. 1 for 'server_go_version' label with current version."}, []string{"server_go_version"})
 	goVersion.WithLabelValues(runtime.Version()).Set(1)
 	reg.MustRegister(m.leaseExpired, m.leaseTTL, m.walWrite, m.walWriteBytes, m.snapFsync, m.snapMarshal, m.snapDBFsync, m.snapDBSave,
-		m.applyDuration, m.rangeDuration, m.clientRequests, m.healthSuccess, m.healthFailure, m.healthCheck, m.healthChecks, m.heartbeatSendFailures,
+		applyDuration, rangeDuration, clientRequests, m.healthSuccess, m.healthFailure, m.healthCheck, m.healthChecks, m.heartbeatSendFailures,
 		m.learnerPromotions, m.readIndexFailed, m.slowReads, m.snapshotApplying, goVersion,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "etcd_server_is_learner", Help: "Whether or not this member is a learner. 1 if is, 0 otherwise."},
 			func() float64 {
@@ -173,14 +172,11 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		m.v2StoreRead("getRecursive") // the membership read at start, as the v2 store's recovery
 	}
 	if version.Metrics37.Built(s.cfg.Level) {
-		m.requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "etcd_server_request_duration_seconds", Help: "Response latency distribution in seconds for each type.",
+		requestDuration := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "etcd_server_request_duration_seconds", Help: "Response latency distribution in seconds for each type.",
 			Buckets: ms}, []string{"type", "success"})
-		reg.MustRegister(m.requestDuration)
-		m.requestObs = observers(m.requestDuration, func(kind, success string) []string { return []string{kind, success} })
+		reg.MustRegister(requestDuration)
+		m.requestDuration = observers(requestDuration, func(kind, success string) []string { return []string{kind, success} })
 	}
-	m.applyObs = observers(m.applyDuration, func(op, success string) []string { return []string{"v3", op, success} })
-	m.rangeObs = observers(m.rangeDuration, func(_, success string) []string { return []string{success} })
-	m.clientRequestsBy = newChildren(func(l [2]string) prometheus.Counter { return m.clientRequests.WithLabelValues(l[0], l[1]) })
 	m.serverVersion.WithLabelValues(s.cfg.release()).Set(1)
 	return m
 }

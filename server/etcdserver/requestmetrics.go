@@ -9,10 +9,10 @@ import (
 // observeRequest records one request in etcd_server_request_duration_seconds (upstream 3.7's;
 // the histogram is nil below 3.7): kind is upstream's type label, success whether err is nil.
 func (m *metrics) observeRequest(kind string, start time.Time, err error) {
-	if m == nil || m.requestObs == nil {
+	if m == nil || m.requestDuration == nil {
 		return
 	}
-	m.requestObs.with(outcome{kind, err == nil}).Observe(time.Since(start).Seconds())
+	m.requestDuration.with(outcome{kind, err == nil}).Observe(time.Since(start).Seconds())
 }
 
 // requestType is upstream's type label of a replicated request: the name of its one field.

@@ -50,7 +50,7 @@ func (s *Server) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeRespon
 func (s *Server) serveRange(ctx context.Context, r *pb.RangeRequest, read func(*mvcc.TxnRead) error) (err error) {
 	start := time.Now()
 	defer func() {
-		s.m.rangeObs.with(outcome{ok: err == nil}).Observe(time.Since(start).Seconds())
+		s.m.rangeDuration.with(outcome{ok: err == nil}).Observe(time.Since(start).Seconds())
 		s.m.observeRequest("Range", start, err)
 	}()
 	if !r.Serializable {
@@ -68,7 +68,7 @@ func (s *Server) serveRange(ctx context.Context, r *pb.RangeRequest, read func(*
 // CountClientRequest counts a client call by kind (unary or stream) and the API version the
 // client announced (etcd_server_client_requests_total).
 func (s *Server) CountClientRequest(kind, apiVersion string) {
-	s.m.clientRequestsBy.with([2]string{kind, apiVersion}).Inc()
+	s.m.clientRequests.with([2]string{kind, apiVersion}).Inc()
 }
 
 // ObserveHealthCheck records one /livez or /readyz check (kind) by name, as upstream's
