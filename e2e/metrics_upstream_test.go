@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -21,12 +22,17 @@ var (
 	labelName  = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="`)
 )
 
-// etcdFamilies parses a /metrics page into its etcd_* families.
+// comparedPrefixes are the families compared with upstream's: etcd's own, the file descriptor
+// gauges and the /metrics handler's counters (upstream's TestNoMetricsMissing lists them). Go's
+// and the process collector's depend on the Go release and client library of each build.
+var comparedPrefixes = []string{"etcd", "os_fd_", "promhttp_metric_handler_"}
+
+// etcdFamilies parses a /metrics page into the families compared with upstream's.
 func etcdFamilies(text string) map[string]metricFamily {
 	fams := map[string]metricFamily{}
 	for _, l := range strings.Split(text, "\n") {
 		if m := typeLine.FindStringSubmatch(l); m != nil {
-			if strings.HasPrefix(m[1], "etcd") {
+			if slices.ContainsFunc(comparedPrefixes, func(p string) bool { return strings.HasPrefix(m[1], p) }) {
 				fams[m[1]] = metricFamily{typ: m[2], labels: map[string]bool{}}
 			}
 			continue

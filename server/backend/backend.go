@@ -376,6 +376,12 @@ func (t *BatchTx) WritableTx() (*bolt.Tx, error) {
 	return tx, err
 }
 
+// Fail throws away every write since the last commit and refuses all later ones, as a failed
+// commit does: for a caller that finds it wrote something that must never become durable.
+func (t *BatchTx) Fail(cause error) {
+	_ = t.b.failLocked(fmt.Errorf("backend: uncommitted writes discarded: %w", cause))
+}
+
 // Unlock releases the batch, committing first if enough writes are pending.
 func (t *BatchTx) Unlock() error {
 	var err error

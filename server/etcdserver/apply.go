@@ -1,7 +1,6 @@
 package etcdserver
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -243,8 +242,15 @@ func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest, ind
 			return &applyResult{err: ErrNoSpace}
 		}
 		txn := s.kv.WriteIn(b)
-		defer txn.End()
 		resp, err := s.applyTxn(txn, r.Txn)
+		if errors.Is(err, errTxnHalfApplied) {
+			// Only a storage failure gets here (every refusal is found before the first
+			// write): nothing of this batch may be committed, and the member stops.
+			txn.Abort(err)
+			s.fatal("unexpected error during txn with writes", err)
+			return &applyResult{err: err}
+		}
+		txn.End()
 		return &applyResult{resp: resp, err: err}
 	case r.Compaction != nil:
 		physc, err := s.kv.CompactIn(b, r.Compaction.Revision)
@@ -464,180 +470,6 @@ func applyDeleteRange(txn *mvcc.TxnWrite, r *pb.DeleteRangeRequest) (*pb.DeleteR
 	resp.Deleted = n
 	resp.Header.Revision = txn.Rev()
 	return resp, nil
-}
-
-// evalCompares reports whether every compare holds against the view.
-func evalCompares(v kvView, cmps []*pb.Compare) (bool, error) {
-	for _, c := range cmps {
-		rr, err := v.Range(c.Key, gteRange(c.RangeEnd), mvcc.RangeOptions{})
-		if err != nil {
-			return false, err
-		}
-		if len(rr.KVs) == 0 {
-			if c.Target == pb.Compare_VALUE {
-				return false, nil // a missing key has no value to compare
-			}
-			if !compareKV(c, &mvccpb.KeyValue{}) {
-				return false, nil
-			}
-			continue
-		}
-		for i := range rr.KVs {
-			if !compareKV(c, &rr.KVs[i]) {
-				return false, nil
-			}
-		}
-	}
-	return true, nil
-}
-
-func compareKV(c *pb.Compare, kv *mvccpb.KeyValue) bool {
-	var r int
-	cmpInt := func(a, b int64) int {
-		switch {
-		case a < b:
-			return -1
-		case a > b:
-			return 1
-		}
-		return 0
-	}
-	switch c.Target {
-	case pb.Compare_VALUE:
-		r = bytes.Compare(kv.Value, c.GetValue())
-	case pb.Compare_VERSION:
-		r = cmpInt(kv.Version, c.GetVersion())
-	case pb.Compare_CREATE:
-		r = cmpInt(kv.CreateRevision, c.GetCreateRevision())
-	case pb.Compare_MOD:
-		r = cmpInt(kv.ModRevision, c.GetModRevision())
-	case pb.Compare_LEASE:
-		r = cmpInt(kv.Lease, c.GetLease())
-	}
-	switch c.Result {
-	case pb.Compare_EQUAL:
-		return r == 0
-	case pb.Compare_NOT_EQUAL:
-		return r != 0
-	case pb.Compare_GREATER:
-		return r > 0
-	case pb.Compare_LESS:
-		return r < 0
-	}
-	return false
-}
-
-// applyTxn evaluates compares, checks the chosen branch can apply in full, then applies it.
-func (s *Server) applyTxn(txn *mvcc.TxnWrite, r *pb.TxnRequest) (*pb.TxnResponse, error) {
-	ok, err := evalCompares(txn, r.Compare)
-	if err != nil {
-		return nil, err
-	}
-	ops := r.Failure
-	if ok {
-		ops = r.Success
-	}
-	if err := s.checkTxnOps(txn, ops); err != nil {
-		return nil, err
-	}
-	resp := &pb.TxnResponse{Header: &pb.ResponseHeader{}, Succeeded: ok, Responses: make([]*pb.ResponseOp, 0, len(ops))}
-	for _, op := range ops {
-		var ro *pb.ResponseOp
-		switch x := op.Request.(type) {
-		case *pb.RequestOp_RequestRange:
-			rr, err := applyRange(txn, x.RequestRange)
-			if err != nil {
-				return nil, err
-			}
-			ro = &pb.ResponseOp{Response: &pb.ResponseOp_ResponseRange{ResponseRange: rr}}
-		case *pb.RequestOp_RequestPut:
-			pr, err := s.applyPut(txn, x.RequestPut)
-			if err != nil {
-				return nil, err
-			}
-			ro = &pb.ResponseOp{Response: &pb.ResponseOp_ResponsePut{ResponsePut: pr}}
-		case *pb.RequestOp_RequestDeleteRange:
-			dr, err := applyDeleteRange(txn, x.RequestDeleteRange)
-			if err != nil {
-				return nil, err
-			}
-			ro = &pb.ResponseOp{Response: &pb.ResponseOp_ResponseDeleteRange{ResponseDeleteRange: dr}}
-		case *pb.RequestOp_RequestTxn:
-			tr, err := s.applyTxn(txn, x.RequestTxn)
-			if err != nil {
-				return nil, err
-			}
-			ro = &pb.ResponseOp{Response: &pb.ResponseOp_ResponseTxn{ResponseTxn: tr}}
-		default:
-			return nil, fmt.Errorf("etcdserver: unknown txn operation")
-		}
-		resp.Responses = append(resp.Responses, ro)
-	}
-	resp.Header.Revision = txn.Rev()
-	return resp, nil
-}
-
-// checkTxnOps rejects a branch before any of it applies: a put on an unknown lease, or an
-// ignore_value/ignore_lease put on a missing key, fails the whole transaction.
-func (s *Server) checkTxnOps(v kvView, ops []*pb.RequestOp) error {
-	for _, op := range ops {
-		switch x := op.Request.(type) {
-		case *pb.RequestOp_RequestPut:
-			p := x.RequestPut
-			if p.IgnoreValue || p.IgnoreLease {
-				rr, err := v.Range(p.Key, nil, mvcc.RangeOptions{})
-				if err != nil {
-					return err
-				}
-				if len(rr.KVs) == 0 {
-					return ErrKeyNotFound
-				}
-			}
-			if p.Lease != 0 && !p.IgnoreLease && !s.les.Exists(p.Lease) {
-				return errLeaseNotFound
-			}
-		case *pb.RequestOp_RequestTxn:
-			ok, err := evalCompares(v, x.RequestTxn.Compare)
-			if err != nil {
-				return err
-			}
-			branch := x.RequestTxn.Failure
-			if ok {
-				branch = x.RequestTxn.Success
-			}
-			if err := s.checkTxnOps(v, branch); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func txnHasPuts(r *pb.TxnRequest) bool {
-	for _, ops := range [][]*pb.RequestOp{r.Success, r.Failure} {
-		for _, op := range ops {
-			if op.GetRequestPut() != nil {
-				return true
-			}
-			if t := op.GetRequestTxn(); t != nil && txnHasPuts(t) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func txnReadOnly(r *pb.TxnRequest) bool {
-	for _, ops := range [][]*pb.RequestOp{r.Success, r.Failure} {
-		for _, op := range ops {
-			if op.GetRequestRange() == nil {
-				if t := op.GetRequestTxn(); t == nil || !txnReadOnly(t) {
-					return false
-				}
-			}
-		}
-	}
-	return true
 }
 
 type applyBatch struct {

@@ -55,6 +55,7 @@ type metrics struct {
 	// where upstream still keeps the membership in its v2 store: ours counts the same membership
 	// reads and writes by the v2 store's action names. Nil from 3.7.
 	v2StoreReads, v2StoreWrites *prometheus.CounterVec
+	fds                         fdGauges
 }
 
 // v2StoreRead counts a read of the membership by the v2 store's action name (getRecursive).
@@ -163,6 +164,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	reg.MustRegister(idleFamilies()...)
+	m.fds = newFDGauges(reg)
 	if !version.NoV2StoreMetrics.Built(s.cfg.Level) {
 		m.v2StoreReads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "etcd_debugging_store_reads_total",
 			Help: "Total number of reads action by (get/getRecursive), local to this member."}, []string{"action"})

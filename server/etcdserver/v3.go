@@ -2,6 +2,7 @@ package etcdserver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -109,9 +110,6 @@ func (s *Server) DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*pb
 
 // Txn runs a transaction: read-only ones are served like reads, others go through raft.
 func (s *Server) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error) {
-	if err := s.checkTxn(r); err != nil {
-		return nil, err
-	}
 	if txnReadOnly(r) {
 		return s.readTxn(ctx, r)
 	}
@@ -142,128 +140,6 @@ func (s *Server) readTxn(ctx context.Context, r *pb.TxnRequest) (resp *pb.TxnRes
 		return nil, err
 	}
 	return resp, nil
-}
-
-func (s *Server) readOnlyTxn(v kvView, r *pb.TxnRequest) (*pb.TxnResponse, error) {
-	ok, err := evalCompares(v, r.Compare)
-	if err != nil {
-		return nil, err
-	}
-	ops := r.Failure
-	if ok {
-		ops = r.Success
-	}
-	resp := &pb.TxnResponse{Header: &pb.ResponseHeader{Revision: v.Rev()}, Succeeded: ok}
-	for _, op := range ops {
-		if rr := op.GetRequestRange(); rr != nil {
-			out, err := applyRange(v, rr)
-			if err != nil {
-				return nil, err
-			}
-			resp.Responses = append(resp.Responses, &pb.ResponseOp{Response: &pb.ResponseOp_ResponseRange{ResponseRange: out}})
-			continue
-		}
-		tr, err := s.readOnlyTxn(v, op.GetRequestTxn())
-		if err != nil {
-			return nil, err
-		}
-		resp.Responses = append(resp.Responses, &pb.ResponseOp{Response: &pb.ResponseOp_ResponseTxn{ResponseTxn: tr}})
-	}
-	return resp, nil
-}
-
-func txnSerializable(r *pb.TxnRequest) bool {
-	for _, ops := range [][]*pb.RequestOp{r.Success, r.Failure} {
-		for _, op := range ops {
-			if rr := op.GetRequestRange(); rr != nil && !rr.Serializable {
-				return false
-			}
-			if t := op.GetRequestTxn(); t != nil && !txnSerializable(t) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// checkTxn applies upstream's static limits: operation count and no key written twice.
-func (s *Server) checkTxn(r *pb.TxnRequest) error {
-	max := int(s.cfg.MaxTxnOps)
-	if len(r.Compare) > max || len(r.Success) > max || len(r.Failure) > max {
-		return ErrTooManyOps
-	}
-	for _, ops := range [][]*pb.RequestOp{r.Success, r.Failure} {
-		if _, err := writtenKeys(ops); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-type keyRange struct{ key, end []byte }
-
-func (k keyRange) overlaps(o keyRange) bool {
-	contains := func(r keyRange, key []byte) bool {
-		if len(r.end) == 0 {
-			return bytes.Equal(r.key, key)
-		}
-		if len(r.end) == 1 && r.end[0] == 0 {
-			return bytes.Compare(key, r.key) >= 0
-		}
-		return bytes.Compare(key, r.key) >= 0 && bytes.Compare(key, r.end) < 0
-	}
-	return contains(k, o.key) || contains(o, k.key)
-}
-
-// writtenKeys returns the put keys and delete ranges of a branch (nested txns included) and
-// fails if a key is written twice.
-func writtenKeys(ops []*pb.RequestOp) ([]keyRange, error) {
-	var puts, dels []keyRange
-	for _, op := range ops {
-		switch {
-		case op.GetRequestPut() != nil:
-			k := keyRange{key: op.GetRequestPut().Key}
-			for _, p := range puts {
-				if bytes.Equal(p.key, k.key) {
-					return nil, ErrDuplicateKey
-				}
-			}
-			puts = append(puts, k)
-		case op.GetRequestDeleteRange() != nil:
-			d := op.GetRequestDeleteRange()
-			dels = append(dels, keyRange{key: d.Key, end: d.RangeEnd})
-		case op.GetRequestTxn() != nil:
-			t := op.GetRequestTxn()
-			for _, branch := range [][]*pb.RequestOp{t.Success, t.Failure} {
-				sub, err := writtenKeys(branch)
-				if err != nil {
-					return nil, err
-				}
-				for _, k := range sub {
-					for _, p := range puts {
-						if p.overlaps(k) {
-							return nil, ErrDuplicateKey
-						}
-					}
-				}
-				for _, k := range sub {
-					if len(k.end) == 0 {
-						puts = append(puts, k)
-					} else {
-						dels = append(dels, k)
-					}
-				}
-			}
-		}
-	}
-	for _, p := range puts {
-		for _, d := range dels {
-			if d.overlaps(p) {
-				return nil, ErrDuplicateKey
-			}
-		}
-	}
-	return append(puts, dels...), nil
 }
 
 // Compact compacts the keyspace; with Physical it waits until the backend is clean too.
@@ -454,31 +330,29 @@ func (s *Server) checkQuota(ctx context.Context, cost int) error {
 }
 
 func sortKVs(kvs []mvccpb.KeyValue, target pb.RangeRequest_SortTarget, desc bool) {
-	less := func(a, b *mvccpb.KeyValue) bool {
+	// byTarget orders by the sort target alone; keys break its ties, ascending in both orders
+	// (the range read them in key order, and upstream's sort leaves tied keys where they were).
+	byTarget := func(a, b *mvccpb.KeyValue) int {
 		switch target {
 		case pb.RangeRequest_VERSION:
-			if a.Version != b.Version {
-				return a.Version < b.Version
-			}
+			return cmp.Compare(a.Version, b.Version)
 		case pb.RangeRequest_CREATE:
-			if a.CreateRevision != b.CreateRevision {
-				return a.CreateRevision < b.CreateRevision
-			}
+			return cmp.Compare(a.CreateRevision, b.CreateRevision)
 		case pb.RangeRequest_MOD:
-			if a.ModRevision != b.ModRevision {
-				return a.ModRevision < b.ModRevision
-			}
+			return cmp.Compare(a.ModRevision, b.ModRevision)
 		case pb.RangeRequest_VALUE:
-			if c := bytes.Compare(a.Value, b.Value); c != 0 {
-				return c < 0
-			}
+			return bytes.Compare(a.Value, b.Value)
 		}
-		return bytes.Compare(a.Key, b.Key) < 0
+		return bytes.Compare(a.Key, b.Key)
 	}
 	sort.SliceStable(kvs, func(i, j int) bool {
+		c := byTarget(&kvs[i], &kvs[j])
 		if desc {
-			return less(&kvs[j], &kvs[i])
+			c = -c
 		}
-		return less(&kvs[i], &kvs[j])
+		if c == 0 {
+			c = bytes.Compare(kvs[i].Key, kvs[j].Key)
+		}
+		return c < 0
 	})
 }

@@ -113,6 +113,9 @@ func gatewayJSON() *runtime.JSONPb {
 
 // AddMetrics adds /metrics, /health, /livez and /readyz (what the metrics listener serves too).
 func AddMetrics(mux *http.ServeMux, s *etcdserver.Server) {
-	mux.Handle("/metrics", promhttp.HandlerFor(s.Config().Registry, promhttp.HandlerOpts{}))
+	// Instrumented as upstream's handler is: promhttp_metric_handler_requests_{total,in_flight}
+	// (every listener serving /metrics shares the two).
+	reg := s.Config().Registry
+	mux.Handle("/metrics", promhttp.InstrumentMetricHandler(reg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	addHealth(mux, s)
 }

@@ -313,6 +313,9 @@ func (t *TxnWrite) Rev() int64 {
 	return t.rev - 1
 }
 
+// CompactRev is the revision the store was compacted to (-1: never): reads below it fail.
+func (t *TxnWrite) CompactRev() int64 { return t.s.compactRev }
+
 // Range reads, seeing this transaction's own earlier changes.
 func (t *TxnWrite) Range(key, end []byte, ro RangeOptions) (*RangeResult, error) {
 	t.ranges++
@@ -408,6 +411,18 @@ func (t *TxnWrite) End() error {
 		return t.batch.Unlock()
 	}
 	return nil
+}
+
+// Abort ends a transaction whose changes must never be seen: the batch it wrote into is failed
+// (its uncommitted writes discarded, no more taken; see backend.BatchTx.Fail) and watchers hear
+// nothing. The in-memory index keeps what the transaction did, so the caller stops the member;
+// a restart rebuilds everything from the database and replays the WAL.
+func (t *TxnWrite) Abort(cause error) {
+	t.batch.Fail(cause)
+	t.s.mu.Unlock()
+	if t.ownBatch {
+		_ = t.batch.Unlock()
+	}
 }
 
 // Compact discards revisions below rev (keeping each key's latest value at or below it). The
@@ -731,6 +746,9 @@ func (s *Store) Read() *TxnRead {
 
 // Rev is the revision the view reads at.
 func (t *TxnRead) Rev() int64 { return t.rev }
+
+// CompactRev is the revision the store was compacted to (-1: never): reads below it fail.
+func (t *TxnRead) CompactRev() int64 { return t.s.compactRev }
 
 // Range reads in the view.
 func (t *TxnRead) Range(key, end []byte, ro RangeOptions) (*RangeResult, error) {

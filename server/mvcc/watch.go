@@ -226,7 +226,7 @@ func (g *watchGroups) syncOnce() (sent, behind bool) {
 		}
 		if w.minRev < compactRev {
 			select {
-			case w.ws.ch <- WatchResponse{WatchID: w.id, CompactRevision: compactRev, Revision: cur}:
+			case w.ws.ch <- WatchResponse{WatchID: w.id, CompactRevision: compactRev}:
 				delete(g.watchers, w)
 				delete(w.ws.watchers, w.id)
 				sent = true

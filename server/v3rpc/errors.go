@@ -29,8 +29,6 @@ var errorTable = []struct {
 	{etcdserver.ErrNoSpace, rpctypes.ErrGRPCNoSpace},
 	{etcdserver.ErrCorrupt, rpctypes.ErrGRPCCorrupt},
 	{etcdserver.ErrRequestTooLarge, rpctypes.ErrGRPCRequestTooLarge},
-	{etcdserver.ErrTooManyOps, rpctypes.ErrGRPCTooManyOps},
-	{etcdserver.ErrDuplicateKey, rpctypes.ErrGRPCDuplicateKey},
 	{etcdserver.ErrNoLeader, rpctypes.ErrGRPCNoLeader},
 	{etcdserver.ErrNotLeader, rpctypes.ErrGRPCNotLeader},
 	{etcdserver.ErrStopped, rpctypes.ErrGRPCStopped},

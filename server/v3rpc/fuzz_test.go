@@ -40,8 +40,7 @@ func FuzzRequestChecks(f *testing.F) {
 		}
 		var tx pb.TxnRequest
 		if tx.Unmarshal(data) == nil {
-			checkTxnOps(tx.Success)
-			checkTxnOps(tx.Failure)
+			checkTxn(&tx, 128)
 		}
 	})
 }

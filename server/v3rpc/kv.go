@@ -17,12 +17,18 @@ func (h header) fill(rh *pb.ResponseHeader) {
 	if rh == nil {
 		return
 	}
-	rh.ClusterId = h.s.ClusterID()
-	rh.MemberId = h.s.ID()
-	rh.RaftTerm = h.s.Term()
+	h.fillExceptRevision(rh)
 	if rh.Revision == 0 {
 		rh.Revision = h.s.KV().Rev()
 	}
+}
+
+// fillExceptRevision is fill for the answers upstream gives no revision of the store: the
+// Cluster service's, and a watch cancelled by compaction.
+func (h header) fillExceptRevision(rh *pb.ResponseHeader) {
+	rh.ClusterId = h.s.ClusterID()
+	rh.MemberId = h.s.ID()
+	rh.RaftTerm = h.s.Term()
 }
 
 type kvServer struct {
@@ -60,31 +66,6 @@ func checkPut(r *pb.PutRequest) error {
 func checkDelete(r *pb.DeleteRangeRequest) error {
 	if len(r.Key) == 0 {
 		return rpctypes.ErrGRPCEmptyKey
-	}
-	return nil
-}
-
-func checkTxnOps(ops []*pb.RequestOp) error {
-	for _, op := range ops {
-		var err error
-		switch {
-		case op.GetRequestRange() != nil:
-			err = checkRange(op.GetRequestRange())
-		case op.GetRequestPut() != nil:
-			err = checkPut(op.GetRequestPut())
-		case op.GetRequestDeleteRange() != nil:
-			err = checkDelete(op.GetRequestDeleteRange())
-		case op.GetRequestTxn() != nil:
-			t := op.GetRequestTxn()
-			if err = checkCompares(t.Compare); err == nil {
-				if err = checkTxnOps(t.Success); err == nil {
-					err = checkTxnOps(t.Failure)
-				}
-			}
-		}
-		if err != nil {
-			return err
-		}
 	}
 	return nil
 }
@@ -138,38 +119,19 @@ func checkCompares(cmps []*pb.Compare) error {
 }
 
 func (k *kvServer) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error) {
-	if err := checkCompares(r.Compare); err != nil {
-		return nil, err
-	}
-	if err := checkTxnOps(r.Success); err != nil {
-		return nil, err
-	}
-	if err := checkTxnOps(r.Failure); err != nil {
+	if err := checkTxn(r, int(k.s.Config().MaxTxnOps)); err != nil {
 		return nil, err
 	}
 	resp, err := k.s.Txn(ctx, r)
 	if err != nil {
 		return nil, togRPCError(err)
 	}
-	k.fillTxn(resp)
+	// Only the outer header is filled: upstream leaves each op's with its revision alone and a
+	// nested transaction's empty.
+	k.hdr.fill(resp.Header)
 	return resp, nil
 }
 
-func (k *kvServer) fillTxn(resp *pb.TxnResponse) {
-	k.hdr.fill(resp.Header)
-	for _, op := range resp.Responses {
-		switch {
-		case op.GetResponseRange() != nil:
-			k.hdr.fill(op.GetResponseRange().Header)
-		case op.GetResponsePut() != nil:
-			k.hdr.fill(op.GetResponsePut().Header)
-		case op.GetResponseDeleteRange() != nil:
-			k.hdr.fill(op.GetResponseDeleteRange().Header)
-		case op.GetResponseTxn() != nil:
-			k.fillTxn(op.GetResponseTxn())
-		}
-	}
-}
 
 func (k *kvServer) Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.CompactionResponse, error) {
 	resp, err := k.s.Compact(ctx, r)

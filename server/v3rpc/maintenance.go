@@ -88,9 +88,8 @@ func (m *maintenanceServer) Defragment(ctx context.Context, r *pb.DefragmentRequ
 	if err := m.s.Backend().Defrag(); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
-	resp := &pb.DefragmentResponse{Header: &pb.ResponseHeader{}}
-	m.hdr.fill(resp.Header)
-	return resp, nil
+	// No header, as upstream: the gateway's answer is {}.
+	return &pb.DefragmentResponse{}, nil
 }
 
 func (m *maintenanceServer) Hash(ctx context.Context, r *pb.HashRequest) (*pb.HashResponse, error) {
@@ -194,7 +193,7 @@ func (c *clusterServer) MemberList(ctx context.Context, r *pb.MemberListRequest)
 	}
 	resp := &pb.MemberListResponse{Header: &pb.ResponseHeader{}}
 	resp.Members = toPBMembers(c.s.Members())
-	c.hdr.fill(resp.Header)
+	c.hdr.fillExceptRevision(resp.Header)
 	return resp, nil
 }
 
@@ -229,7 +228,7 @@ func (c *clusterServer) MemberAdd(ctx context.Context, r *pb.MemberAddRequest) (
 	}
 	resp := &pb.MemberAddResponse{Header: &pb.ResponseHeader{}, Members: toPBMembers(ms),
 		Member: &pb.Member{ID: m.ID, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner}}
-	c.hdr.fill(resp.Header)
+	c.hdr.fillExceptRevision(resp.Header)
 	return resp, nil
 }
 
@@ -239,7 +238,7 @@ func (c *clusterServer) MemberRemove(ctx context.Context, r *pb.MemberRemoveRequ
 		return nil, togRPCError(err)
 	}
 	resp := &pb.MemberRemoveResponse{Header: &pb.ResponseHeader{}, Members: toPBMembers(ms)}
-	c.hdr.fill(resp.Header)
+	c.hdr.fillExceptRevision(resp.Header)
 	return resp, nil
 }
 
@@ -252,7 +251,7 @@ func (c *clusterServer) MemberUpdate(ctx context.Context, r *pb.MemberUpdateRequ
 		return nil, togRPCError(err)
 	}
 	resp := &pb.MemberUpdateResponse{Header: &pb.ResponseHeader{}, Members: toPBMembers(ms)}
-	c.hdr.fill(resp.Header)
+	c.hdr.fillExceptRevision(resp.Header)
 	return resp, nil
 }
 
@@ -262,6 +261,6 @@ func (c *clusterServer) MemberPromote(ctx context.Context, r *pb.MemberPromoteRe
 		return nil, togRPCError(err)
 	}
 	resp := &pb.MemberPromoteResponse{Header: &pb.ResponseHeader{}, Members: toPBMembers(ms)}
-	c.hdr.fill(resp.Header)
+	c.hdr.fillExceptRevision(resp.Header)
 	return resp, nil
 }

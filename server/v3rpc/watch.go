@@ -261,7 +261,13 @@ func (sw *watchStream) sendEvents(wr mvcc.WatchResponse) error {
 			}
 		}
 	}
-	resp := &pb.WatchResponse{Header: sw.hdr(wr.Revision), WatchId: wr.WatchID, Events: evs,
+	h := sw.hdr(wr.Revision)
+	if wr.CompactRevision != 0 {
+		// Cancelled by compaction: upstream's header carries no revision then.
+		h = &pb.ResponseHeader{}
+		sw.ws.hdr.fillExceptRevision(h)
+	}
+	resp := &pb.WatchResponse{Header: h, WatchId: wr.WatchID, Events: evs,
 		CompactRevision: wr.CompactRevision, Canceled: wr.CompactRevision != 0}
 	if !o.fragment || resp.Size() <= sw.ws.maxRequestBytes {
 		return sw.gs.Send(resp)
