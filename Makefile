@@ -8,7 +8,8 @@ GO ?= go
 # full sets (etcd, etcdctl, etcdutl) are also in bin/levels/3.6 and bin/levels/3.5, for an operator
 # who runs one level throughout: their etcdctl reports that release and prints its tables.
 RELEASE ?= $(shell cat VERSION)
-LEVEL ?= 3.7
+NEWEST_LEVEL := 3.7
+LEVEL ?= $(NEWEST_LEVEL)
 LAST_RELEASE_LEVEL ?= 3.6
 OLDEST_LEVEL ?= 3.5
 GIT_SHA := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -19,7 +20,7 @@ MODULES := pkg server etcdctl etcdutl discovery upgradelab e2e
 BIN := $(CURDIR)/bin
 RUN_DIR := $(CURDIR)/.run
 
-.PHONY: build build-failpoints test tools unit fuzz e2e lint vulncheck run bench bench-micro sim lab clean etcdctl-docs nix-hash nix-check
+.PHONY: conformance build build-failpoints test tools unit fuzz e2e lint vulncheck run bench bench-micro sim lab clean etcdctl-docs nix-hash nix-check
 
 build:
 	@mkdir -p $(BIN)
@@ -108,6 +109,17 @@ sim:
 bench-micro:
 	cd server && $(GO) test -run '^$$' -bench . -benchmem ./mvcc ./wal ./backend
 
+# Upstream's own e2e tests at the release LEVEL implements (3.7, 3.6, 3.5), every one, against our
+# binaries at that level and against upstream's release, on this machine in one run; writes
+# docs/conformance/e2e-LEVEL.json and docs/conformance.md (e2e/conformance). The binaries are
+# built at their own levels whatever LEVEL says. CONFORMANCE_FLAGS adds flags, e.g.
+# CONFORMANCE_FLAGS='--run TestCtlV3Put' (a partial run is printed, not recorded).
+CONFORMANCE_FLAGS ?=
+conformance:
+	$(MAKE) build build-failpoints LEVEL=$(NEWEST_LEVEL)
+	cd e2e && $(GO) run ./cmd/conformance --level $(LEVEL) --bin $(BIN) --records $(CURDIR)/docs/conformance \
+		--doc $(CURDIR)/docs/conformance.md --work $(RUN_DIR)/conformance $(CONFORMANCE_FLAGS)
+
 # A local 3-member cluster (one process each, logs in .run/logs); stop it with Ctrl-C.
 run: build
 	BIN=$(BIN) RUN_DIR=$(RUN_DIR) ./scripts/run-local-cluster.sh
@@ -124,7 +136,7 @@ bench: build
 etcdctl-docs: build
 	BIN=$(BIN) ./scripts/etcdctl-examples.sh > docs/etcdctl.md.tmp && mv docs/etcdctl.md.tmp docs/etcdctl.md
 
-# The upgrade lab's default plan (a rolling upgrade 3.5 -> 3.6 under the workload), in
+# The upgrade lab's default plan (a rolling upgrade 3.6 -> 3.7 under the workload), in
 # containers where a Docker engine answers, else as local processes.
 lab: build
 	$(BIN)/upgradelab run --plan upgrade --bin-dir $(BIN) $(LAB_FLAGS)

@@ -197,4 +197,11 @@ func checkPasswordPrompt(t *testing.T, m *Member) {
 	if code != 128 || !strings.Contains(out, "empty password") {
 		t.Fatalf("user add with an empty password: exit %d, output %q", code, out)
 	}
+	// --interactive=false reads the first word of the first line, as upstream's fmt.Scanf: an
+	// empty line on a terminal is an empty password, not a wait for more (upstream's e2e
+	// TestCtlV3AuthCertCN sends just that).
+	code, out = onTerminal(t, ours, [][2]string{{"", ""}}, append(root, "user", "add", "carol", "--interactive=false")...)
+	if code != 0 || !strings.Contains(out, "User carol created") {
+		t.Fatalf("user add --interactive=false with an empty line: exit %d, output %q", code, out)
+	}
 }

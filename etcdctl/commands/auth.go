@@ -1,10 +1,10 @@
 package commands
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -81,17 +81,35 @@ func authCommand(g *global) *cli.Command {
 	}}
 }
 
+// firstWordOfLine reads standard input up to the end of its first line (or its end) and
+// returns that line's first word, as upstream's fmt.Scanf("%s") does: an empty first line is an
+// empty password, not a wait for a later line. It reads a byte at a time, leaving the rest.
+func firstWordOfLine(r io.Reader) string {
+	var line []byte
+	b := make([]byte, 1)
+	for {
+		n, err := r.Read(b)
+		if n == 1 {
+			if b[0] == '\n' {
+				break
+			}
+			line = append(line, b[0])
+		}
+		if err != nil {
+			break
+		}
+	}
+	if f := strings.Fields(string(line)); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
+
 // readPassword is how user add and passwd learn a password: with --interactive (the default)
 // asked twice on the terminal; without, the first word of standard input.
 func (e *env) readPassword(name string, interactive bool) (string, error) {
 	if !interactive {
-		var pw string
-		sc := bufio.NewScanner(e.Stdin)
-		sc.Split(bufio.ScanWords)
-		if sc.Scan() {
-			pw = sc.Text()
-		}
-		return pw, nil
+		return firstWordOfLine(e.Stdin), nil
 	}
 	f, ok := terminal(e.Stdin)
 	if !ok {

@@ -5,6 +5,8 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"etcdx/pkg/buildinfo"
 )
 
 // header prints the fields-format response header.
@@ -12,12 +14,15 @@ func (p *Printer) header(h *pb.ResponseHeader) {
 	if h == nil {
 		h = &pb.ResponseHeader{}
 	}
+	// 3.5 prints the revision even when the answer has none (the Cluster service's); 3.6 on
+	// hide it then.
+	old := !buildinfo.LevelAtLeast(buildinfo.Level, "3.6")
 	if p.Hex {
 		p.Printf("\"ClusterID\" : %x\n\"MemberID\" : %x\n", h.ClusterId, h.MemberId)
 	} else {
 		p.Printf("\"ClusterID\" : %d\n\"MemberID\" : %d\n", h.ClusterId, h.MemberId)
 	}
-	if h.Revision > 0 {
+	if h.Revision > 0 || old {
 		p.Printf("\"Revision\" : %d\n", h.Revision)
 	}
 	p.Printf("\"RaftTerm\" : %d\n", h.RaftTerm)

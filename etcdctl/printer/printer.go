@@ -30,6 +30,9 @@ type Printer struct {
 func New(w, errw io.Writer, format string, isHex bool) (*Printer, error) {
 	for _, f := range Formats {
 		if f == format {
+			if format == "fields" && !buildinfo.LevelAtLeast(buildinfo.Level, "3.6") {
+				isHex = false // 3.5's fields printer has no hex form
+			}
 			return &Printer{W: w, Err: errw, Format: format, Hex: isHex}, nil
 		}
 	}

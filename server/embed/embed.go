@@ -307,6 +307,9 @@ type Etcd struct {
 	metrics     []net.Listener
 	// secure records, per listener, whether its URL is https.
 	secure map[net.Listener]bool
+	// shared are the sockets of addresses named both http and https (upstream serves both on
+	// one port): each is split by connection into the two listeners the groups above hold.
+	shared []net.Listener
 
 	grpcServers []*grpc.Server
 	httpServers []*http.Server
@@ -457,16 +460,45 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 
 func (e *Etcd) listenAll(urls []string) ([]net.Listener, error) {
 	var ls []net.Listener
+	// An address both an http and an https URL name is listened on once: a connection whose
+	// first byte starts a TLS handshake goes to the https side, any other to the http side.
+	schemes := map[string]map[bool]bool{}
+	for _, s := range urls {
+		if u, err := membership.ParseURL(s); err == nil && !membership.IsUnix(u) {
+			if schemes[u.Host] == nil {
+				schemes[u.Host] = map[bool]bool{}
+			}
+			schemes[u.Host][membership.IsSecure(u)] = true
+		}
+	}
+	split := map[string]map[bool]net.Listener{}
 	for _, s := range urls {
 		u, err := membership.ParseURL(s)
 		if err != nil {
 			return ls, err
 		}
+		secure := membership.IsSecure(u)
+		if sides := schemes[u.Host]; len(sides) == 2 {
+			if split[u.Host] == nil {
+				root, err := e.listen(u)
+				if err != nil {
+					return ls, err
+				}
+				e.shared = append(e.shared, root)
+				m := cmux.New(root)
+				split[u.Host] = map[bool]net.Listener{true: m.Match(cmux.TLS()), false: m.Match(cmux.Any())}
+				go func() { _ = m.Serve() }() // ends when the socket closes (closeListeners)
+			}
+			l := split[u.Host][secure]
+			e.secure[l] = secure
+			ls = append(ls, l)
+			continue
+		}
 		l, err := e.listen(u)
 		if err != nil {
 			return ls, err
 		}
-		e.secure[l] = membership.IsSecure(u)
+		e.secure[l] = secure
 		ls = append(ls, l)
 	}
 	return ls, nil
@@ -750,7 +782,7 @@ func (e *Etcd) Close() {
 }
 
 func (e *Etcd) closeListeners() {
-	for _, group := range [][]net.Listener{e.clients, e.httpClients, e.peers, e.metrics} {
+	for _, group := range [][]net.Listener{e.clients, e.httpClients, e.peers, e.metrics, e.shared} {
 		for _, l := range group {
 			l.Close()
 		}

@@ -281,3 +281,7 @@ func (r raftLogger) Fatal(v ...any)              { r.l.Error(fmt.Sprint(v...)); 
 func (r raftLogger) Fatalf(f string, v ...any)   { r.l.Error(fmt.Sprintf(f, v...)); os.Exit(1) }
 func (r raftLogger) Panic(v ...any)              { panic(fmt.Sprint(v...)) }
 func (r raftLogger) Panicf(f string, v ...any)   { panic(fmt.Sprintf(f, v...)) }
+
+// RaftStatus is raft's view of this member: term, commit, leader and, on the leader, each
+// follower's progress (upstream's /debug/vars "raft.status").
+func (s *Server) RaftStatus() raft.Status { return s.node.Status() }

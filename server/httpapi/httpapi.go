@@ -80,6 +80,7 @@ func Handler(s *etcdserver.Server, conn *grpc.ClientConn, gateway bool) (http.Ha
 	mux := http.NewServeMux()
 	AddMetrics(mux, s)
 	mux.Handle("/version", VersionHandler(s))
+	mux.Handle("/debug/vars", debugVars(s))
 	if !gateway {
 		return mux, nil // --enable-grpc-gateway=false
 	}

@@ -97,14 +97,9 @@ func listPlans(stdout, stderr io.Writer) int {
 
 func clean(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("upgradelab clean", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
 	all := fs.Bool("all", false, "Remove the resources of every lab run, live ones included.")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(stderr, "upgradelab clean: %v\n", err)
-		return 2
+	if code, ok := parse(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -146,7 +141,6 @@ type runFlags struct {
 // commonFlags registers what run and plan share: binaries, runtime, thresholds, output,
 // workload.
 func commonFlags(fs *pflag.FlagSet, f *runFlags) {
-	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	fs.StringVar(&f.binDir, "bin-dir", "", "Directory whose etcd* binaries are used, each for the version and the level its --version reports.")
 	fs.StringSliceVar(&f.binaryArgs, "binary", nil, "SUBJECT=PATH: the etcd binary for a level (3.5=/opt/etcd-3.5/etcd), a version (3.5.35=...) or a name plans use as a subject (upstream-3.5.35=...); overrides --bin-dir.")
@@ -169,7 +163,10 @@ func commonFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.DurationVar(&f.timeout, "expect-timeout", 60*time.Second, "Default time an expect step waits.")
 }
 
+// parse parses a command's flags. pflag's own printing is silenced: the usage goes once to
+// stdout on --help, an error once to stderr.
 func parse(fs *pflag.FlagSet, args []string, stdout, stderr io.Writer) (int, bool) {
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprintf(stdout, "Usage of %s:\n%s", fs.Name(), fs.FlagUsages())

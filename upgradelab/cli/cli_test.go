@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"etcdx/upgradelab/plan"
@@ -36,5 +38,23 @@ func TestParseShard(t *testing.T) {
 	}
 	if i, n, err := parseShard("2/4"); err != nil || i != 2 || n != 4 {
 		t.Errorf("2/4: %d %d %v", i, n, err)
+	}
+}
+
+// TestHelpPrintedOnce: every command's --help prints its usage once, on stdout, and exits 0.
+func TestHelpPrintedOnce(t *testing.T) {
+	for _, cmd := range []string{"run", "plan", "assess", "guide", "clean"} {
+		t.Run(cmd, func(t *testing.T) {
+			var out, errs bytes.Buffer
+			if code := Main([]string{cmd, "--help"}, &out, &errs); code != 0 {
+				t.Fatalf("exit %d", code)
+			}
+			if errs.Len() != 0 {
+				t.Errorf("stderr:\n%s", errs.String())
+			}
+			if n := strings.Count(out.String(), "Usage of upgradelab "+cmd+":"); n != 1 {
+				t.Errorf("the usage %d times on stdout:\n%s", n, out.String())
+			}
+		})
 	}
 }

@@ -1,0 +1,149 @@
+// Command conformance runs upstream etcd's own e2e tests, at the release a level implements,
+// against our binaries and against upstream's release on the same machine in the same run, and
+// writes the results (docs/conformance/*.json) and the report (docs/conformance.md).
+// `make conformance LEVEL=3.7` runs it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"etcdx/e2e/conformance"
+)
+
+func main() {
+	level := flag.String("level", "3.7", "the level whose upstream release's tests run: 3.7, 3.6 or 3.5")
+	suite := flag.String("suite", "e2e", "the package of upstream's tests module to run")
+	bin := flag.String("bin", "bin", "our binaries, as make build and make build-failpoints lay them out")
+	run := flag.String("run", "", "only the tests this regular expression matches (default: every test)")
+	sidesFlag := flag.String("sides", "ours,upstream", "the sides to run: ours, upstream or both")
+	parallel := flag.Int("parallel", 2, "tests at once, each in a network namespace of its own (1: one at a time, without namespaces)")
+	timeout := flag.Duration("timeout", 5*time.Minute, "the time one test may take")
+	records := flag.String("records", "docs/conformance", "where each level's results are kept")
+	doc := flag.String("doc", "docs/conformance.md", "the report, made from every level's results (empty: none)")
+	work := flag.String("work", ".run/conformance", "bin dirs and each test's output")
+	flag.Parse()
+	if err := main1(*level, *suite, *bin, *run, *sidesFlag, *parallel, *timeout, *records, *doc, *work); err != nil {
+		fmt.Fprintln(os.Stderr, "conformance:", err)
+		os.Exit(1)
+	}
+}
+
+func main1(level, suiteName, bin, run, sidesFlag string, parallel int, timeout time.Duration, records, doc, work string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return err
+	}
+	version := conformance.UpstreamVersion(level)
+	fmt.Printf("building upstream's %s tests at %s\n", suiteName, version)
+	s, err := conformance.BuildSuite(version, suiteName)
+	if err != nil {
+		return err
+	}
+	tests, err := s.List()
+	if err != nil {
+		return err
+	}
+	if run != "" {
+		re, err := regexp.Compile(run)
+		if err != nil {
+			return fmt.Errorf("--run: %w", err)
+		}
+		var keep []string
+		for _, t := range tests {
+			if re.MatchString(t) {
+				keep = append(keep, t)
+			}
+		}
+		tests = keep
+	}
+	rec := &conformance.Record{Level: level, Upstream: version, Suite: suiteName, Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+		Command: "make conformance LEVEL=" + level + " (" + strings.Join(os.Args, " ") + ")",
+		Machine: fmt.Sprintf("%d CPUs, %d tests at once, %v per test", runtime.NumCPU(), parallel, timeout)}
+	var sides []conformance.Side
+	for _, name := range strings.Split(sidesFlag, ",") {
+		dir := filepath.Join(work, "bin-"+level, name)
+		var notes []string
+		switch name {
+		case "ours":
+			notes, err = conformance.LayOutOurs(dir, bin, level)
+		case "upstream":
+			notes, err = conformance.LayOutUpstream(dir, level)
+		default:
+			err = fmt.Errorf("--sides: no side %q", name)
+		}
+		if err != nil {
+			return err
+		}
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return err
+		}
+		rec.Notes = append(rec.Notes, notes...)
+		sides = append(sides, conformance.Side{Name: name, BinDir: abs})
+	}
+	logs, err := filepath.Abs(filepath.Join(work, "logs-"+level))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("running %d tests on %d sides, %d at once; output in %s\n", len(tests), len(sides), parallel, logs)
+	start := time.Now()
+	done := 0
+	rec.Results, err = conformance.Run(ctx, s, tests, sides, conformance.Options{Timeout: timeout, Parallel: parallel, LogDir: logs,
+		Progress: func(side string, r conformance.Result) {
+			done++
+			fmt.Printf("[%d/%d %v] %-8s %-7s %6.1fs %s %s\n", done, len(tests)*len(sides), time.Since(start).Round(time.Second), side, r.Status, r.Seconds, r.Test, r.Reason)
+		}})
+	if err != nil {
+		return err
+	}
+	if run != "" || len(sides) < 2 {
+		fmt.Println("a partial run (--run or one side): results not recorded")
+		printDifferences(rec)
+		return nil
+	}
+	if err := rec.Save(conformance.RecordPath(records, suiteName, level)); err != nil {
+		return err
+	}
+	printDifferences(rec)
+	if doc == "" {
+		return nil
+	}
+	return writeDoc(records, doc)
+}
+
+func printDifferences(rec *conformance.Record) {
+	if len(rec.Results) < 2 {
+		return
+	}
+	d := rec.Differences()
+	fmt.Printf("%d tests end differently on ours and upstream: %s\n", len(d), strings.Join(d, " "))
+}
+
+// writeDoc makes the report from every recorded level and the explanations beside them.
+func writeDoc(records, doc string) error {
+	recs, err := conformance.LoadRecords(records)
+	if err != nil {
+		return err
+	}
+	why, err := conformance.LoadWhy(filepath.Join(records, "why.txt"))
+	if err != nil {
+		return err
+	}
+	pre, err := os.ReadFile(filepath.Join(records, "preamble.md"))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(doc, []byte(conformance.Markdown(recs, why, string(pre))), 0o644)
+}

@@ -1,0 +1,61 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"etcdx/e2e/conformance"
+	"etcdx/upgradelab/cluster"
+)
+
+// conformanceSample is the fixed handful of upstream's e2e tests make test runs per level: an
+// etcdctl command, a put through a dial timeout, a gateway txn or a delete, and upstream's own
+// metrics check, picked from tests that exist at the level and run in seconds.
+var conformanceSample = map[string][]string{
+	"3.7": {"TestCtlV3Version", "TestCtlV3PutTimeout", "TestCurlV3KVTxn", "TestNoMetricsMissing"},
+	"3.6": {"TestCtlV3Version", "TestCtlV3PutTimeout", "TestCurlV3KVTxn", "TestNoMetricsMissing"},
+	"3.5": {"TestCtlV3Version", "TestCtlV3PutTimeout", "TestCtlV3Del", "TestCtlV3TxnInteractiveSuccess"},
+}
+
+// TestUpstreamSuitesSample runs conformanceSample through the harness of make conformance
+// (upstream's test binary built at the level's release, our binaries laid out as it expects,
+// one process per test) and requires each to pass on ours, so the harness cannot rot between
+// full runs (docs/conformance.md has those).
+func TestUpstreamSuitesSample(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	bin := filepath.Dir(Binary(t, "etcd"))
+	parallel := 1
+	if conformance.Isolated() {
+		parallel = 2
+	}
+	for _, level := range []string{CurrentLevel, LastReleaseLevel, OldestLevel} {
+		t.Run(level, func(t *testing.T) {
+			s, err := conformance.BuildSuite(conformance.UpstreamVersion(level), "e2e")
+			if errors.Is(err, cluster.ErrProxyUnreachable) {
+				t.Skip(err) // the tests' source comes from the module proxy
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			if _, err := conformance.LayOutOurs(filepath.Join(dir, "bin"), bin, level); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			res, err := conformance.Run(ctx, s, conformanceSample[level], []conformance.Side{{Name: "ours", BinDir: filepath.Join(dir, "bin")}},
+				conformance.Options{Timeout: 3 * time.Minute, Parallel: parallel, LogDir: filepath.Join(dir, "logs")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range res["ours"] {
+				if r.Status != "pass" {
+					t.Errorf("upstream %s's %s: %s on ours after %.1fs: %s (failed: %v)", s.Version, r.Test, r.Status, r.Seconds, r.Reason, r.Failed)
+				}
+			}
+		})
+	}
+}
