@@ -132,7 +132,6 @@ func (k *kvServer) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, 
 	return resp, nil
 }
 
-
 func (k *kvServer) Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.CompactionResponse, error) {
 	resp, err := k.s.Compact(ctx, r)
 	if err != nil {
