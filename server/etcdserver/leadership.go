@@ -52,26 +52,23 @@ func (s *Server) transferTo(ctx context.Context, target uint64) error {
 	return nil
 }
 
-// TransferLeadershipAway moves leadership to the most up-to-date voter, if this member leads and
-// has anyone to hand over to. Used before stopping so clients see no leaderless gap.
+// TransferLeadershipAway moves leadership to the best voter (pickTransferee), if this member
+// leads and has anyone to hand over to. Used before stopping so clients see no leaderless gap.
 func (s *Server) TransferLeadershipAway(ctx context.Context) {
 	if s.Leader() != s.id {
 		return
 	}
-	st := s.node.Status()
-	var best uint64
-	var bestMatch uint64
-	for id, pr := range st.Progress {
+	var cands []transfereeCandidate
+	for id, pr := range s.node.Status().Progress {
 		if id == s.id || pr.IsLearner {
 			continue
 		}
 		if m := s.mem.Get(id); m == nil || m.IsLearner {
 			continue
 		}
-		if best == raft.None || pr.Match > bestMatch {
-			best, bestMatch = id, pr.Match
-		}
+		cands = append(cands, transfereeCandidate{id: id, match: pr.Match, activeSince: s.tr.ActiveSince(id)})
 	}
+	best := pickTransferee(cands)
 	if best == raft.None {
 		return
 	}
@@ -80,4 +77,34 @@ func (s *Server) TransferLeadershipAway(ctx context.Context) {
 	if err := s.transferTo(ctx, best); err != nil {
 		s.log.Warn("leadership transfer before stopping failed", "error", err)
 	}
+}
+
+// transfereeCandidate is what the choice of a new leader knows of a voter: how much of the log
+// it has, and since when its peer connection has been up (zero: it is down).
+type transfereeCandidate struct {
+	id, match   uint64
+	activeSince time.Time
+}
+
+// pickTransferee chooses whom a stopping leader hands over to: only a voter whose connection is
+// up (a stopped member may still look up to date in raft's progress, and a handover to it
+// leaves the cluster leaderless until an election timeout), the most up to date of those, then
+// the longest connected (upstream's choice), then the lowest ID, so the choice is the same
+// whatever order the candidates come in. raft.None when no one qualifies.
+func pickTransferee(cands []transfereeCandidate) uint64 {
+	var best *transfereeCandidate
+	for i := range cands {
+		c := &cands[i]
+		if c.activeSince.IsZero() {
+			continue
+		}
+		if best == nil || c.match > best.match ||
+			c.match == best.match && (c.activeSince.Before(best.activeSince) || c.activeSince.Equal(best.activeSince) && c.id < best.id) {
+			best = c
+		}
+	}
+	if best == nil {
+		return raft.None
+	}
+	return best.id
 }
