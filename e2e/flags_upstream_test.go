@@ -644,3 +644,79 @@ func TestLogRotation(t *testing.T) {
 		}
 	}
 }
+
+// startingLine is the "starting an etcd server" event of bin started with args (a fresh data
+// dir), as its keys in order and its values.
+func startingLine(t *testing.T, bin string, args ...string) ([]string, map[string]any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--data-dir", filepath.Join(t.TempDir(), "d"),
+		"--listen-client-urls", fmt.Sprintf("http://127.0.0.1:%d", FreePort(t)), "--advertise-client-urls", "http://127.0.0.1:2379",
+		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	sc := bufio.NewScanner(stderr)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if !strings.Contains(sc.Text(), `"msg":"starting an etcd server"`) {
+			continue
+		}
+		var vals map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &vals); err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		dec := json.NewDecoder(strings.NewReader(sc.Text()))
+		dec.Token() // {
+		for dec.More() {
+			k, _ := dec.Token()
+			keys = append(keys, k.(string))
+			var skip json.RawMessage
+			dec.Decode(&skip)
+		}
+		return keys, vals
+	}
+	t.Fatalf("%s logged no \"starting an etcd server\"", bin)
+	return nil, nil
+}
+
+// TestStartingLineAsUpstream: the "starting an etcd server" event carries upstream's fields in
+// upstream's order at each level (ours adds "implementation" at the end), and the same values
+// for the settings both were given or default (3.5's --snapshot-count is 100000, not 3.6's
+// 10000; 3.6 and 3.7 enforce v2-deprecation write-only whatever the flag says).
+func TestStartingLineAsUpstream(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	args := []string{"--name", "e1", "--v2-deprecation", "gone", "--auto-compaction-retention", "2", "--quota-backend-bytes", "0"}
+	for _, c := range []struct{ level, upstream string }{{OldestLevel, Upstream35Version}, {LastReleaseLevel, Upstream36Version}, {CurrentLevel, Upstream37Version}} {
+		t.Run(c.level, func(t *testing.T) {
+			levelArgs := args
+			if c.level == OldestLevel {
+				levelArgs = args[:2] // 3.5 has no --v2-deprecation; its retention is in hours too
+			}
+			upKeys, up := startingLine(t, UpstreamBinaryAt(t, c.upstream, "etcd"), levelArgs...)
+			ourKeys, ours := startingLine(t, ServerAt(t, c.level), levelArgs...)
+			if len(ourKeys) == 0 || ourKeys[len(ourKeys)-1] != "implementation" {
+				t.Fatalf("ours: no implementation field last: %v", ourKeys)
+			}
+			if strings.Join(ourKeys[:len(ourKeys)-1], " ") != strings.Join(upKeys, " ") {
+				t.Fatalf("fields differ:\n upstream %v\n ours     %v", upKeys, ourKeys)
+			}
+			for _, k := range upKeys {
+				switch k {
+				case "ts", "caller", "git-sha", "data-dir", "member-dir", "listen-client-urls", "listen-peer-urls", "go-version":
+					continue // the run's own, or the build's
+				}
+				if fmt.Sprint(up[k]) != fmt.Sprint(ours[k]) {
+					t.Errorf("%s: upstream %v, ours %v", k, up[k], ours[k])
+				}
+			}
+		})
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -26,7 +25,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"etcdx/pkg/buildinfo"
 	"etcdx/server/etcdserver"
 	"etcdx/server/features"
 	"etcdx/server/httpapi"
@@ -143,8 +141,16 @@ const (
 	DefaultMaxWals             = 5
 )
 
-// NewConfig returns upstream etcd's defaults.
+// NewConfig returns upstream etcd's defaults at the level this binary implements.
 func NewConfig() *Config {
+	c := newConfig()
+	if version.Local().Less(version.V3_6) {
+		c.SnapshotCount = 100000 // 3.5's default; 3.6 lowered it
+	}
+	return c
+}
+
+func newConfig() *Config {
 	return &Config{
 		Name:                        DefaultName,
 		ListenClientUrls:            []string{DefaultListenClientURLs},
@@ -244,14 +250,22 @@ func (c *Config) Validate() error {
 	if err := c.PeerTLSInfo.Validate("peer-"); err != nil {
 		return err
 	}
-	for _, u := range append(append(append([]string(nil), c.ListenClientUrls...), c.ListenClientHTTPUrls...), c.ListenMetricsUrls...) {
-		if strings.HasPrefix(u, "https://") && c.ClientTLSInfo.Empty() && !c.ClientTLSInfo.AutoTLS {
-			return fmt.Errorf("--listen-client-urls: %s is https but --cert-file and --key-file are not set", u)
+	// An https URL without certificates to serve it: upstream's texts, which its tests and
+	// operators' scripts look for.
+	noClientTLS := c.ClientTLSInfo.Empty() && !c.ClientTLSInfo.AutoTLS
+	for _, u := range append(append([]string(nil), c.ListenClientUrls...), c.ListenClientHTTPUrls...) {
+		if strings.HasPrefix(u, "https://") && noClientTLS {
+			return fmt.Errorf("TLS key/cert (--cert-file, --key-file) must be provided for client url %s with HTTPS scheme", u)
+		}
+	}
+	for _, u := range c.ListenMetricsUrls {
+		if strings.HasPrefix(u, "https://") && noClientTLS {
+			return ErrMissingClientTLSInfoForMetricsURL
 		}
 	}
 	for _, u := range c.ListenPeerUrls {
 		if strings.HasPrefix(u, "https://") && c.PeerTLSInfo.Empty() && !c.PeerTLSInfo.AutoTLS {
-			return fmt.Errorf("--listen-peer-urls: %s is https but --peer-cert-file and --peer-key-file are not set", u)
+			return fmt.Errorf("cannot listen on TLS for %s: KeyFile and CertFile are not presented", strings.TrimPrefix(u, "https://"))
 		}
 	}
 	if c.InitialClusterState != "new" && c.InitialClusterState != "existing" {
@@ -405,11 +419,7 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 	}
 	// Upstream's start-up event, with the version this level reports and, as an extra field,
 	// this implementation's own release and commit.
-	lg.Info("starting an etcd server", "etcd-version", buildinfo.Version, "git-sha", buildinfo.GitSHA,
-		"go-version", runtime.Version(), "go-os", runtime.GOOS, "go-arch", runtime.GOARCH,
-		"max-cpu-set", runtime.GOMAXPROCS(0), "max-cpu-available", runtime.NumCPU(),
-		"name", cfg.Name, "data-dir", cfg.Dir, "initial-cluster-state", cfg.InitialClusterState,
-		"implementation", buildinfo.Identity())
+	lg.Info("starting an etcd server", startupFields(cfg, localAddr)...)
 	srv, err := etcdserver.New(etcdserver.Config{
 		Name: cfg.Name, DataDir: cfg.Dir, WalDir: cfg.WalDir, PeerURLs: cfg.AdvertisePeerUrls, ClientURLs: cfg.AdvertiseClientUrls,
 		InitialCluster: ic, InitialClusterToken: token, NewCluster: cfg.InitialClusterState == "new", Discover: discover,
@@ -726,6 +736,10 @@ func (e *Etcd) ClientAddrs() []string {
 	}
 	return out
 }
+
+// ErrMissingClientTLSInfoForMetricsURL refuses an https --listen-metrics-urls without
+// --cert-file and --key-file, in upstream's words.
+var ErrMissingClientTLSInfoForMetricsURL = errors.New("client TLS key/cert (--cert-file, --key-file) must be provided for metrics secure url")
 
 // Close stops taking requests, lets in-flight ones finish (bounded), then stops the member.
 func (e *Etcd) Close() {
