@@ -96,10 +96,12 @@ func etcdutlMigrateDownAndUp(t *testing.T, h hop) {
 
 	// Down a level: the older binary serves the same data.
 	code, out = etcdutl(t, "migrate", "--data-dir", m.DataDir, "--target-version", h.from)
-	if code != 0 || !strings.Contains(out, "from "+h.to+" to "+h.from) || !strings.Contains(out, downStep[h.from]) || !strings.Contains(out, "cluster version recorded in the data from "+h.to+" to "+h.from) {
+	// Upstream's log events on standard error, with ours (each action, the cluster version).
+	if code != 0 || !strings.Contains(out, `updated storage version	{"new-storage-version": "`+h.from+`.0"}`) || !strings.Contains(out, downStep[h.from]) ||
+		!strings.Contains(out, `lowered the cluster version recorded in the data	{"from": "`+h.to+`", "to": "`+h.from+`"}`) {
 		t.Fatalf("migrate down: %d %s", code, out)
 	}
-	if code, out := etcdutl(t, "migrate", "--data-dir", m.DataDir, "--target-version", h.from); code != 0 || !strings.Contains(out, "already "+h.from) {
+	if code, out := etcdutl(t, "migrate", "--data-dir", m.DataDir, "--target-version", h.from); code != 0 || !strings.Contains(out, `storage version up-to-date	{"storage-version": "`+h.from+`"}`) {
 		t.Fatalf("migrate again: %d %s", code, out)
 	}
 	m.Bin = ServerAt(t, h.from)
@@ -114,7 +116,7 @@ func etcdutlMigrateDownAndUp(t *testing.T, h hop) {
 	}
 
 	// And up again: the newer binary starts on it and the cluster version follows.
-	if code, out := etcdutl(t, "migrate", "--data-dir", m.DataDir, "--target-version", h.to); code != 0 || !strings.Contains(out, "from "+h.from+" to "+h.to) {
+	if code, out := etcdutl(t, "migrate", "--data-dir", m.DataDir, "--target-version", h.to); code != 0 || !strings.Contains(out, `updated storage version	{"new-storage-version": "`+h.to+`.0"}`) {
 		t.Fatalf("migrate up: %d %s", code, out)
 	}
 	m.Bin = ServerAt(t, h.to)
@@ -209,7 +211,7 @@ func TestEtcdutlHashkvDefragBackup(t *testing.T) {
 
 	// defrag shrinks the fragmented file.
 	fi, _ := os.Stat(dbPath(m))
-	if code, out := etcdutl(t, "defrag", "--data-dir", m.DataDir); code != 0 || !strings.Contains(out, "Finished defragmenting etcd data") {
+	if code, out := etcdutl(t, "defrag", "--data-dir", m.DataDir); code != 0 || !strings.Contains(out, "finished defragmenting directory") {
 		t.Fatalf("defrag: %d %s", code, out)
 	}
 	fi2, _ := os.Stat(dbPath(m))

@@ -83,7 +83,7 @@ func TestEtcdutlAsUpstream(t *testing.T) {
 	}
 
 	// Migrating: the same exit status before and after the command's flags, and a data dir
-	// either can serve afterwards (the outputs differ: upstream logs, ours prints what it did).
+	// either can serve afterwards (both log what they did: TestEtcdutlLogEventsAsUpstream).
 	for _, bin := range []string{up, ours} {
 		for _, args := range [][]string{{"--timeout=5s", "migrate", "--data-dir", "DIR", "--target-version", "3.6"}, {"migrate", "--data-dir", "DIR", "--target-version", "3.6", "-w", "json"}} {
 			dir := filepath.Join(t.TempDir(), "data")
@@ -244,6 +244,73 @@ func TestEtcdutlAtOlderLevelsAsUpstream(t *testing.T) {
 				t.Errorf("level %s: etcdutl %v\n--- upstream %s (exit %d) ---\n%s%s\n--- ours (exit %d) ---\n%s%s", c.level, args,
 					c.upstream, ucode, uerr, uout, ocode, oerr, oout)
 			}
+		}
+	}
+}
+
+// toolEvents are the level and message of each line of etcdutl's console log, without bbolt's
+// own lines (the database library's, which ours does not use the same way).
+func toolEvents(stderr string) []string {
+	var evs []string
+	for _, l := range strings.Split(stderr, "\n") {
+		f := strings.Split(l, "\t")
+		if len(f) < 4 || f[2] == "bbolt" {
+			continue
+		}
+		evs = append(evs, f[1]+" "+f[3])
+	}
+	return evs
+}
+
+// TestEtcdutlLogEventsAsUpstream: defrag, snapshot restore and migrate of ours print nothing on
+// standard output and log, on standard error, every event upstream etcdutl 3.7.3 logs for the
+// same command, in the same order, in its console form (scripts and upstream's e2e tests wait
+// for "finished defragmenting directory" and "added member"); ours may log more between them.
+func TestEtcdutlLogEventsAsUpstream(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	up, ours := UpstreamBinary(t, "etcdutl"), Binary(t, "etcdutl")
+	dataDir, snap := stoppedMemberFiles(t, CurrentLevel)
+	for _, args := range [][]string{
+		{"defrag", "--data-dir", "DIR"},
+		{"snapshot", "restore", snap, "--data-dir", "NEW", "--name", "m1", "--initial-cluster", "m1=http://127.0.0.1:2380,m2=http://127.0.0.1:2381",
+			"--initial-advertise-peer-urls", "http://127.0.0.1:2380"},
+		{"migrate", "--data-dir", "DIR", "--target-version", "3.6"},
+		{"migrate", "--data-dir", "DIR", "--target-version", "3.7"},
+	} {
+		run := func(bin string) (string, []string) {
+			dir := filepath.Join(t.TempDir(), "data")
+			if out, err := exec.Command("cp", "-a", dataDir, dir).CombinedOutput(); err != nil {
+				t.Fatalf("copy the data dir: %v\n%s", err, out)
+			}
+			a := append([]string(nil), args...)
+			for i := range a {
+				a[i] = strings.ReplaceAll(strings.ReplaceAll(a[i], "DIR", dir), "NEW", filepath.Join(t.TempDir(), "new"))
+			}
+			code, stderr, stdout := runCLI(t, bin, a...)
+			if args[0] == "migrate" && args[len(args)-1] == "3.7" {
+				// Up again after going down: the second command is the one compared.
+				runCLI(t, bin, "migrate", "--data-dir", dir, "--target-version", "3.6")
+				code, stderr, stdout = runCLI(t, bin, a...)
+			}
+			return fmt.Sprintf("exit %d, stdout %q", code, stdout), toolEvents(stderr)
+		}
+		uRes, uEvs := run(up)
+		oRes, oEvs := run(ours)
+		if uRes != oRes {
+			t.Errorf("etcdutl %v: upstream %s, ours %s", args, uRes, oRes)
+		}
+		if len(uEvs) == 0 {
+			t.Fatalf("etcdutl %v: upstream logged nothing", args)
+		}
+		next := 0
+		for _, e := range oEvs {
+			if next < len(uEvs) && e == uEvs[next] {
+				next++
+			}
+		}
+		if next < len(uEvs) {
+			t.Errorf("etcdutl %v: ours lacks upstream's %q (and what follows)\n--- upstream ---\n%s\n--- ours ---\n%s",
+				args, uEvs[next], strings.Join(uEvs, "\n"), strings.Join(oEvs, "\n"))
 		}
 	}
 }

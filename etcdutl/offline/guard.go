@@ -3,6 +3,7 @@ package offline
 import (
 	"etcdx/server/backend"
 	"etcdx/server/version"
+	"log/slog"
 	"time"
 )
 
@@ -29,9 +30,9 @@ func Check(dataDir string) (*CheckReport, error) {
 }
 
 // Defrag rewrites a stopped member's database without its free pages (see defrag), waiting up
-// to wait for a member that is stopping to let go of it (0: for ever).
-func Defrag(dataDir string, wait time.Duration) (*DefragResult, error) {
-	return guarded(dataDir, func() (*DefragResult, error) { return defrag(dataDir, wait) })
+// to wait for a member that is stopping to let go of it (0: for ever), logging to log.
+func Defrag(dataDir string, wait time.Duration, log *slog.Logger) (*DefragResult, error) {
+	return guarded(dataDir, func() (*DefragResult, error) { return defrag(dataDir, wait, log) })
 }
 
 // HashKV hashes the key-value store of a database file as a live member would (see hashKV),

@@ -6,12 +6,15 @@ package offline
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -154,6 +157,23 @@ type RestoreConfig struct {
 	// InitialMmapSize is the restored file's first bbolt memory map (--initial-memory-map-size);
 	// zero means the server's default.
 	InitialMmapSize int64
+	// Log hears upstream's events of a restore ("restoring snapshot", "added member" for each
+	// member, "restored snapshot"); nil: none.
+	Log *slog.Logger
+}
+
+// restoreLogFields are the fields of upstream's "restoring snapshot" and "restored snapshot".
+func (cfg RestoreConfig) restoreLogFields() []any {
+	walDir := cfg.WALDir
+	if walDir == "" {
+		walDir = schema.WALDir(cfg.DataDir)
+	}
+	mmap := cfg.InitialMmapSize
+	if mmap == 0 {
+		mmap = 10 << 30 // the backend's default
+	}
+	return []any{"path", cfg.SnapshotPath, "wal-dir", walDir, "data-dir", cfg.DataDir, "snap-dir", schema.SnapDir(cfg.DataDir),
+		"initial-memory-map-size", mmap}
 }
 
 // restore writes a data directory from which the member starts as part of a new cluster whose
@@ -181,6 +201,11 @@ func restore(cfg RestoreConfig) error {
 	case err != nil:
 		return err
 	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log.Info("restoring snapshot", cfg.restoreLogFields()...)
 	db, err := readVerified(cfg.SnapshotPath, cfg.SkipHashCheck)
 	if err != nil {
 		return err
@@ -212,7 +237,17 @@ func restore(cfg RestoreConfig) error {
 		return err
 	}
 	b := be.Batch()
+	log.Info("Trimming membership information from the backend...")
 	err = rewriteMembership(b, in.Members)
+	if err == nil {
+		// Upstream adds the members in ID order and logs each as a member of no member yet.
+		ms := slices.Clone(in.Members)
+		slices.SortFunc(ms, func(a, b membership.Member) int { return cmp.Compare(a.ID, b.ID) })
+		for _, m := range ms {
+			log.Info("added member", "cluster-id", fmt.Sprintf("%x", in.ClusterID), "local-member-id", "0",
+				"added-peer-id", fmt.Sprintf("%x", m.ID), "added-peer-peer-urls", m.PeerURLs, "added-peer-is-learner", m.IsLearner)
+		}
+	}
 	if err == nil && cfg.BumpRevision > 0 {
 		err = bumpRevision(b, cfg.BumpRevision)
 	}
@@ -262,6 +297,7 @@ func restore(cfg RestoreConfig) error {
 			return fmt.Errorf("move the restored WAL to %s: %w", cfg.WALDir, err)
 		}
 	}
+	log.Info("restored snapshot", cfg.restoreLogFields()...)
 	return nil
 }
 

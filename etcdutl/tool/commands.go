@@ -30,19 +30,23 @@ func migrateCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// As upstream, nothing on standard output: its events go to the log, with ours
+			// (what each step did, what --force let through) beside them.
+			log := g.log()
 			for _, f := range res.Forced {
-				fmt.Fprintf(g.stdout, "forced past: %s\n", f)
+				log.Warn("forced past a WAL entry the target version cannot apply", "entry", f)
 			}
 			if res.From == res.To {
-				fmt.Fprintf(g.stdout, "storage version of %s is already %s; nothing to do\n", dataDir, res.To)
-			} else {
-				fmt.Fprintf(g.stdout, "migrated storage version of %s from %s to %s\n", dataDir, res.From, res.To)
+				log.Info("storage version up-to-date", "storage-version", res.To.String())
+			}
+			for _, step := range migrationSteps(res.From, res.To) {
+				log.Info("updated storage version", "new-storage-version", step.Full())
 			}
 			for _, a := range res.Actions {
-				fmt.Fprintf(g.stdout, "  %s\n", a)
+				log.Info("migration step", "action", a)
 			}
 			if !res.ClusterTo.IsZero() {
-				fmt.Fprintf(g.stdout, "lowered the cluster version recorded in the data from %s to %s\n", res.ClusterFrom, res.ClusterTo)
+				log.Info("lowered the cluster version recorded in the data", "from", res.ClusterFrom.String(), "to", res.ClusterTo.String())
 			}
 			return nil
 		}),
@@ -182,14 +186,9 @@ func defragCommand(g *globals) *cobra.Command {
 		Use:   "defrag",
 		Short: "Defragments the storage of the etcd",
 		RunE: runs(func(*cobra.Command, []string) error {
-			res, err := offline.Defrag(dataDir, g.lockTimeout)
-			if err != nil {
-				return err
-			}
-			// Upstream prints nothing on standard output; this note goes where its log goes.
-			fmt.Fprintf(g.stderr, "Finished defragmenting etcd data[%s] (%s -> %s)\n", dataDir,
-				humanize.Bytes(uint64(res.Before)), humanize.Bytes(uint64(res.After)))
-			return nil
+			// As upstream, nothing on standard output; the log has the sizes before and after.
+			_, err := offline.Defrag(dataDir, g.lockTimeout, g.log())
+			return err
 		}),
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "Required. Defragments a data directory not in use by etcd.")
@@ -251,4 +250,22 @@ func migrateTarget(s string) (version.Level, error) {
 		return version.Level{}, badArgs(`target version %q not supported. Minimal "3.5"`, l.String())
 	}
 	return l, nil
+}
+
+// migrationSteps are the storage versions a migration from one level to another passes through,
+// one level at a time, the target last (none when they are equal).
+func migrationSteps(from, to version.Level) []version.Level {
+	var steps []version.Level
+	if from.Major != to.Major {
+		return nil
+	}
+	for l := from; l != to; {
+		if l.Less(to) {
+			l = l.Next()
+		} else {
+			l = l.Prev()
+		}
+		steps = append(steps, l)
+	}
+	return steps
 }

@@ -64,11 +64,11 @@ func snapshotRestoreCommand(g *globals) *cobra.Command {
 			}
 			if err := offline.Restore(offline.RestoreConfig{SnapshotPath: args[0], DataDir: dir, WALDir: walDir, Name: name,
 				PeerURLs: strings.Split(peerURLs, ","), InitialCluster: cluster, InitialClusterToken: token,
-				SkipHashCheck: skipHash, BumpRevision: int64(bump), MarkCompacted: markCompacted, InitialMmapSize: int64(mmapSize)}); err != nil {
+				SkipHashCheck: skipHash, BumpRevision: int64(bump), MarkCompacted: markCompacted, InitialMmapSize: int64(mmapSize),
+				Log: g.log()}); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "restored snapshot %s into %s (member %s)\n", args[0], dir, name)
-			return nil
+			return nil // as upstream, nothing on standard output: the log says what was restored
 		}),
 	}
 	f := cmd.Flags()

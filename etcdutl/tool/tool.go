@@ -9,11 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"etcdx/pkg/buildinfo"
+	"etcdx/server/logutil"
 )
 
 // Exit statuses, as upstream etcdutl's: 1 for a failed command or a command line it cannot
@@ -51,6 +53,9 @@ type globals struct {
 	// lockTimeout is --timeout (3.7): how long to wait for a member's database lock.
 	lockTimeout time.Duration
 }
+
+// log is upstream etcdutl's log: its console lines on standard error.
+func (g *globals) log() *slog.Logger { return logutil.ToolLogger(g.stderr) }
 
 // Run executes one command line and returns the exit status. As upstream's, a command line cobra
 // refuses is reported by cobra (the error and the usage) and then once more on its own; a
