@@ -29,6 +29,16 @@ import (
 // ErrHashMismatch means the snapshot's trailing SHA-256 does not match its contents.
 var ErrHashMismatch = errors.New("snapshot file integrity check failed: sha256 mismatch")
 
+// hashMismatch is ErrHashMismatch in upstream's words: the hash the file carries, then the one
+// its contents have, as Go prints byte slices.
+type hashMismatch struct{ stored, computed []byte }
+
+func (e hashMismatch) Error() string {
+	return fmt.Sprintf("expected sha256 %v, got %v", e.stored, e.computed)
+}
+
+func (e hashMismatch) Is(target error) bool { return target == ErrHashMismatch }
+
 // readVerified returns the database bytes of a snapshot file, checking the trailing hash when
 // the file has one (its size is then 32 bytes past a page multiple, as upstream detects it).
 func readVerified(path string, skipHashCheck bool) ([]byte, error) {
@@ -46,7 +56,7 @@ func readVerified(path string, skipHashCheck bool) ([]byte, error) {
 	db, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
 	if !skipHashCheck {
 		if want := sha256.Sum256(db); !bytes.Equal(sum, want[:]) {
-			return nil, fmt.Errorf("%w: %s", ErrHashMismatch, path)
+			return nil, hashMismatch{stored: sum, computed: want[:]}
 		}
 	}
 	return db, nil
