@@ -24,6 +24,8 @@
 //	rangestream.go   RangeStream (3.7): a range in chunks, each from a read view of its own
 //	apply.go         the apply loop; applying committed entries: requests, conf changes, the
 //	                 consistent index
+//	txn.go           a transaction: every branch decided, every op checked, then applied (all
+//	                 or nothing), in a write transaction or a read view
 //	cluster.go       member add/remove/update/promote, strict reconfiguration checks,
 //	                 publishing this member's attributes
 //	versions.go      the version lifecycle at run time: publishing versions, the leader's
@@ -41,5 +43,6 @@
 //	compactor.go     auto compaction (periodic, revision)
 //	metrics.go       the member's Prometheus metrics (and backend's, mvcc's registered with
 //	                 them), late-heartbeat detection
+//	fdmonitor.go     upstream's file descriptor gauges and their 80% warning
 //	wait.go, ids.go  waiting for applied entries; request and lease IDs
 package etcdserver
