@@ -113,7 +113,8 @@ bench-micro:
 # binaries at that level and against upstream's release, on this machine in one run; writes
 # docs/conformance/e2e-LEVEL.json and docs/conformance.md (e2e/conformance). The binaries are
 # built at their own levels whatever LEVEL says. CONFORMANCE_FLAGS adds flags, e.g.
-# CONFORMANCE_FLAGS='--run TestCtlV3Put' (a partial run is printed, not recorded).
+# CONFORMANCE_FLAGS='--run TestCtlV3Put' (a partial run is printed, not recorded), or
+# CONFORMANCE_FLAGS=--rerun-differences (ours only, the tests the record shows differing; recorded, with a note).
 CONFORMANCE_FLAGS ?=
 conformance:
 	$(MAKE) build build-failpoints LEVEL=$(NEWEST_LEVEL)

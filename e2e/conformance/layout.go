@@ -3,7 +3,9 @@ package conformance
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"etcdx/pkg/buildinfo"
 	"etcdx/upgradelab/cluster"
@@ -40,7 +42,7 @@ func LayOutOurs(dir, bin, level string) ([]string, error) {
 		return nil, err
 	}
 	tools := bin
-	etcd, last := filepath.Join(bin, "etcd"), filepath.Join(bin, "etcd-last-release")
+	var etcd, last string
 	fpEtcd, fpLast := filepath.Join(bin, "failpoints", "etcd"), filepath.Join(bin, "failpoints", "etcd-last-release")
 	switch level {
 	case "3.7":
@@ -54,7 +56,7 @@ func LayOutOurs(dir, bin, level string) ([]string, error) {
 	default:
 		return nil, fmt.Errorf("no level %q (3.7, 3.6 or 3.5)", level)
 	}
-	notes := []string{fmt.Sprintf("ours: etcd %s, etcdctl and etcdutl from %s, etcd-last-release %s", etcd, tools, last)}
+	notes := []string{fmt.Sprintf("ours: etcd %s (%s), etcdctl and etcdutl from %s, etcd-last-release %s", etcd, implementation(etcd), tools, last)}
 	for name, target := range map[string]string{"etcd": etcd, "etcdctl": filepath.Join(tools, "etcdctl"), "etcdutl": filepath.Join(tools, "etcdutl")} {
 		if err := link(dir, name, target); err != nil {
 			return nil, err
@@ -97,4 +99,18 @@ func LayOutUpstream(dir, level string) ([]string, error) {
 		notes = append(notes, fmt.Sprintf("upstream: no etcd-last-release (%v): tests that need it skip", err))
 	}
 	return notes, nil
+}
+
+// implementation is what a binary of ours says it is (its release and commit), from --version.
+func implementation(bin string) string {
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return "version unknown: " + err.Error()
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(l, "Implementation: "); ok {
+			return v
+		}
+	}
+	return "version unknown"
 }

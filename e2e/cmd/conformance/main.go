@@ -31,14 +31,18 @@ func main() {
 	records := flag.String("records", "docs/conformance", "where each level's results are kept")
 	doc := flag.String("doc", "docs/conformance.md", "the report, made from every level's results (empty: none)")
 	work := flag.String("work", ".run/conformance", "bin dirs and each test's output")
+	rerun := flag.Bool("rerun-differences", false, "run again on ours only the tests the level's record shows ending differently, and record their new results (noted in the report)")
 	flag.Parse()
-	if err := main1(*level, *suite, *bin, *run, *sidesFlag, *parallel, *timeout, *records, *doc, *work); err != nil {
+	if *rerun {
+		*sidesFlag = "ours"
+	}
+	if err := main1(*level, *suite, *bin, *run, *sidesFlag, *parallel, *timeout, *records, *doc, *work, *rerun); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
 		os.Exit(1)
 	}
 }
 
-func main1(level, suiteName, bin, run, sidesFlag string, parallel int, timeout time.Duration, records, doc, work string) error {
+func main1(level, suiteName, bin, run, sidesFlag string, parallel int, timeout time.Duration, records, doc, work string, rerun bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	bin, err := filepath.Abs(bin)
@@ -68,9 +72,17 @@ func main1(level, suiteName, bin, run, sidesFlag string, parallel int, timeout t
 		}
 		tests = keep
 	}
-	rec := &conformance.Record{Level: level, Upstream: version, Suite: suiteName, Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"),
-		Command: "make conformance LEVEL=" + level + " (" + strings.Join(os.Args, " ") + ")",
+	now := time.Now().UTC().Format("2006-01-02 15:04 UTC")
+	command := "conformance " + strings.Join(os.Args[1:], " ")
+	rec := &conformance.Record{Level: level, Upstream: version, Suite: suiteName, Date: now, Command: command,
 		Machine: fmt.Sprintf("%d CPUs, %d tests at once, %v per test", runtime.NumCPU(), parallel, timeout)}
+	var previous *conformance.Record
+	if rerun {
+		if previous, err = conformance.LoadRecord(conformance.RecordPath(records, suiteName, level)); err != nil {
+			return err
+		}
+		tests = previous.Differences()
+	}
 	var sides []conformance.Side
 	for _, name := range strings.Split(sidesFlag, ",") {
 		dir := filepath.Join(work, "bin-"+level, name)
@@ -108,7 +120,11 @@ func main1(level, suiteName, bin, run, sidesFlag string, parallel int, timeout t
 	if err != nil {
 		return err
 	}
-	if run != "" || len(sides) < 2 {
+	if rerun {
+		previous.Replace("ours", rec.Results["ours"], fmt.Sprintf("%d tests that ended differently were run again on ours on %s with `%s` (%s): %s",
+			len(tests), now, command, strings.Join(rec.Notes, "; "), strings.Join(tests, ", ")))
+		rec = previous
+	} else if run != "" || len(sides) < 2 {
 		fmt.Println("a partial run (--run or one side): results not recorded")
 		printDifferences(rec)
 		return nil
