@@ -68,7 +68,9 @@ func TestBadFlagsAsUpstream(t *testing.T) {
 		{nil, []string{"--config-file", filepath.Join(dir, "missing.yaml")}, 1, 1, "missing.yaml", ""},
 		{nil, []string{"positional"}, 1, 1, `\"positional\" is not a valid flag`, ""},
 		{nil, []string{"--listen-client-urls", "http://127.0.0.1:1"}, 1, 1, "--advertise-client-urls is required when --listen-client-urls is set explicitly", ""},
-		{nil, []string{"--listen-client-urls", "https://127.0.0.1:1", "--advertise-client-urls", "https://127.0.0.1:1"}, 1, 1, "--cert-file and --key-file are not set", ""},
+		{nil, []string{"--listen-client-urls", "https://127.0.0.1:1", "--advertise-client-urls", "https://127.0.0.1:1"}, 1, 1, "TLS key/cert (--cert-file, --key-file) must be provided for client url https://127.0.0.1:1 with HTTPS scheme", ""},
+		{nil, []string{"--v2-deprecation=not-yet"}, 2, 2, `invalid value "not-yet" for flag -v2-deprecation: invalid value "not-yet"`, ""},
+		{nil, []string{"--v2-deprecation=not-yet"}, 2, 2, `invalid value "not-yet" for flag -v2-deprecation: invalid value "not-yet"`, LastReleaseLevel},
 		{nil, []string{"--experimental-snapshot-catchup-entries", "5", "--snapshot-catchup-entries", "6"}, 1, 1, "cannot set --experimental-snapshot-catchup-entries and --snapshot-catchup-entries at the same time", LastReleaseLevel},
 		{nil, []string{"--experimental-initial-corrupt-check=false", "--feature-gates", "InitialCorruptCheck=false"}, 1, 1, "cannot specify both flags", LastReleaseLevel},
 		// 3.7 removed the experimental spellings and added gates 3.6 does not know.

@@ -106,6 +106,16 @@ func (c choiceValue) String() string {
 	return *c.dst
 }
 
+// v2StageValue is --v2-deprecation, refused in upstream's words: invalid value "not-yet".
+type v2StageValue struct{ choiceValue }
+
+func (v v2StageValue) Set(s string) error {
+	if err := v.choiceValue.Set(s); err != nil {
+		return fmt.Errorf("invalid value %q", s)
+	}
+	return nil
+}
+
 func (c choiceValue) Set(s string) error {
 	for _, v := range c.valid {
 		if s == v {
@@ -239,7 +249,11 @@ func newFlagSet(out io.Writer) *flagValues {
 	fs.BoolVar(&c.MemoryMlock, "memory-mlock", false, "Lock the process's memory (in particular bbolt's pages) in RAM.")
 	fs.UintVar(&c.BootstrapDefragThresholdMegabytes, "bootstrap-defrag-threshold-megabytes", c.BootstrapDefragThresholdMegabytes, "Defragment at start when that will free at least this many megabytes (0 disables).")
 	fs.BoolVar(&c.UnsafeNoFsync, "unsafe-no-fsync", false, "Disables fsync, unsafe, will cause data loss.")
-	fs.Var(choiceValue{&fv.v2Deprecation, []string{"not-yet", "write-only", "write-only-drop-data", "gone"}}, "v2-deprecation", "The v2store deprecation stage (deprecated; the default is enforced).")
+	v2Stages := []string{"write-only", "write-only-drop-data", "gone"}
+	if version.Local().Less(version.V3_6) {
+		v2Stages = append([]string{"not-yet"}, v2Stages...) // 3.6 refuses not-yet as an invalid value
+	}
+	fs.Var(v2StageValue{choiceValue{&fv.v2Deprecation, v2Stages}}, "v2-deprecation", "The v2store deprecation stage (deprecated; the default is enforced).")
 	fs.DurationVar(&c.LeaseCheckpointInterval, "lease-checkpoint-interval", c.LeaseCheckpointInterval, "Interval at which the leader checkpoints remaining lease TTLs (ours: upstream has no flag for it).")
 	fv.ours["lease-checkpoint-interval"] = true
 
