@@ -234,10 +234,12 @@ func TestUpgradeLabMatrixSideBySide(t *testing.T) {
 	ServerAt(t, OldestLevel)
 	UpstreamBinaryAt(t, Upstream36Version, "etcd")
 	UpstreamBinaryAt(t, Upstream35Version, "etcd")
+	UpstreamBinaryAt(t, Upstream37Version, "etcd")
 	matrix := filepath.Join(work, "matrix.yaml")
+	// The built-in upgrade plan is today's path, 3.6 -> 3.7; the generated one goes 3.5 -> 3.6.
 	os.WriteFile(matrix, []byte(`subjects:
-  ours: {"3.5": "3.5", "3.6": "3.6"}
-  upstream: {"3.5": upstream-3.5.35, "3.6": upstream-3.6.16}
+  ours: {"3.5": "3.5", "3.6": "3.6", "3.7": "3.7"}
+  upstream: {"3.5": upstream-3.5.35, "3.6": upstream-3.6.16, "3.7": upstream-3.7.3}
 plans: [upgrade, upgrade-with-crash]
 members: [1]
 generate: {from: "3.5", to: "3.6", faults: [compact, kill], faultRate: 1, seeds: [5], members: 1}
@@ -248,7 +250,7 @@ generate: {from: "3.5", to: "3.6", faults: [compact, kill], faultRate: 1, seeds:
 		t.Fatalf("upgradelab run --matrix: exit %d\n%s", code, out)
 	}
 	for _, want := range []string{
-		"=== upgrade, 1 members, from 3.5 (ours)", "=== upgrade, 1 members, from 3.5 (upstream)",
+		"=== upgrade, 1 members, from 3.6 (ours)", "=== upgrade, 1 members, from 3.6 (upstream)",
 		"SKIP upgrade-with-crash/1 (ours): cannot run at 1 members", "SKIP upgrade-with-crash/1 (upstream)",
 		"PASS random-5/1 (ours)", "PASS random-5/1 (upstream)", "4 of 4 runs passed, 2 skipped",
 	} {
