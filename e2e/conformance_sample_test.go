@@ -27,12 +27,15 @@ var conformanceSample = map[string][]string{
 func TestUpstreamSuitesSample(t *testing.T) {
 	t.Parallel() // waits more than it computes (e2e/doc.go)
 	bin := filepath.Dir(Binary(t, "etcd"))
-	parallel := 1
-	if conformance.Isolated() {
+	parallel, isolated := 1, conformance.Isolated()
+	if isolated {
 		parallel = 2
 	}
 	for _, level := range []string{CurrentLevel, LastReleaseLevel, OldestLevel} {
 		t.Run(level, func(t *testing.T) {
+			if isolated {
+				t.Parallel() // each test in a namespace of its own: the levels' ports cannot meet
+			}
 			s, err := conformance.BuildSuite(conformance.UpstreamVersion(level), "e2e")
 			if errors.Is(err, cluster.ErrProxyUnreachable) {
 				cannotRun(t, "%v", err) // the tests' source comes from the module proxy
