@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -119,6 +120,15 @@ func runOne(ctx context.Context, s *Suite, test string, sd Side, o Options, isol
 	cmd := exec.CommandContext(cctx, name, argv...)
 	cmd.Dir = s.Dir
 	cmd.WaitDelay = 10 * time.Second
+	// A group of its own: a test that times out or panics leaves its etcd processes behind, and
+	// they go with it (the next test would find its ports taken, or a stray member).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	defer func() {
+		if cmd.Process != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}()
 	logPath := filepath.Join(o.LogDir, sd.Name, test+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
