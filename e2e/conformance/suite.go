@@ -44,13 +44,7 @@ func BuildSuite(version, pkg string) (*Suite, error) {
 	if err := os.MkdirAll(mod, 0o755); err != nil {
 		return nil, err
 	}
-	run := func(args ...string) (string, error) {
-		cmd := exec.Command("go", args...)
-		cmd.Dir = mod
-		cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	run := func(args ...string) (string, error) { return cluster.GoIn(mod, args...) }
 	if _, err := os.Stat(filepath.Join(mod, "go.mod")); err != nil {
 		if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module upstreamsuites\n\ngo 1.24\n"), 0o644); err != nil {
 			return nil, err

@@ -114,27 +114,21 @@ func (s *Server) checkPutApplies(v kvView, p *pb.PutRequest) error {
 // applyTxn runs a transaction that may write: decided and checked first, then applied. An
 // error wrapping errTxnHalfApplied means txn holds part of it and must not be committed.
 func (s *Server) applyTxn(txn *mvcc.TxnWrite, r *pb.TxnRequest) (*pb.TxnResponse, error) {
-	path, err := txnPath(txn, r, nil)
-	if err != nil {
-		return nil, err
+	resp, err := s.runTxn(txn, txn, r)
+	if err != nil && txn.Changes() > 0 {
+		return nil, fmt.Errorf("%w: %w", errTxnHalfApplied, err)
 	}
-	if _, err := s.checkTxnBranch(txn, r, path); err != nil {
-		return nil, err
-	}
-	run := txnRun{s: s, v: txn, w: txn, path: path}
-	resp, err := run.txn(r)
-	if err != nil {
-		if txn.Changes() > 0 {
-			return nil, fmt.Errorf("%w: %w", errTxnHalfApplied, err)
-		}
-		return nil, err
-	}
-	resp.Header = &pb.ResponseHeader{Revision: txn.Rev()}
-	return resp, nil
+	return resp, err
 }
 
 // readOnlyTxn runs a transaction of ranges only in a read view.
 func (s *Server) readOnlyTxn(v txnView, r *pb.TxnRequest) (*pb.TxnResponse, error) {
+	return s.runTxn(v, nil, r)
+}
+
+// runTxn decides every branch of r against v, checks every op on them, then runs them (writing
+// through w, nil in a read view); the outer header carries the revision v reads at after.
+func (s *Server) runTxn(v txnView, w *mvcc.TxnWrite, r *pb.TxnRequest) (*pb.TxnResponse, error) {
 	path, err := txnPath(v, r, nil)
 	if err != nil {
 		return nil, err
@@ -142,7 +136,7 @@ func (s *Server) readOnlyTxn(v txnView, r *pb.TxnRequest) (*pb.TxnResponse, erro
 	if _, err := s.checkTxnBranch(v, r, path); err != nil {
 		return nil, err
 	}
-	run := txnRun{s: s, v: v, path: path}
+	run := txnRun{s: s, v: v, w: w, path: path}
 	resp, err := run.txn(r)
 	if err != nil {
 		return nil, err

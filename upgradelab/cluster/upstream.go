@@ -56,13 +56,7 @@ func BuildUpstream(version string) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(mod)
-	run := func(args ...string) (string, error) {
-		cmd := exec.Command("go", args...)
-		cmd.Dir = mod
-		cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	run := func(args ...string) (string, error) { return GoIn(mod, args...) }
 	if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module upstreambuild\n\ngo 1.24\n"), 0o644); err != nil {
 		return "", err
 	}
@@ -86,4 +80,14 @@ func BuildUpstream(version string) (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// GoIn runs the go command in a throwaway module of upstream's (outside this workspace, static
+// builds, go.mod updated as needed) and returns its combined output.
+func GoIn(mod string, args ...string) (string, error) {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = mod
+	cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
