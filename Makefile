@@ -20,7 +20,7 @@ MODULES := pkg server etcdctl etcdutl discovery upgradelab e2e
 BIN := $(CURDIR)/bin
 RUN_DIR := $(CURDIR)/.run
 
-.PHONY: conformance build build-failpoints test tools unit fuzz e2e lint vulncheck run bench bench-micro sim lab clean etcdctl-docs nix-hash nix-check
+.PHONY: conformance robustness build build-failpoints test tools unit fuzz e2e lint vulncheck run bench bench-micro sim lab clean etcdctl-docs nix-hash nix-check
 
 build:
 	@mkdir -p $(BIN)
@@ -120,6 +120,18 @@ conformance:
 	$(MAKE) build build-failpoints LEVEL=$(NEWEST_LEVEL)
 	cd e2e && $(GO) run ./cmd/conformance --level $(LEVEL) --bin $(BIN) --records $(CURDIR)/docs/conformance \
 		--doc $(CURDIR)/docs/conformance.md --work $(RUN_DIR)/conformance $(CONFORMANCE_FLAGS)
+
+# Upstream's robustness suite (go.etcd.io/etcd/tests/v3/robustness) at the newest level's release:
+# its exploratory scenarios ROBUSTNESS_COUNT times (each run draws its failpoints afresh) and every
+# regression scenario, on bin/failpoints and on upstream's failpoint build, one process at a time
+# (the traffic needs its minimal rate); records docs/conformance/robustness-3.7.json and
+# regenerates docs/conformance.md. About an hour on 2 CPUs.
+ROBUSTNESS_COUNT ?= 3
+robustness:
+	$(MAKE) build build-failpoints LEVEL=$(NEWEST_LEVEL)
+	cd e2e && $(GO) run ./cmd/conformance --suite robustness --level $(NEWEST_LEVEL) --count $(ROBUSTNESS_COUNT) \
+		--parallel 1 --timeout 45m --bin $(BIN) --records $(CURDIR)/docs/conformance \
+		--doc $(CURDIR)/docs/conformance.md --work $(RUN_DIR)/robustness $(ROBUSTNESS_FLAGS)
 
 # A local 3-member cluster (one process each, logs in .run/logs); stop it with Ctrl-C.
 run: build

@@ -62,3 +62,45 @@ func TestUpstreamSuitesSample(t *testing.T) {
 		})
 	}
 }
+
+// robustnessSample is the part of upstream's robustness suite make test runs (at the current
+// level, on bin/failpoints): a member that panics before its WAL write and restarts (gofail), and
+// a follower blackholed until the leader must send it a snapshot (upstream's peer proxy).
+var robustnessSample = []string{"TestRobustnessRegression/Issue14370", "TestRobustnessRegression/Issue15271"}
+
+// TestUpstreamRobustnessSample runs robustnessSample through make robustness's harness and
+// requires each scenario to inject its failpoint and pass upstream's linearizability and watch
+// checks on ours.
+func TestUpstreamRobustnessSample(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Dir(Binary(t, "etcd"))
+	s, err := conformance.BuildSuite(conformance.UpstreamVersion(CurrentLevel), "robustness")
+	if errors.Is(err, cluster.ErrProxyUnreachable) {
+		cannotRun(t, "%v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := conformance.LayOutOurs(filepath.Join(dir, "bin"), bin, CurrentLevel); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	// One at a time: upstream's traffic needs its minimal rate on 2 CPUs. In a namespace where
+	// there are: the scenarios' ports are upstream's fixed ones.
+	res, err := conformance.Run(ctx, s, robustnessSample, []conformance.Side{{Name: "ours", BinDir: filepath.Join(dir, "bin")}},
+		conformance.Options{Timeout: 4 * time.Minute, Parallel: 1, Isolate: conformance.Isolated(), Scenarios: true,
+			LogDir: filepath.Join(dir, "logs"), Env: []string{"RESULTS_DIR=" + filepath.Join(dir, "reports")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res["ours"]) != len(robustnessSample) {
+		t.Fatalf("%d results for %d scenarios: %+v", len(res["ours"]), len(robustnessSample), res["ours"])
+	}
+	for _, r := range res["ours"] {
+		if r.Status != "pass" || r.Failpoint == "" {
+			t.Errorf("upstream %s's %s: %s on ours after %.1fs, failpoint %q: %s (failed: %v)", s.Version, r.Test, r.Status, r.Seconds, r.Failpoint, r.Reason, r.Failed)
+		}
+	}
+}

@@ -70,7 +70,10 @@ func LayOutOurs(dir, bin, level string) ([]string, error) {
 
 // LayOutUpstream makes dir the bin dir of upstream's release at level, with the previous line's
 // current release as etcd-last-release, built from the Go module proxy (cached per machine).
-func LayOutUpstream(dir, level string) ([]string, error) {
+// With failpoints, both etcd binaries are upstream's failpoint builds of those releases
+// (BuildUpstreamFailpoints), as upstream's own CI runs its e2e and robustness tests; Debian's
+// 3.4 has none.
+func LayOutUpstream(dir, level string, failpoints bool) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -84,6 +87,17 @@ func LayOutUpstream(dir, level string) ([]string, error) {
 			return nil, err
 		}
 	}
+	build := "release builds, no failpoints"
+	if failpoints {
+		build = "etcd a failpoint build (gofail " + gofailVersion + "), etcdctl and etcdutl release builds"
+		fp, err := BuildUpstreamFailpoints(v)
+		if err != nil {
+			return nil, err
+		}
+		if err := link(dir, "etcd", fp); err != nil {
+			return nil, err
+		}
+	}
 	prev := previousLevel(level)
 	last := debianEtcd34
 	if prev != "3.4" {
@@ -93,8 +107,13 @@ func LayOutUpstream(dir, level string) ([]string, error) {
 			return nil, err
 		}
 		last = filepath.Join(pdir, "etcd")
+		if failpoints {
+			if last, err = BuildUpstreamFailpoints(pv); err != nil {
+				return nil, err
+			}
+		}
 	}
-	notes := []string{fmt.Sprintf("upstream: etcd, etcdctl and etcdutl %s (release builds, no failpoints), etcd-last-release %s", v, last)}
+	notes := []string{fmt.Sprintf("upstream: etcd, etcdctl and etcdutl %s (%s), etcd-last-release %s", v, build, last)}
 	if err := link(dir, "etcd-last-release", last); err != nil {
 		notes = append(notes, fmt.Sprintf("upstream: no etcd-last-release (%v): tests that need it skip", err))
 	}

@@ -29,14 +29,23 @@ type Result struct {
 	Seconds float64  `json:"seconds"`
 	Failed  []string `json:"failed,omitempty"` // the subtests that failed
 	Reason  string   `json:"reason,omitempty"` // a skip's reason, or a failure's first line
+	// Failpoint is the failpoint a robustness scenario injected (its log's "Triggering
+	// failpoint"), where it got that far.
+	Failpoint string `json:"failpoint,omitempty"`
 }
 
 // Options say how tests run.
 type Options struct {
 	Timeout  time.Duration // per test
 	Parallel int           // tests at once; above 1 each runs in a network namespace of its own
+	Isolate  bool          // a namespace of its own for each test even one at a time
 	LogDir   string        // each test's output: LogDir/<side>/<test>.log
 	Args     []string      // more arguments for the test binary
+	// Scenarios makes a test's results those of its subtests one level down, one Result each
+	// (upstream's robustness tests: one top-level test runs every scenario), named with the
+	// run's number where a test is in the list more than once.
+	Scenarios bool
+	Env       []string // more environment for the test binary
 	// Progress, when set, hears each result as it comes.
 	Progress func(side string, r Result)
 }
@@ -54,7 +63,7 @@ func Run(ctx context.Context, s *Suite, tests []string, sides []Side, o Options)
 	if o.Parallel < 1 {
 		o.Parallel = 1
 	}
-	isolate := o.Parallel > 1
+	isolate := o.Parallel > 1 || o.Isolate
 	if isolate && !Isolated() {
 		return nil, errors.New("running tests at once needs network namespaces (unshare --net), which this machine refuses: use one at a time")
 	}
@@ -63,13 +72,14 @@ func Run(ctx context.Context, s *Suite, tests []string, sides []Side, o Options)
 		i    int
 	}
 	jobs := make(chan job)
-	out := map[string][]Result{}
+	byJob := map[string][][]Result{}
 	for _, sd := range sides {
-		out[sd.Name] = make([]Result, len(tests))
+		byJob[sd.Name] = make([][]Result, len(tests))
 		if err := os.MkdirAll(filepath.Join(o.LogDir, sd.Name), 0o755); err != nil {
 			return nil, err
 		}
 	}
+	names := runNames(tests)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for range o.Parallel {
@@ -77,11 +87,13 @@ func Run(ctx context.Context, s *Suite, tests []string, sides []Side, o Options)
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				r := runOne(ctx, s, tests[j.i], j.side, o, isolate)
+				rs := runOne(ctx, s, tests[j.i], names[j.i], j.side, o, isolate)
 				mu.Lock()
-				out[j.side.Name][j.i] = r
+				byJob[j.side.Name][j.i] = rs
 				if o.Progress != nil {
-					o.Progress(j.side.Name, r)
+					for _, r := range rs {
+						o.Progress(j.side.Name, r)
+					}
 				}
 				mu.Unlock()
 			}
@@ -97,7 +109,28 @@ func Run(ctx context.Context, s *Suite, tests []string, sides []Side, o Options)
 	}
 	close(jobs)
 	wg.Wait()
+	out := map[string][]Result{}
+	for side, rss := range byJob {
+		for _, rs := range rss {
+			out[side] = append(out[side], rs...)
+		}
+	}
 	return out, ctx.Err()
+}
+
+// runNames names each run of tests: the test's name, with " #N" from its second run on where
+// the list holds it more than once.
+func runNames(tests []string) []string {
+	seen := map[string]int{}
+	names := make([]string, len(tests))
+	for i, t := range tests {
+		seen[t]++
+		names[i] = t
+		if seen[t] > 1 {
+			names[i] = fmt.Sprintf("%s #%d", t, seen[t])
+		}
+	}
+	return names
 }
 
 var (
@@ -105,20 +138,22 @@ var (
 	subFailed = regexp.MustCompile(`^\s+--- FAIL: (\S+)`)
 )
 
-// runOne runs one test in a process of its own and reads how it ended from its -test.v output.
-func runOne(ctx context.Context, s *Suite, test string, sd Side, o Options, isolate bool) Result {
+// runOne runs one test in a process of its own and reads how it ended from its -test.v output:
+// one Result, or with o.Scenarios one per scenario.
+func runOne(ctx context.Context, s *Suite, test, name string, sd Side, o Options, isolate bool) []Result {
 	args := append([]string{"-test.run", "^" + test + "$", "-test.v", "-test.count", "1",
 		"-test.timeout", o.Timeout.String(), "-bin-dir", sd.BinDir}, o.Args...)
-	name, argv := s.Binary, args
+	prog, argv := s.Binary, args
 	if isolate {
 		// A fresh network namespace with only loopback, brought up: the test's ports are its own.
-		name, argv = "unshare", append([]string{"--net", "--", "sh", "-c", `ip link set lo up && exec "$0" "$@"`, s.Binary}, args...)
+		prog, argv = "unshare", append([]string{"--net", "--", "sh", "-c", `ip link set lo up && exec "$0" "$@"`, s.Binary}, args...)
 	}
 	// The binary's own timeout ends a stuck test with a goroutine dump; this one is the backstop.
 	cctx, cancel := context.WithTimeout(ctx, o.Timeout+time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, name, argv...)
+	cmd := exec.CommandContext(cctx, prog, argv...)
 	cmd.Dir = s.Dir
+	cmd.Env = append(os.Environ(), o.Env...)
 	cmd.WaitDelay = 10 * time.Second
 	// A group of its own: a test that times out or panics leaves its etcd processes behind, and
 	// they go with it (the next test would find its ports taken, or a stray member).
@@ -129,10 +164,10 @@ func runOne(ctx context.Context, s *Suite, test string, sd Side, o Options, isol
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		}
 	}()
-	logPath := filepath.Join(o.LogDir, sd.Name, test+".log")
+	logPath := filepath.Join(o.LogDir, sd.Name, strings.NewReplacer(" #", ".", "/", "_").Replace(name)+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
-		return Result{Test: test, Status: "fail", Reason: err.Error()}
+		return []Result{{Test: name, Status: "fail", Reason: err.Error()}}
 	}
 	defer f.Close()
 	cmd.Stdout, cmd.Stderr = f, f
@@ -141,9 +176,18 @@ func runOne(ctx context.Context, s *Suite, test string, sd Side, o Options, isol
 	r := Result{Test: test, Seconds: time.Since(start).Seconds()}
 	if _, err := f.Seek(0, 0); err != nil {
 		r.Status, r.Reason = "fail", err.Error()
-		return r
+		r.Test = name
+		return []Result{r}
+	}
+	var scenarios []Result
+	if o.Scenarios {
+		scenarios = parseScenarios(f, test, strings.TrimPrefix(name, test))
+		if _, err := f.Seek(0, 0); err != nil {
+			r.Status, r.Reason = "fail", err.Error()
+		}
 	}
 	parse(f, &r)
+	r.Test = name
 	switch {
 	case r.Status != "":
 	case cctx.Err() != nil:
@@ -154,7 +198,12 @@ func runOne(ctx context.Context, s *Suite, test string, sd Side, o Options, isol
 			r.Reason = runErr.Error()
 		}
 	}
-	return r
+	if o.Scenarios && len(scenarios) > 0 && r.Status != "timeout" {
+		return scenarios
+	}
+	// No scenario ended (the test failed before its first, or timed out): the test's own
+	// result, with the scenarios that did end.
+	return append(scenarios, r)
 }
 
 // parse reads a test's -test.v output: its top-level result line, the subtests that failed, a

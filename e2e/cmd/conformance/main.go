@@ -1,7 +1,7 @@
-// Command conformance runs upstream etcd's own e2e tests, at the release a level implements,
-// against our binaries and against upstream's release on the same machine in the same run, and
-// writes the results (docs/conformance/*.json) and the report (docs/conformance.md).
-// `make conformance LEVEL=3.7` runs it.
+// Command conformance runs upstream etcd's own test suites (its e2e tests, or its robustness
+// scenarios), at the release a level implements, against our binaries and against upstream's
+// release on the same machine in the same run, and writes the results (docs/conformance/*.json)
+// and the report (docs/conformance.md). `make conformance LEVEL=3.7` and `make robustness` run it.
 package main
 
 import (
@@ -31,18 +31,37 @@ func main() {
 	records := flag.String("records", "docs/conformance", "where each level's results are kept")
 	doc := flag.String("doc", "docs/conformance.md", "the report, made from every level's results (empty: none)")
 	work := flag.String("work", ".run/conformance", "bin dirs and each test's output")
+	releaseBuilds := flag.Bool("upstream-release-builds", false, "run upstream's side on its release builds (default: its etcd built with failpoints, as upstream's CI runs its tests)")
+	count := flag.Int("count", 3, "robustness: runs of the exploratory scenarios (each draws its failpoints afresh)")
 	rerun := flag.Bool("rerun-differences", false, "run again on ours only the tests the level's record shows ending differently, and record their new results (noted in the report)")
 	flag.Parse()
 	if *rerun {
 		*sidesFlag = "ours"
+		if *suite == "robustness" {
+			fmt.Fprintln(os.Stderr, "conformance: --rerun-differences reruns e2e tests; robustness scenarios draw their failpoints afresh, run them again with --run")
+			os.Exit(2)
+		}
 	}
-	if err := main1(*level, *suite, *bin, *run, *sidesFlag, *parallel, *timeout, *records, *doc, *work, *rerun); err != nil {
+	c := config{level: *level, suite: *suite, bin: *bin, run: *run, sides: *sidesFlag, parallel: *parallel, count: *count,
+		timeout: *timeout, records: *records, doc: *doc, work: *work, rerun: *rerun, releaseBuilds: *releaseBuilds}
+	if err := c.main(); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
 		os.Exit(1)
 	}
 }
 
-func main1(level, suiteName, bin, run, sidesFlag string, parallel int, timeout time.Duration, records, doc, work string, rerun bool) error {
+// config is what the flags say.
+type config struct {
+	level, suite, bin, run, sides string
+	parallel, count               int
+	timeout                       time.Duration
+	records, doc, work            string
+	rerun, releaseBuilds          bool
+}
+
+func (c config) main() error {
+	level, suiteName, bin, run, sidesFlag := c.level, c.suite, c.bin, c.run, c.sides
+	parallel, count, timeout, records, doc, work, rerun, releaseBuilds := c.parallel, c.count, c.timeout, c.records, c.doc, c.work, c.rerun, c.releaseBuilds
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	bin, err := filepath.Abs(bin)
@@ -59,7 +78,9 @@ func main1(level, suiteName, bin, run, sidesFlag string, parallel int, timeout t
 	if err != nil {
 		return err
 	}
-	if run != "" {
+	if strings.Contains(run, "/") {
+		tests = []string{run} // one subtest: upstream's binary matches it level by level
+	} else if run != "" {
 		re, err := regexp.Compile(run)
 		if err != nil {
 			return fmt.Errorf("--run: %w", err)
@@ -72,10 +93,17 @@ func main1(level, suiteName, bin, run, sidesFlag string, parallel int, timeout t
 		}
 		tests = keep
 	}
+	scenarios := suiteName == "robustness"
+	if scenarios {
+		tests = robustnessRuns(tests, count)
+	}
 	now := time.Now().UTC().Format("2006-01-02 15:04 UTC")
 	command := "conformance " + strings.Join(os.Args[1:], " ")
 	rec := &conformance.Record{Level: level, Upstream: version, Suite: suiteName, Date: now, Command: command,
 		Machine: fmt.Sprintf("%d CPUs, %d tests at once, %v per test", runtime.NumCPU(), parallel, timeout)}
+	if scenarios {
+		rec.Machine = fmt.Sprintf("%d CPUs, %d test processes at once, %v per process", runtime.NumCPU(), parallel, timeout)
+	}
 	var previous *conformance.Record
 	if rerun {
 		if previous, err = conformance.LoadRecord(conformance.RecordPath(records, suiteName, level)); err != nil {
@@ -91,7 +119,7 @@ func main1(level, suiteName, bin, run, sidesFlag string, parallel int, timeout t
 		case "ours":
 			notes, err = conformance.LayOutOurs(dir, bin, level)
 		case "upstream":
-			notes, err = conformance.LayOutUpstream(dir, level)
+			notes, err = conformance.LayOutUpstream(dir, level, !releaseBuilds)
 		default:
 			err = fmt.Errorf("--sides: no side %q", name)
 		}
@@ -112,11 +140,22 @@ func main1(level, suiteName, bin, run, sidesFlag string, parallel int, timeout t
 	fmt.Printf("running %d tests on %d sides, %d at once; output in %s\n", len(tests), len(sides), parallel, logs)
 	start := time.Now()
 	done := 0
-	rec.Results, err = conformance.Run(ctx, s, tests, sides, conformance.Options{Timeout: timeout, Parallel: parallel, LogDir: logs,
-		Progress: func(side string, r conformance.Result) {
-			done++
-			fmt.Printf("[%d/%d %v] %-8s %-7s %6.1fs %s %s\n", done, len(tests)*len(sides), time.Since(start).Round(time.Second), side, r.Status, r.Seconds, r.Test, r.Reason)
-		}})
+	// A namespace for each test where there are, even one at a time: upstream's tests use fixed
+	// ports, which something else on the machine may hold.
+	opts := conformance.Options{Timeout: timeout, Parallel: parallel, Isolate: conformance.Isolated(), LogDir: logs, Scenarios: scenarios}
+	if scenarios {
+		// upstream's robustness tests keep each failing scenario's data and report there
+		reports := filepath.Join(logs, "reports")
+		if err := os.MkdirAll(reports, 0o755); err != nil {
+			return err
+		}
+		opts.Env = append(opts.Env, "RESULTS_DIR="+reports)
+	}
+	opts.Progress = func(side string, r conformance.Result) {
+		done++
+		fmt.Printf("[%d %v] %-8s %-7s %6.1fs %s %s %s\n", done, time.Since(start).Round(time.Second), side, r.Status, r.Seconds, r.Test, r.Failpoint, r.Reason)
+	}
+	rec.Results, err = conformance.Run(ctx, s, tests, sides, opts)
 	if err != nil {
 		return err
 	}
@@ -162,4 +201,21 @@ func writeDoc(records, doc string) error {
 		return err
 	}
 	return os.WriteFile(doc, []byte(conformance.Markdown(recs, why, string(pre))), 0o644)
+}
+
+// robustnessRuns is the processes of upstream's robustness suite: its exploratory test count
+// times (each run draws every scenario's failpoint afresh), every other test (the regression
+// scenarios) once.
+func robustnessRuns(tests []string, count int) []string {
+	var runs []string
+	for _, t := range tests {
+		n := 1
+		if t == "TestRobustnessExploratory" {
+			n = count
+		}
+		for range n {
+			runs = append(runs, t)
+		}
+	}
+	return runs
 }
