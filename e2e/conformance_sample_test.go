@@ -15,7 +15,8 @@ import (
 // etcdctl command, a put through a dial timeout, a gateway txn or a delete, and upstream's own
 // metrics check, picked from tests that exist at the level and run in seconds.
 var conformanceSample = map[string][]string{
-	"3.7": {"TestCtlV3Version", "TestCtlV3PutTimeout", "TestCurlV3KVTxn", "TestNoMetricsMissing", "TestGracefulShutdown"},
+	"3.7": {"TestCtlV3Version", "TestCtlV3PutTimeout", "TestCurlV3KVTxn", "TestNoMetricsMissing", "TestGracefulShutdown",
+		"TestResumeCompactionOnTombstone", "TestLeaseRevokeDuringRenew", "TestReproduce17780"},
 	"3.6": {"TestCtlV3Version", "TestCtlV3PutTimeout", "TestCurlV3KVTxn", "TestNoMetricsMissing"},
 	"3.5": {"TestCtlV3Version", "TestCtlV3PutTimeout", "TestCtlV3Del", "TestCtlV3TxnInteractiveSuccess"},
 }

@@ -216,7 +216,6 @@ func (s *Server) renewLocal(ctx context.Context, id int64) (int64, error) {
 		s.m.leaseRenewed.Inc()
 	}
 	if checkpointed {
-		failpoint.At(failpoint.BeforeCheckpointInLeaseRenew)
 		// Clear the checkpoint everywhere, or a new leader would start this renewed lease from
 		// its old, shorter remaining TTL.
 		go s.checkpointLeases(map[int64]int64{id: 0})

@@ -106,7 +106,7 @@ var All = []Point{
 	{BeforeLookupWhenLeaseTimeToLive, "3.5", "", "LeaseTimeToLive on the leader: before the lease is looked up"},
 	{BeforeLookupWhenForwardLeaseTimeToLive, "3.5", "", "a follower's forwarded LeaseTimeToLive, on the leader: before the lease is looked up"},
 	{BeforeServeHTTPLeaseRenew, "3.7", "", "a follower's forwarded keep-alive, on the leader: before it is renewed"},
-	{BeforeCheckpointInLeaseRenew, "3.5", "", "a keep-alive on the leader: before a checkpointed lease's checkpoint is cleared"},
+	{BeforeCheckpointInLeaseRenew, "3.5", "", "a keep-alive on the leader: after the lease is found, before it is renewed (a revoke meanwhile makes the renewal find it gone)"},
 	{BeforeSendWatchResponse, "3.5", "", "before a watch response is sent to its client"},
 	{AfterIsMemberExist, "3.5", "", "a client request: before the member checks whether it is a learner that may not serve it"},
 	{RaftDropHeartbeat, "3.7", "", "a received peer message: return drops it (heartbeats and all)"},

@@ -15,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"etcdx/server/backend"
+	"etcdx/server/failpoint"
 	"etcdx/server/schema"
 )
 
@@ -221,6 +222,18 @@ func (l *Lessor) Renew(ctx context.Context, id int64) (ttl int64, checkpointed b
 		case <-ctx.Done():
 			return -1, false, ctx.Err()
 		}
+	}
+	if failpoint.Enabled {
+		// Upstream's point between finding the lease and renewing it: a revoke may land here,
+		// and the renewal then finds the lease gone.
+		l.mu.Unlock()
+		failpoint.At(failpoint.BeforeCheckpointInLeaseRenew)
+		l.mu.Lock()
+		if ls, ok = l.leases[id]; !ok {
+			l.mu.Unlock()
+			return -1, false, ErrNotFound
+		}
+		now = l.now()
 	}
 	defer l.mu.Unlock()
 	ls.expiry = now.Add(time.Duration(ls.TTL) * time.Second)

@@ -90,9 +90,10 @@ func (ki *keyIndex) get(atRev int64) (mod, created schema.Revision, ver int64, e
 // or below atRev that must stay in the backend. It reports whether the index is now empty.
 func (ki *keyIndex) compact(atRev int64, keep map[schema.Revision]struct{}) bool {
 	gens := ki.generations
-	// Whole generations whose tombstone is at or below atRev are gone.
+	// Whole generations whose tombstone is below atRev are gone. A tombstone at atRev stays,
+	// as upstream's: a watch from atRev still sees the deletion (the hash, keepAt, leaves it out).
 	i := 0
-	for i < len(gens)-1 && gens[i].revs[len(gens[i].revs)-1].Main <= atRev {
+	for i < len(gens)-1 && gens[i].revs[len(gens[i].revs)-1].Main < atRev {
 		i++
 	}
 	gens = gens[i:]

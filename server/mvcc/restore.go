@@ -332,9 +332,13 @@ func mergeScans(scans []*restoreScan, bounds scanBounds, out chan<- []*keyIndex)
 				r := sc.recs[pos[i]]
 				rev := schema.Revision{Main: r.main, Sub: r.sub}
 				switch {
+				case r.tomb && ki == nil:
+					// Only the deletion is left: a compaction at its revision keeps it (watchers
+					// from there see it), and the next one removes it, as upstream's.
+					ki = newRestoredKey(key, rev, schema.Revision{}, 1)
+					ki.generations = append(ki.generations, generation{})
 				case r.tomb:
-					// A deletion of a key whose earlier revisions were compacted away is no change.
-					if ki != nil && ki.isLive() {
+					if ki.isLive() {
 						_ = ki.tombstone(rev)
 					}
 				case ki == nil:

@@ -46,7 +46,11 @@ func restoreOneByOne(t *testing.T, be *backend.Backend) (*treeIndex, int64, map[
 			switch {
 			case len(kv.Key) == 0:
 			case tomb:
-				if ki := idx.lookup(kv.Key); ki != nil && ki.isLive() {
+				switch ki := idx.lookup(kv.Key); {
+				case ki == nil: // only the deletion is left: it stays until compacted past
+					idx.tree.Set(&keyIndex{key: append([]byte(nil), kv.Key...), modified: rev,
+						generations: []generation{{ver: 1, revs: []schema.Revision{rev}}, {}}})
+				case ki.isLive():
 					_ = ki.tombstone(rev)
 				}
 				delete(leases, string(kv.Key))

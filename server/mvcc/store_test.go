@@ -234,8 +234,9 @@ func TestCompactionAcrossIndexChunks(t *testing.T) {
 		t.Fatalf("range below the compacted revision: %v, want ErrCompacted", err)
 	}
 	stored := storedRevisions(t, be)
-	if after := (keys + 6) / 7; stored != live+after {
-		t.Fatalf("%d revisions stored, want %d (each live key's latest and the %d later writes)", stored, live+after, after)
+	// The last deletion is at the compacted revision: it stays (a watch from there sees it).
+	if after := (keys + 6) / 7; stored != live+1+after {
+		t.Fatalf("%d revisions stored, want %d (each live key's latest, the deletion at the compacted revision and the %d later writes)", stored, live+1+after, after)
 	}
 }
 
@@ -412,5 +413,65 @@ func TestPaginatedCountsCarryOver(t *testing.T) {
 		if want := s.idx.count([]byte("obj/050"), tc.end, tc.rev); res.Count != want {
 			t.Fatalf("range to %q at %d: Count %d, want %d", tc.end, tc.rev, res.Count, want)
 		}
+	}
+}
+
+// A deletion at the compacted revision stays stored and indexed, across a restart, until a
+// compaction past it, as upstream keeps it: a watch from the compacted revision still gets the
+// event (upstream's TestResumeCompactionOnTombstone).
+func TestTombstoneAtCompactedRevisionStays(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	open := func() (*backend.Backend, *Store) {
+		be, err := backend.Open(backend.Config{Path: path, Buckets: schema.Buckets})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(be, slog.Default(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return be, s
+	}
+	be, s := open()
+	put(t, s, "a", "1")
+	put(t, s, "b", "1")
+	w := s.Write()
+	if _, err := w.DeleteRange([]byte("a"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.End(); err != nil {
+		t.Fatal(err)
+	}
+	del := s.Rev()
+	done, err := s.Compact(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitCompacted(t, done)
+	if n := storedRevisions(t, be); n != 2 {
+		t.Fatalf("%d revisions stored after compacting at the deletion, want 2 (b and a's deletion)", n)
+	}
+	s.Close()
+	be.Close()
+
+	be, s = open()
+	defer func() { s.Close(); be.Close() }()
+	if ki := s.idx.lookup([]byte("a")); ki == nil || len(ki.generations) != 2 || ki.generations[0].revs[0].Main != del {
+		t.Fatalf("a's index entry after a restart: %+v, want its deletion at %d", ki, del)
+	}
+	if r, err := s.Range([]byte("a"), nil, RangeOptions{Rev: del}); err != nil || len(r.KVs) != 0 {
+		t.Fatalf("a at the compacted revision: %v %v, want no key", r, err)
+	}
+	put(t, s, "b", "2")
+	done, err = s.Compact(s.Rev())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitCompacted(t, done)
+	if n := storedRevisions(t, be); n != 1 {
+		t.Fatalf("%d revisions stored after compacting past the deletion, want 1", n)
+	}
+	if ki := s.idx.lookup([]byte("a")); ki != nil {
+		t.Fatalf("a still indexed after compacting past its deletion: %+v", ki)
 	}
 }
