@@ -276,6 +276,8 @@ func TestEtcdutlLogEventsAsUpstream(t *testing.T) {
 			"--initial-advertise-peer-urls", "http://127.0.0.1:2380"},
 		{"migrate", "--data-dir", "DIR", "--target-version", "3.6"},
 		{"migrate", "--data-dir", "DIR", "--target-version", "3.7"},
+		// a version neither knows, forced: written as asked (upstream's TestEtctlutlMigrate)
+		{"migrate", "--data-dir", "DIR", "--target-version", "3.8", "--force"},
 	} {
 		run := func(bin string) (string, []string) {
 			dir := filepath.Join(t.TempDir(), "data")

@@ -23,6 +23,9 @@ type MigrateResult struct {
 	ClusterFrom, ClusterTo version.Level
 	// Forced lists WAL entries the target cannot apply that --force let through.
 	Forced []string
+	// NoPlan is why no migration leads to the target (a version this etcdutl does not know, on
+	// either side); with --force the storage version was then written as the target anyway.
+	NoPlan error
 }
 
 // migrate moves a stopped member's storage to target, one level at a time, in one bbolt
@@ -34,8 +37,8 @@ func migrate(dataDir string, target version.Level, force bool, wait time.Duratio
 	if err := checkDataDir(dataDir); err != nil {
 		return nil, err
 	}
-	if !version.IsKnown(target) {
-		return nil, fmt.Errorf("--target-version %s is not a version this etcdutl knows (%s to %s)", target, version.Known()[0], version.Known()[len(version.Known())-1])
+	if !version.IsKnown(target) && !force {
+		return nil, fmt.Errorf("--target-version %s is not a version this etcdutl knows (%s to %s); --force writes it as the storage version anyway", target, version.Known()[0], version.Known()[len(version.Known())-1])
 	}
 	db, err := openDB(schema.BackendPath(dataDir), false, wait)
 	if err != nil {
@@ -55,8 +58,8 @@ func migrate(dataDir string, target version.Level, force bool, wait time.Duratio
 	if err != nil {
 		return nil, err
 	}
-	if !version.IsKnown(res.From) {
-		return nil, fmt.Errorf("the data has storage version %s, which this etcdutl does not know; use a newer etcdutl", res.From)
+	if !version.IsKnown(res.From) && !force {
+		return nil, fmt.Errorf("the data has storage version %s, which this etcdutl does not know; use a newer etcdutl (or --force to overwrite it)", res.From)
 	}
 	blocking, err := unappliedNewerEntries(dataDir, applied, target)
 	if err != nil {
@@ -71,6 +74,16 @@ func migrate(dataDir string, target version.Level, force bool, wait time.Duratio
 	}
 	err = backend.SafeUpdate(db, func(tx *bolt.Tx) error {
 		_, done, err := schema.Migrate(tx, target)
+		if err != nil && force && (!version.IsKnown(res.From) || !version.IsKnown(target)) {
+			// Upstream's --force: no plan leads there, the version is written as asked.
+			res.NoPlan = err
+			what, err := schema.ForceStorageVersion(tx, target)
+			if err != nil {
+				return err
+			}
+			res.Actions = []string{what}
+			return nil
+		}
 		if err != nil {
 			return err
 		}

@@ -39,6 +39,16 @@ func migrateCommand(g *globals) *cobra.Command {
 			if res.From == res.To {
 				log.Info("storage version up-to-date", "storage-version", res.To.String())
 			}
+			if res.NoPlan != nil {
+				// upstream's two events for a forced migration
+				log.Info("normal migrate failed, trying with force", "error", res.NoPlan.Error())
+				if res.To.Less(version.V3_6) {
+					log.Warn("forcefully cleared storage version")
+				} else {
+					log.Warn("forcefully set storage version", "storage-version", res.To.String())
+				}
+				return nil
+			}
 			for _, step := range migrationSteps(res.From, res.To) {
 				log.Info("updated storage version", "new-storage-version", step.Full())
 			}

@@ -116,3 +116,18 @@ func Migrate(tx *bolt.Tx, to version.Level) (version.Level, []string, error) {
 	}
 	return from, done, nil
 }
+
+// ForceStorageVersion writes to as the file's storage version whatever it held, as upstream's
+// `etcdutl migrate --force` does when no migration plan leads there: the key is deleted below
+// 3.6 (3.5 has none), else set to "X.Y.0". It returns what it did.
+func ForceStorageVersion(tx *bolt.Tx, to version.Level) (string, error) {
+	b, err := tx.CreateBucketIfNotExists(Meta)
+	if err != nil {
+		return "", err
+	}
+	if to.Less(version.V3_6) {
+		return "delete meta/storageVersion", b.Delete(MetaStorageVersion)
+	}
+	v := fmt.Sprintf("%d.%d.0", to.Major, to.Minor)
+	return "set meta/storageVersion to " + v, b.Put(MetaStorageVersion, []byte(v))
+}
