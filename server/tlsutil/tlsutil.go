@@ -126,11 +126,10 @@ func (i Info) ServerConfig(nextProtos ...string) (*tls.Config, error) {
 		if err != nil {
 			return nil, err
 		}
+		// A trusted CA alone makes every connection show a certificate it signed, as upstream's
+		// listeners require (--client-cert-auth adds the certificate's name as the auth user).
 		cfg.ClientCAs = pool
-		cfg.ClientAuth = tls.VerifyClientCertIfGiven
-		if i.ClientCertAuth {
-			cfg.ClientAuth = tls.RequireAndVerifyClientCert
-		}
+		cfg.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	if len(i.AllowedCNs) > 0 || len(i.AllowedHostnames) > 0 {
 		cfg.VerifyPeerCertificate = i.verifyAllowed
