@@ -264,6 +264,12 @@ func (s *Server) restart(rcfg *raft.Config) error {
 			return fmt.Errorf("membership in snapshot %d: %w", sn.Metadata.Index, err)
 		}
 		s.replayMem = membership.FromState(st)
+		// upstream's events, which its tests and operators' scripts wait for
+		if cindex >= sn.Metadata.Index {
+			s.log.Info("Skipping snapshot backend", "consistent-index", cindex, "snapshot-index", sn.Metadata.Index)
+		} else {
+			s.log.Info("Recovering from snapshot backend", "consistent-index", cindex, "snapshot-index", sn.Metadata.Index)
+		}
 		if cindex < sn.Metadata.Index {
 			// Crashed between recording a snapshot from the leader and swapping its database in.
 			if _, err := os.Stat(s.snapDBPath(sn.Metadata.Index)); err == nil {
@@ -291,7 +297,8 @@ func (s *Server) restart(rcfg *raft.Config) error {
 			}
 		}
 		if cindex < sn.Metadata.Index {
-			return fmt.Errorf("database file (index %d) does not match the latest snapshot (index %d): the database was replaced or rolled back; %s",
+			// upstream's words first (it looks for the leader's database file and finds none)
+			return fmt.Errorf("failed to find database snapshot file (snap: snapshot file doesn't exist): database file (index %d) does not match the latest snapshot (index %d): the database was replaced or rolled back; %s",
 				cindex, sn.Metadata.Index, repairHint(s.id))
 		}
 		if err := s.storage.ApplySnapshot(sn); err != nil {

@@ -100,8 +100,8 @@ type Config struct {
 
 	Logger   *slog.Logger
 	Registry *prometheus.Registry
-	// PeerReadTimeout and PeerWriteTimeout bound a silent peer stream (--raft-read-timeout,
-	// --raft-write-timeout; 0: 5 s).
+	// PeerReadTimeout paces the link heartbeats on peer streams (a third of it) and
+	// PeerWriteTimeout bounds each write on them (--raft-read-timeout, --raft-write-timeout; 0: 5 s).
 	PeerReadTimeout, PeerWriteTimeout time.Duration
 	// PeerLocalAddr, when set, is the IP this member dials its peers from (SetMemberLocalAddr).
 	PeerLocalAddr string

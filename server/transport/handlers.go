@@ -128,7 +128,7 @@ func (t *Transport) serveStream(w http.ResponseWriter, r *http.Request) {
 	}
 	// The response outlives any server write timeout: the writer sets a deadline per write.
 	rc.SetWriteDeadline(time.Time{})
-	c := &outgoingConn{bw: bufio.NewWriterSize(w, 64<<10), rc: rc, closeReq: make(chan struct{}), released: make(chan struct{})}
+	c := &outgoingConn{bw: bufio.NewWriterSize(w, 64<<10), rc: rc, released: make(chan struct{})}
 	writer := p.msgWriter
 	if typ == streamMsgAppV2 {
 		writer = p.msgAppWriter
@@ -136,12 +136,11 @@ func (t *Transport) serveStream(w http.ResponseWriter, r *http.Request) {
 	if !writer.attach(c) {
 		return
 	}
-	select {
-	case <-c.released:
-	case <-r.Context().Done():
-		close(c.closeReq)
-		<-c.released
-	}
+	// Only a failed write ends the stream, as upstream's: a peer that went away is found by
+	// the next write (the writer's link heartbeats come often). Going by the request's end
+	// instead would give up a stream a proxy in between still holds open (upstream's
+	// blackholing tests rely on this member writing into it meanwhile).
+	<-c.released
 }
 
 // admitPeer is what every raft endpoint does first: refuse another method, name this

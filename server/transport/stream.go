@@ -51,7 +51,6 @@ func (t streamType) encoder(w io.Writer) encoder {
 type outgoingConn struct {
 	bw       *bufio.Writer
 	rc       *http.ResponseController
-	closeReq chan struct{} // the handler asks the writer to let go (the peer went away)
 	released chan struct{} // the writer no longer touches the response
 	once     sync.Once
 }
@@ -127,7 +126,6 @@ func (sw *streamWriter) run() {
 		}
 	}
 	defer drop("")
-	var closeReq chan struct{}
 	for {
 		select {
 		case <-heartbeat.C:
@@ -149,7 +147,6 @@ func (sw *streamWriter) run() {
 			replaced := conn != nil
 			drop("")
 			conn, enc = c, sw.typ.encoder(c.bw)
-			closeReq = c.closeReq
 			sw.setWorking(true)
 			p.status.activate()
 			if replaced {
@@ -157,9 +154,6 @@ func (sw *streamWriter) run() {
 			}
 			t.log.Info("established TCP streaming connection with remote peer", "stream-writer-type", sw.typ.String(),
 				"local-member-id", hexID(t.cfg.ID), "remote-peer-id", hexID(p.id))
-		case <-closeReq:
-			closeReq = nil
-			drop("the peer closed the stream")
 		case <-p.ctx.Done():
 			// Ship what raft already handed us (proposals forwarded to the new leader just
 			// before this member stops, its last appends), within a short bound.

@@ -85,9 +85,10 @@ type Config struct {
 	TLS *tls.Config
 	// LocalAddr, when set, is the IP peer connections leave from.
 	LocalAddr string
-	// ReadTimeout and WriteTimeout bound each read and write on a stream (--raft-read-timeout,
-	// --raft-write-timeout; 0: upstream's 5 s). Idle streams carry link heartbeats, so only a
-	// peer that is gone or frozen trips them.
+	// WriteTimeout bounds each write on a stream (--raft-write-timeout; 0: upstream's 5 s);
+	// link heartbeats go out every third of ReadTimeout (--raft-read-timeout), so a stream
+	// whose peer went away fails its next write. Streams this member reads have no read
+	// deadline, as upstream's in effect (newStreamRoundTripper).
 	ReadTimeout, WriteTimeout time.Duration
 	// OnRemoved is called (once) when a peer says this member was removed from the cluster.
 	OnRemoved func()
@@ -97,8 +98,7 @@ type Config struct {
 type Transport struct {
 	cfg Config
 	log *slog.Logger
-	// pipelineRT carries single requests; streamRT the streams, with per-read and per-write
-	// deadlines.
+	// pipelineRT carries single requests; streamRT the streams this member opens.
 	pipelineRT, streamRT http.RoundTripper
 	m                    *metrics
 
@@ -123,7 +123,7 @@ func New(cfg Config) *Transport {
 	}
 	return &Transport{cfg: cfg, log: cfg.Logger, peers: map[uint64]*peer{}, stopc: make(chan struct{}), m: newMetrics(),
 		pipelineRT: NewRoundTripper(cfg.DialTimeout, cfg.TLS, cfg.LocalAddr),
-		streamRT:   newStreamRoundTripper(cfg.DialTimeout, cfg.TLS, cfg.LocalAddr, cfg.ReadTimeout, cfg.WriteTimeout)}
+		streamRT:   newStreamRoundTripper(cfg.DialTimeout, cfg.TLS, cfg.LocalAddr)}
 }
 
 // SetClusterID updates the cluster ID used in requests (known only after bootstrap).
