@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -314,5 +315,48 @@ func TestEtcdutlLogEventsAsUpstream(t *testing.T) {
 			t.Errorf("etcdutl %v: ours lacks upstream's %q (and what follows)\n--- upstream ---\n%s\n--- ours ---\n%s",
 				args, uEvs[next], strings.Join(uEvs, "\n"), strings.Join(oEvs, "\n"))
 		}
+	}
+}
+
+// TestSnapshotRestoreFilesAsUpstream: etcdutl snapshot restore of ours leaves the files
+// upstream 3.7.3's leaves (the WAL, the database and a raft snapshot of the new membership,
+// which upstream's tests load), and each binary serves what the other restored.
+func TestSnapshotRestoreFilesAsUpstream(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	upEtcd, upUtl := UpstreamBinaryAt(t, Upstream37Version, "etcd"), UpstreamBinaryAt(t, Upstream37Version, "etcdutl")
+	_, snap := stoppedMemberFiles(t, CurrentLevel)
+	files := func(dir string) []string {
+		var out []string
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				rel, _ := filepath.Rel(dir, p)
+				out = append(out, rel)
+			}
+			return nil
+		})
+		return out
+	}
+	restored := map[string]*Member{}
+	for side, utl := range map[string]string{"upstream": upUtl, "ours": Binary(t, "etcdutl")} {
+		m := NewMember(t)
+		if code, _, out := runCLI(t, utl, "snapshot", "restore", snap, "--data-dir", m.DataDir, "--name", m.Name,
+			"--initial-cluster", m.Name+"="+m.PeerURL, "--initial-advertise-peer-urls", m.PeerURL); code != 0 {
+			t.Fatalf("%s restore: exit %d %s", side, code, out)
+		}
+		restored[side] = m
+	}
+	if u, o := files(restored["upstream"].DataDir), files(restored["ours"].DataDir); !slices.Equal(u, o) {
+		t.Fatalf("restored files differ:\nupstream %v\nours     %v", u, o)
+	}
+	restored["ours"].Bin, restored["upstream"].Bin = upEtcd, ServerAt(t, CurrentLevel)
+	var dumps []string
+	for _, side := range []string{"ours", "upstream"} {
+		m := restored[side]
+		m.Start()
+		dumps = append(dumps, dump(t, m.Client()))
+		m.Stop()
+	}
+	if dumps[0] != dumps[1] {
+		t.Fatalf("upstream serving our restore and ours serving upstream's differ:\n%s\n%s", dumps[0], dumps[1])
 	}
 }

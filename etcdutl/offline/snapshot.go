@@ -23,6 +23,7 @@ import (
 	"etcdx/server/backend"
 	"etcdx/server/membership"
 	"etcdx/server/schema"
+	"etcdx/server/snap"
 	"etcdx/server/wal"
 )
 
@@ -283,7 +284,7 @@ func restore(cfg RestoreConfig) error {
 		os.RemoveAll(tmp)
 		return err
 	}
-	err = w.Save(raftpb.HardState{Term: 1, Commit: uint64(len(ents))}, ents)
+	err = saveRestoredLog(w, schema.SnapDir(tmp), in, ents)
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
@@ -309,6 +310,31 @@ func restore(cfg RestoreConfig) error {
 	}
 	log.Info("restored snapshot", cfg.restoreLogFields()...)
 	return nil
+}
+
+// saveRestoredLog writes the new cluster's log as upstream's restore does: its configuration
+// entries (1..n, term 1) committed, with a vote for the lowest member ID, then a raft snapshot
+// at n of that membership (the .snap file, v2-store document) recorded in the WAL. Upstream's
+// members, and its tests, load that snapshot at start.
+func saveRestoredLog(w *wal.WAL, snapDir string, in *membership.Initial, ents []raftpb.Entry) error {
+	n := uint64(len(ents))
+	ids := make([]uint64, 0, len(in.Members))
+	for _, m := range in.Members {
+		ids = append(ids, m.ID)
+	}
+	slices.Sort(ids)
+	if err := w.Save(raftpb.HardState{Term: 1, Vote: ids[0], Commit: n}, ents); err != nil {
+		return err
+	}
+	data, err := membership.EncodeV2Store(membership.State{Members: in.Members}, "")
+	if err != nil {
+		return err
+	}
+	meta := raftpb.SnapshotMetadata{Index: n, Term: 1, ConfState: raftpb.ConfState{Voters: ids}}
+	if err := snap.Save(snapDir, raftpb.Snapshot{Data: data, Metadata: meta}); err != nil {
+		return fmt.Errorf("save the restored membership snapshot: %w", err)
+	}
+	return w.SaveSnapshot(meta)
 }
 
 func openReadOnlyCheck(path string) (bool, error) {
