@@ -418,11 +418,9 @@ func (b *Backend) commitLocked() error {
 	failpoint.At(failpoint.AfterCommit)
 	b.m.committed(time.Since(start), tx.Stats())
 	b.pending = 0
-	failpoint.At(failpoint.BeforeWritebackBuf)
 	for _, fn := range b.onCommit {
 		fn()
 	}
-	failpoint.At(failpoint.AfterWritebackBuf)
 	return b.begin()
 }
 

@@ -129,8 +129,8 @@ var All = []Point{
 	{AfterStartDBTxn, "3.5", "", "after the backend began its next write transaction"},
 	{BeforeCommit, "3.5", "", "before the backend's batch is committed (bbolt commit and fsync)"},
 	{AfterCommit, "3.5", "", "after the backend's batch is committed"},
-	{BeforeWritebackBuf, "3.5", "", "after a commit, before readers are moved to what it committed"},
-	{AfterWritebackBuf, "3.5", "", "after readers were moved to what a commit committed"},
+	{BeforeWritebackBuf, "3.5", "", "a write transaction's end: before readers see its writes, holding the lock they take"},
+	{AfterWritebackBuf, "3.5", "", "a write transaction's end: after readers see its writes, still holding their lock"},
 	{CommitBeforePreCommitHook, "3.5", "", "a commit: before the batch is sealed (ours writes the consistent index with each entry)"},
 	{CommitAfterPreCommitHook, "3.5", "", "a commit: after the batch is sealed, before bbolt's commit"},
 }

@@ -403,8 +403,12 @@ func (t *TxnWrite) End() error {
 	s := t.s
 	s.metrics.txnEnded(t.ranges, t.puts, t.deletes, t.putSize)
 	if len(t.changes) > 0 {
+		// Upstream's write-back points: the transaction's writes become what readers see,
+		// under the lock readers take (a sleep here holds every read, as upstream's does).
+		failpoint.At(failpoint.BeforeWritebackBuf)
 		s.currentRev = t.rev
 		s.watch.notify(t.rev, t.changes)
+		failpoint.At(failpoint.AfterWritebackBuf)
 	}
 	s.mu.Unlock()
 	if t.ownBatch {
