@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -221,5 +222,43 @@ func TestCipherSuites(t *testing.T) {
 		if (err == nil) != c.ok {
 			t.Fatalf("client offering %s: err = %v", tls.CipherSuiteName(c.suite), err)
 		}
+	}
+}
+
+// TestClientCertsOnClientEndpointsAsUpstream: on client endpoints, --client-cert-auth asks only
+// for a certificate the trusted CA signed, as upstream 3.7.3 (run beside ours) does: over a
+// unixs socket, which has no address to match, and from 127.0.0.1 with a certificate naming
+// another host (only peer connections check a certificate's names against the address). A
+// connection without a certificate is refused on both.
+func TestClientCertsOnClientEndpointsAsUpstream(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	certs := NewCerts(t)
+	elsewhere := certs.ClientTLS(t, false)
+	cert, err := tls.LoadX509KeyPair(certs.ElsewhereCert, certs.ElsewhereKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere.Certificates = []tls.Certificate{cert}
+	for name, bin := range map[string]string{"ours": ServerAt(t, CurrentLevel), "upstream": UpstreamBinaryAt(t, Upstream37Version, "etcd")} {
+		dir := t.TempDir()
+		m := tlsMember(t, certs)
+		m.Bin, m.WorkDir = bin, dir
+		sock := fmt.Sprintf("localhost:%d", FreePort(t))
+		m.ListenClientURL = m.ClientURL + ",unixs://" + sock
+		m.Start()
+		if err := putWith(t, m, elsewhere); err != nil {
+			t.Errorf("%s: a client certificate naming another host: %v", name, err)
+		}
+		if err := putWith(t, m, certs.ClientTLS(t, false)); err == nil {
+			t.Errorf("%s: a client without a certificate was served", name)
+		}
+		viaSocket := *m
+		viaSocket.ClientURL = "unixs://" + filepath.Join(dir, sock)
+		withCert := certs.ClientTLS(t, true)
+		withCert.ServerName = "localhost"
+		if err := putWith(t, &viaSocket, withCert); err != nil {
+			t.Errorf("%s: TLS over the unix socket: %v", name, err)
+		}
+		m.Kill()
 	}
 }

@@ -585,7 +585,7 @@ func (e *Etcd) serve() error {
 			h, traffic = http.NotFoundHandler(), "grpc" // HTTP has listeners of its own
 		}
 		if e.secure[l] {
-			tcfg, err := e.cfg.ClientTLSInfo.ServerConfig("h2", "http/1.1")
+			tcfg, err := clientSide(e.cfg.ClientTLSInfo).ServerConfig("h2", "http/1.1")
 			if err != nil {
 				return err
 			}
@@ -666,7 +666,7 @@ func (e *Etcd) serveClientHTTP() error {
 		secure := e.secure[l]
 		var tcfg *tls.Config
 		if secure {
-			if tcfg, err = e.cfg.ClientTLSInfo.ServerConfig("h2", "http/1.1"); err != nil {
+			if tcfg, err = clientSide(e.cfg.ClientTLSInfo).ServerConfig("h2", "http/1.1"); err != nil {
 				return err
 			}
 			hs.TLSConfig = tcfg
@@ -704,6 +704,9 @@ func (e *Etcd) serveHTTP(l net.Listener, h http.Handler, info tlsutil.Info, into
 	if !e.secure[l] {
 		go func() { e.report(hs.Serve(l)) }()
 		return nil
+	}
+	if endpoint != "peer" {
+		info = clientSide(info)
 	}
 	tcfg, err := info.ServerConfig(protos...)
 	if err != nil {
@@ -801,4 +804,12 @@ func (e *Etcd) closeListeners() {
 			l.Close()
 		}
 	}
+}
+
+// clientSide is info as client listeners use it: upstream checks a client certificate's IP and
+// DNS names against the connecting address on peer connections only (a client may connect from
+// anywhere, or over a unix socket, which has no address to check).
+func clientSide(info tlsutil.Info) tlsutil.Info {
+	info.SkipClientSANVerify = true
+	return info
 }
