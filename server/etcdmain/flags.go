@@ -273,6 +273,10 @@ func newFlagSet(out io.Writer) *flagValues {
 		fv.fs = without(fs, flagsSince36)
 	}
 	fv.help = fv.fs
+	if !version.FlagNames36.Built(level) {
+		// upstream 3.5's --help leaves it out, though it takes it
+		fv.help = without(fv.fs, map[string]bool{"experimental-snapshot-catchup-entries": true})
+	}
 	if version.NoV2DiscoveryFlags.Built(level) {
 		fv.fs = without(fv.help, flagsGone37)
 	}
@@ -281,12 +285,13 @@ func newFlagSet(out io.Writer) *flagValues {
 
 // flagsSince36 are the flags upstream 3.6 added (its new names for 3.5's --experimental-* ones,
 // the v3 discovery client, the feature gates and the rest); a 3.5 member has none of them, as
-// upstream 3.5.35 has none, and takes the experimental spellings instead.
+// upstream 3.5.35 has none, and takes the experimental spellings instead (of those upstream's
+// 3.5 defines, --experimental-snapshot-catchup-entries among them).
 var flagsSince36 = map[string]bool{
 	"bootstrap-defrag-threshold-megabytes": true, "compact-hash-check-time": true, "compaction-batch-limit": true,
 	"compaction-sleep-interval": true, "corrupt-check-time": true, "downgrade-check-time": true, "feature-gates": true,
 	"log-format": true, "max-learners": true, "memory-mlock": true, "peer-skip-client-san-verification": true,
-	"snapshot-catchup-entries": true, "experimental-snapshot-catchup-entries": true, "warning-apply-duration": true,
+	"snapshot-catchup-entries": true, "warning-apply-duration": true,
 	"warning-unary-request-duration": true, "experimental-warning-unary-request-duration": true,
 	"watch-progress-notify-interval": true, "enable-distributed-tracing": true, "distributed-tracing-address": true,
 	"distributed-tracing-service-name": true, "distributed-tracing-instance-id": true, "distributed-tracing-sampling-rate": true,
