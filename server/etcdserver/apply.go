@@ -137,6 +137,11 @@ func (s *Server) replayApplied(e raftpb.Entry) {
 		cc.NodeID = raft.None
 	} else {
 		s.replayMem.Apply(cc, m)
+		if cur := s.mem.Get(cc.NodeID); promote && cur != nil && !cur.IsLearner {
+			// upstream's event for a promotion the v3 store already holds
+			s.log.Info("ignore already promoted member in v3store", "cluster-id", fmt.Sprintf("%x", s.ClusterID()),
+				"local-member-id", fmt.Sprintf("%x", s.id), "promoted-member-id", fmt.Sprintf("%x", cc.NodeID))
+		}
 	}
 	s.confState = *s.node.ApplyConfChange(cc)
 }

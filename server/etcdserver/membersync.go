@@ -51,7 +51,13 @@ func (s *Server) reconcileMembership(v2 membership.State) error {
 	var err error
 	for _, m := range d.Demoted {
 		m.IsLearner = false
-		s.log.Warn("Syncing member in v3store", "member", fmt.Sprintf("%+v", m))
+		// Upstream's two events for it: fixed from the snapshot's v2 store at start, or from
+		// the WAL's promotion when it replays the entry (the snapshot holds no voter yet).
+		if inSnap := s.replayMem.Get(m.ID); inSnap != nil && !inSnap.IsLearner {
+			s.log.Warn("Syncing member in v3store", "member", fmt.Sprintf("%+v", m))
+		} else {
+			s.log.Info("Forcibly apply member promotion request in v3store", "member", fmt.Sprintf("%+v", m))
+		}
 		if err = s.mem.Save(b, &m); err != nil {
 			break
 		}
