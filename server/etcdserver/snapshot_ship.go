@@ -110,10 +110,14 @@ func (s *Server) installSnapshot(sn raftpb.Snapshot) error {
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("database for snapshot %d: %w", sn.Metadata.Index, err)
 	}
+	// upstream's events around the swap, which its tests and operators' scripts wait for
+	s.log.Info("applying snapshot", "current-snapshot-index", s.snapIndex, "current-applied-index", s.appliedIndex.Load(),
+		"incoming-leader-snapshot-index", sn.Metadata.Index, "incoming-leader-snapshot-term", sn.Metadata.Term)
 	failpoint.At(failpoint.ApplyBeforeOpenSnapshot)
 	if err := s.be.ReplaceWith(path); err != nil {
 		return err
 	}
+	s.log.Info("applySnapshot: opened snapshot backend")
 	failpoint.At(failpoint.ApplyAfterOpenSnapshot)
 	if err := s.reloadState(); err != nil {
 		return err
