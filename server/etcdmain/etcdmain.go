@@ -228,6 +228,9 @@ func isBool(f *flag.Flag) bool {
 
 // Main runs the etcd command and returns the process exit status.
 func Main(args []string, environ []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && subcommands[args[0]] {
+		return runSubcommand(args, stdout, stderr)
+	}
 	fv := newFlagSet(stderr)
 	if err := fv.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -1,0 +1,53 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// TestGatewayProxiesAndFailsOver: `etcd gateway start` of ours and of upstream 3.7.3, each in
+// front of the same three members, logs upstream's ready line, carries a put, and with one
+// member stopped still carries every new client's put (an endpoint that refuses is left out).
+func TestGatewayProxiesAndFailsOver(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	c := NewCluster(t, 3)
+	c.Start()
+	var eps []string
+	for _, m := range c.Members {
+		eps = append(eps, m.ClientURL)
+	}
+	gateways := map[string]string{}
+	for side, bin := range map[string]string{"ours": ServerAt(t, CurrentLevel), "upstream": UpstreamBinaryAt(t, Upstream37Version, "etcd")} {
+		addr := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+		p := StartCtl(t, bin, nil, "gateway", "start", "--endpoints="+strings.Join(eps, ","), "--listen-addr="+addr)
+		p.WaitOutput("ready to proxy client requests", 10*time.Second)
+		gateways[side] = addr
+	}
+	put := func(side, key string) error {
+		cl, err := clientv3.New(clientv3.Config{Endpoints: []string{gateways[side]}, DialTimeout: 3 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		_, err = cl.Put(Ctx(t), key, side)
+		return err
+	}
+	for side := range gateways {
+		if err := put(side, "first"); err != nil {
+			t.Fatalf("%s gateway: %v", side, err)
+		}
+	}
+	c.Members[0].Stop()
+	for side := range gateways {
+		for i := range 6 {
+			if err := put(side, fmt.Sprintf("after-%d", i)); err != nil {
+				t.Errorf("%s gateway, a member down, put %d: %v", side, i, err)
+			}
+		}
+	}
+}
