@@ -81,7 +81,7 @@ func (s *Store) restore() error {
 		s.compactRev = scheduled
 		keep := s.idx.compact(scheduled)
 		s.compactMu.Lock()
-		s.compactBackend(scheduled, keep, make(chan struct{}))
+		s.compactBackend(finished, scheduled, keep, make(chan struct{}))
 		s.compactMu.Unlock()
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"log/slog"
 	"sort"
 	"sync"
@@ -55,6 +54,8 @@ type Store struct {
 
 	metrics   *metrics
 	compactMu sync.Mutex
+	// compactHashes are the last compactions' hashes of the key bucket (HashKV answers with them).
+	compactHashes compactHashes
 	// compactBatch and compactPause pace the backend clean-up; guarded by compactMu.
 	compactBatch int
 	compactPause time.Duration
@@ -458,6 +459,7 @@ func (s *Store) CompactIn(b *backend.BatchTx, rev int64) (<-chan struct{}, error
 		return nil, err
 	}
 	failpoint.At(failpoint.CompactAfterCommitScheduledCompact)
+	prev := s.compactRev
 	s.compactRev = rev
 	idx := s.idx
 	s.mu.Unlock()
@@ -473,7 +475,7 @@ func (s *Store) CompactIn(b *backend.BatchTx, rev int64) (<-chan struct{}, error
 			close(done) // the store was reloaded from a snapshot meanwhile: nothing to clean
 			return
 		}
-		s.compactBackend(rev, keep, done)
+		s.compactBackend(prev, rev, keep, done)
 	}()
 	return done, nil
 }
@@ -506,14 +508,16 @@ func (s *Store) compactIndex(idx *treeIndex, rev int64) (map[schema.Revision]str
 	return keep, true
 }
 
-// compactBackend deletes unreachable revisions in small batches so writes keep flowing.
-// The caller holds compactMu.
-func (s *Store) compactBackend(rev int64, keep map[schema.Revision]struct{}, done chan struct{}) {
+// compactBackend deletes unreachable revisions in small batches so writes keep flowing, and
+// hashes what it reads as upstream's compaction does (prev is the compaction before). The
+// caller holds compactMu.
+func (s *Store) compactBackend(prev, rev int64, keep map[schema.Revision]struct{}, done chan struct{}) {
 	defer close(done)
 	end := schema.RevisionKey(schema.Revision{Main: rev + 1}, false)
 	from := schema.RevisionKey(schema.Revision{}, false)
 	batchSize, pause := s.compactionPace()
 	started := time.Now()
+	hasher := newKVHasher(prev, rev, keep)
 	for {
 		select {
 		case <-s.stop:
@@ -537,9 +541,10 @@ func (s *Store) compactBackend(rev int64, keep map[schema.Revision]struct{}, don
 		// deletions, the last batch walked every kept revision after the last deleted one (a
 		// million in one hold of the batch lock).
 		scanned := 0
-		for k, _ := c.Seek(from); k != nil && bytes.Compare(k, end) < 0 && scanned < batchSize; k, _ = c.Next() {
+		for k, v := c.Seek(from); k != nil && bytes.Compare(k, end) < 0 && scanned < batchSize; k, v = c.Next() {
 			scanned++
 			last = append([]byte(nil), k...)
+			hasher.write(k, v)
 			r, _, err := schema.ParseRevisionKey(k)
 			if err != nil {
 				continue
@@ -580,7 +585,9 @@ func (s *Store) compactBackend(rev int64, keep map[schema.Revision]struct{}, don
 		if finished {
 			s.metrics.compactionTotalMs.Observe(float64(time.Since(started)) / float64(time.Millisecond))
 			s.metrics.compactionLast.Set(float64(time.Now().Unix()))
-			s.log.Info("finished scheduled compaction", "compact-revision", rev)
+			sum := hasher.h.Sum32()
+			s.compactHashes.add(CompactHash{Hash: sum, CompactRevision: prev, Revision: rev})
+			s.log.Info("finished scheduled compaction", "compact-revision", rev, "hash", sum)
 			return
 		}
 		from = append(last, 0)
@@ -633,6 +640,12 @@ func (s *Store) HashKV(rev int64) (hash uint32, hashRev, curRev, compactRev int6
 	if rev <= 0 {
 		rev = cur
 	}
+	if ch, ok := s.compactHashes.at(rev); ok {
+		// a recent compaction's own hash, as upstream answers at its revision (even one
+		// a later compaction passed)
+		s.mu.RUnlock()
+		return ch.Hash, ch.Revision, cur, ch.CompactRevision, nil
+	}
 	if rev > cur {
 		s.mu.RUnlock()
 		return 0, 0, cur, compactRev, ErrFutureRev
@@ -641,28 +654,18 @@ func (s *Store) HashKV(rev int64) (hash uint32, hashRev, curRev, compactRev int6
 		s.mu.RUnlock()
 		return 0, 0, cur, compactRev, ErrCompacted
 	}
-	keep := s.idx.keep(compactRev)
+	keep := s.idx.keep(rev)
 	s.mu.RUnlock()
-	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	h.Write(schema.Key)
-	lower := schema.Revision{Main: compactRev + 1}
+	h := newKVHasher(compactRev, rev, keep)
 	upper := schema.RevisionKey(schema.Revision{Main: rev + 1}, false)
 	err = s.be.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(schema.Key).Cursor()
 		for k, v := c.First(); k != nil && bytes.Compare(k, upper) < 0; k, v = c.Next() {
-			r, _, err := schema.ParseRevisionKey(k)
-			if err != nil {
-				return err
-			}
-			if _, kept := keep[r]; !kept && lower.GreaterThan(r) {
-				continue
-			}
-			h.Write(k)
-			h.Write(v)
+			h.write(k, v)
 		}
 		return nil
 	})
-	return h.Sum32(), rev, cur, compactRev, err
+	return h.h.Sum32(), rev, cur, compactRev, err
 }
 
 // KeyCount is the number of live keys (for metrics).
