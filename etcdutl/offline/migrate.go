@@ -37,8 +37,8 @@ func migrate(dataDir string, target version.Level, force bool, wait time.Duratio
 	if err := checkDataDir(dataDir); err != nil {
 		return nil, err
 	}
-	if !version.IsKnown(target) && !force {
-		return nil, fmt.Errorf("--target-version %s is not a version this etcdutl knows (%s to %s); --force writes it as the storage version anyway", target, version.Known()[0], version.Known()[len(version.Known())-1])
+	if !knows(target) && !force {
+		return nil, fmt.Errorf("--target-version %s is not a version this etcdutl knows (%s to %s); --force writes it as the storage version anyway", target, version.Known()[0], version.Local())
 	}
 	db, err := openDB(schema.BackendPath(dataDir), false, wait)
 	if err != nil {
@@ -58,7 +58,10 @@ func migrate(dataDir string, target version.Level, force bool, wait time.Duratio
 	if err != nil {
 		return nil, err
 	}
-	if !version.IsKnown(res.From) && !force {
+	if res.From == target {
+		return res, nil // upstream's "storage version up-to-date", whatever the version
+	}
+	if !knows(res.From) && !force {
 		return nil, fmt.Errorf("the data has storage version %s, which this etcdutl does not know; use a newer etcdutl (or --force to overwrite it)", res.From)
 	}
 	blocking, err := unappliedNewerEntries(dataDir, applied, target)
@@ -73,8 +76,14 @@ func migrate(dataDir string, target version.Level, force bool, wait time.Duratio
 		res.Forced = blocking
 	}
 	err = backend.SafeUpdate(db, func(tx *bolt.Tx) error {
-		_, done, err := schema.Migrate(tx, target)
-		if err != nil && force && (!version.IsKnown(res.From) || !version.IsKnown(target)) {
+		var done []string
+		var err error
+		if knows(res.From) && knows(target) {
+			_, done, err = schema.Migrate(tx, target)
+		} else {
+			err = fmt.Errorf("cannot create migration plan: version %q is not supported", target.Full()) // upstream's words
+		}
+		if err != nil && force && (!knows(res.From) || !knows(target)) {
 			// Upstream's --force: no plan leads there, the version is written as asked.
 			res.NoPlan = err
 			what, err := schema.ForceStorageVersion(tx, target)
@@ -103,6 +112,10 @@ func migrate(dataDir string, target version.Level, force bool, wait time.Duratio
 	}
 	return res, nil
 }
+
+// knows reports whether this etcdutl migrates storage to or from l: the levels up to its own,
+// as upstream's etcdutl knows no release after its own (3.6's takes 3.7 only with --force).
+func knows(l version.Level) bool { return version.IsKnown(l) && !version.Local().Less(l) }
 
 // unappliedNewerEntries describes the WAL entries after applied that need a level above target:
 // today, cluster version changes to a version above it.
