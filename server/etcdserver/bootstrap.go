@@ -30,6 +30,10 @@ import (
 )
 
 // New opens or bootstraps the member in cfg.DataDir. Call Start to run it.
+// dbLockWait is how long a starting member waits for another process to let go of its database
+// file (after the first second) before it gives up.
+const dbLockWait = 15 * time.Second
+
 func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("invalid configuration: %w", err)
@@ -53,9 +57,17 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	var err error
-	s.be, err = backend.Open(backend.Config{Path: cfg.BackendPath(), Buckets: schema.Buckets, Logger: lg,
+	bcfg := backend.Config{Path: cfg.BackendPath(), Buckets: schema.Buckets, Logger: lg,
 		BatchInterval: cfg.BackendBatchInterval, BatchLimit: cfg.BackendBatchLimit,
-		FreelistType: cfg.BackendFreelistType, UnsafeNoSync: cfg.UnsafeNoFsync})
+		FreelistType: cfg.BackendFreelistType, UnsafeNoSync: cfg.UnsafeNoFsync}
+	s.be, err = backend.Open(bcfg)
+	if errors.Is(err, backend.ErrLocked) {
+		// Upstream waits for the lock without a word (a restart that overlaps the old
+		// process's exit gets through); ours waits a bounded time and says why.
+		lg.Warn("the database file is locked by another process; waiting for it", "path", bcfg.Path, "wait", dbLockWait.String())
+		bcfg.OpenTimeout = dbLockWait
+		s.be, err = backend.Open(bcfg)
+	}
 	if err != nil {
 		return nil, err
 	}
