@@ -54,7 +54,7 @@ type Options struct {
 // ip, and the right to make namespaces). Without them tests must run one at a time: every
 // upstream test listens on the same ports.
 func Isolated() bool {
-	return exec.Command("unshare", "--net", "--", "ip", "link", "set", "lo", "up").Run() == nil
+	return exec.Command("unshare", "--net", "--pid", "--fork", "--", "ip", "link", "set", "lo", "up").Run() == nil
 }
 
 // Run runs every test on every side, alternating sides test by test so both meet the same
@@ -80,6 +80,7 @@ func Run(ctx context.Context, s *Suite, tests []string, sides []Side, o Options)
 		}
 	}
 	names := runNames(tests)
+	removeLeftoverDataDirs(s.Dir)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for range o.Parallel {
@@ -146,7 +147,10 @@ func runOne(ctx context.Context, s *Suite, test, name string, sd Side, o Options
 	prog, argv := s.Binary, args
 	if isolate {
 		// A fresh network namespace with only loopback, brought up: the test's ports are its own.
-		prog, argv = "unshare", append([]string{"--net", "--", "sh", "-c", `ip link set lo up && exec "$0" "$@"`, s.Binary}, args...)
+		// And a PID namespace whose first process is the test: when it ends, the kernel ends
+		// every process it left (members started through a terminal get sessions of their own,
+		// which the process group below does not reach, and would hold ports and data dirs).
+		prog, argv = "unshare", append([]string{"--net", "--pid", "--fork", "--", "sh", "-c", `ip link set lo up && exec "$0" "$@"`, s.Binary}, args...)
 	}
 	// The binary's own timeout ends a stuck test with a goroutine dump; this one is the backstop.
 	cctx, cancel := context.WithTimeout(ctx, o.Timeout+time.Minute)
@@ -246,5 +250,15 @@ func parse(f *os.File, r *Result) {
 	}
 	if len(r.Reason) > 300 {
 		r.Reason = r.Reason[:300] + "..."
+	}
+}
+
+// removeLeftoverDataDirs removes the default data dirs ("NAME.etcd") upstream's tests that use
+// one leave in the package directory they run in, so an earlier run's files do not meet this
+// one's members.
+func removeLeftoverDataDirs(dir string) {
+	leftovers, _ := filepath.Glob(filepath.Join(dir, "*.etcd"))
+	for _, d := range leftovers {
+		os.RemoveAll(d)
 	}
 }
