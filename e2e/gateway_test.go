@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -49,5 +52,33 @@ func TestGatewayProxiesAndFailsOver(t *testing.T) {
 				t.Errorf("%s gateway, a member down, put %d: %v", side, i, err)
 			}
 		}
+	}
+}
+
+// TestGatewayJSONIsCompact: the /v3 JSON gateway answers without spaces at every level, as
+// upstream 3.5.35's and 3.7.3's (protojson would add some depending on the binary; upstream
+// 3.5's own tests match the compact bytes).
+func TestGatewayJSONIsCompact(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	for _, level := range []string{CurrentLevel, LastReleaseLevel, OldestLevel} {
+		m := NewMember(t)
+		m.Bin = ServerAt(t, level)
+		m.Start()
+		for _, req := range []struct{ path, body string }{
+			{"/v3/kv/put", `{"key":"Zm9v","value":"YmFy"}`},
+			{"/v3/kv/txn", `{"compare":[{"target":"CREATE","key":"Zm9v","createRevision":"0"}],"success":[{"requestPut":{"key":"Zm9v","value":"YmFy"}}]}`},
+			{"/v3/kv/range", `{"key":"Zm9v"}`},
+		} {
+			resp, err := http.Post(m.ClientURL+req.path, "application/json", strings.NewReader(req.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || bytes.ContainsAny(b, " \t") {
+				t.Errorf("level %s %s: %d %s", level, req.path, resp.StatusCode, b)
+			}
+		}
+		m.Stop()
 	}
 }
