@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"time"
 
@@ -205,13 +206,23 @@ func toPBMembers(ms []membership.Member) []*pb.Member {
 	return out
 }
 
+// checkPeerURLs takes the peer URLs upstream's member calls take: http, https, unix or unixs,
+// host:port, no path.
 func checkPeerURLs(urls []string) error {
 	if len(urls) == 0 {
 		return rpctypes.ErrGRPCMemberBadURLs
 	}
 	for _, u := range urls {
 		pu, err := url.Parse(u)
-		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+		if err != nil {
+			return rpctypes.ErrGRPCMemberBadURLs
+		}
+		switch pu.Scheme {
+		case "http", "https", "unix", "unixs":
+		default:
+			return rpctypes.ErrGRPCMemberBadURLs
+		}
+		if _, _, err := net.SplitHostPort(pu.Host); err != nil || pu.Path != "" {
 			return rpctypes.ErrGRPCMemberBadURLs
 		}
 	}
