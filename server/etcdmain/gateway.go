@@ -18,12 +18,12 @@ import (
 )
 
 // subcommands are upstream's `etcd <subcommand>` forms, run by cobra as upstream runs them.
-var subcommands = map[string]bool{"gateway": true}
+var subcommands = map[string]bool{"gateway": true, "grpc-proxy": true}
 
-// runSubcommand runs `etcd gateway ...` and returns the exit status.
+// runSubcommand runs `etcd gateway ...` and `etcd grpc-proxy ...` and returns the exit status.
 func runSubcommand(args []string, stdout, stderr io.Writer) int {
 	root := &cobra.Command{Use: "etcd", Short: "etcd server", SuggestFor: []string{"etcd"}}
-	root.AddCommand(gatewayCommand(stderr))
+	root.AddCommand(gatewayCommand(stderr), grpcProxyCommand(stderr))
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
