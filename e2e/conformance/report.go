@@ -147,6 +147,9 @@ func cell(r Result, ok bool) string {
 	if !ok {
 		return "not run"
 	}
+	if r.Failpoint != "" {
+		return fmt.Sprintf("%s %.1fs, %s", r.Status, r.Seconds, mdEscape(r.Failpoint))
+	}
 	return fmt.Sprintf("%s %.1fs", r.Status, r.Seconds)
 }
 
@@ -162,6 +165,9 @@ func Markdown(recs []*Record, why map[string]string, preamble string) string {
 	b.WriteString(preamble)
 	for _, r := range recs {
 		fmt.Fprintf(&b, "\n## %s at level %s: upstream's `%s/%s` tests at %s\n\n", r.Suite, r.Level, TestsModule, r.Suite, r.Upstream)
+		if r.Suite == "robustness" {
+			b.WriteString("Each row is one run of a scenario, with the failpoint it injected; a pass means the failpoint was injected and upstream's linearizability and watch checks found nothing.\n\n")
+		}
 		fmt.Fprintf(&b, "Run on %s (%s) with:\n\n    %s\n\n", r.Date, r.Machine, r.Command)
 		for _, n := range r.Notes {
 			fmt.Fprintf(&b, "- %s\n", n)
