@@ -82,3 +82,40 @@ func TestGatewayJSONIsCompact(t *testing.T) {
 		m.Stop()
 	}
 }
+
+// TestGatewayErrorsAsUpstream: a failed call through the /v3 JSON gateway answers with the same
+// status and body as upstream's release of the level: {"error","code","message"} at 3.5 (its v1
+// gateway), {"code","message"} from 3.6.
+func TestGatewayErrorsAsUpstream(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	calls := []struct{ path, body string }{
+		{"/v3/kv/txn", `{"compare":[{"result":0,"target":1,"key":"Zm9v","TargetUnion":null}],"success":[{"Request":{"RequestPut":{"key":"Zm9v","value":"YmFy"}}}]}`},
+		{"/v3/kv/range", `{"key":"Zm9v","revision":"99"}`},
+		{"/v3/kv/range", `garbage`},
+	}
+	answers := func(bin string) []string {
+		m := NewMember(t)
+		m.Bin = bin
+		m.Start()
+		defer m.Stop()
+		var out []string
+		for _, c := range calls {
+			resp, err := http.Post(m.ClientURL+c.path, "application/json", strings.NewReader(c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			out = append(out, fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(b)))
+		}
+		return out
+	}
+	for level, upstream := range map[string]string{OldestLevel: Upstream35Version, CurrentLevel: Upstream37Version} {
+		up, ours := answers(UpstreamBinaryAt(t, upstream, "etcd")), answers(ServerAt(t, level))
+		for i := range up {
+			if up[i] != ours[i] {
+				t.Errorf("level %s %s: upstream %s, ours %s", level, calls[i].path, up[i], ours[i])
+			}
+		}
+	}
+}

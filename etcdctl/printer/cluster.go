@@ -57,7 +57,7 @@ type MemberChange struct {
 func (r MemberChange) Simple(p *Printer) {
 	if r.Verb == "added" {
 		as := " "
-		if r.Learner {
+		if r.Learner && buildinfo.AtLeast("3.6") { // 3.5's etcdctl says "added to cluster" for a learner too
 			as = " as learner "
 		}
 		p.Printf("Member %16x added%sto cluster %16x\n", r.ID, as, r.Header.ClusterId)

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	lockgw "go.etcd.io/etcd/server/v3/etcdserver/api/v3lock/v3lockpb/gw"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"etcdx/pkg/buildinfo"
@@ -90,7 +92,8 @@ func Handler(s *etcdserver.Server, conn *grpc.ClientConn, gateway bool) (http.Ha
 		// The gateway's connection carries this member's own certificate: the mark keeps its
 		// common name from being taken for the caller's (v3rpc.GatewayMark).
 		return metadata.Pairs(v3rpc.GatewayMark, "1")
-	}), runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{Marshaler: gatewayJSON()}))
+	}), runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.HTTPBodyMarshaler{Marshaler: gatewayJSON()}),
+		runtime.WithErrorHandler(gatewayError))
 	ctx := context.Background()
 	for _, reg := range []func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error{
 		gw.RegisterKVHandler, gw.RegisterWatchHandler, gw.RegisterLeaseHandler,
@@ -152,4 +155,24 @@ func AddMetrics(mux *http.ServeMux, s *etcdserver.Server) {
 	reg := s.Config().Registry
 	mux.Handle("/metrics", promhttp.InstrumentMetricHandler(reg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	addHealth(mux, s)
+}
+
+// gatewayError writes a failed call's answer: from 3.6 as upstream's grpc-gateway v2 writes it
+// ({"code","message"}), at 3.5 as upstream 3.5's v1 gateway did, with the message also under
+// "error" first (scripts and upstream 3.5's tests look for it).
+func gatewayError(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+	var hs *runtime.HTTPStatusError
+	if buildinfo.AtLeast("3.6") || errors.As(err, &hs) {
+		runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, err)
+		return
+	}
+	st := status.Convert(err)
+	body, _ := json.Marshal(struct {
+		Error   string `json:"error"`
+		Code    int32  `json:"code"`
+		Message string `json:"message"`
+	}{st.Message(), int32(st.Code()), st.Message()})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(runtime.HTTPStatusFromCode(st.Code()))
+	w.Write(body)
 }
