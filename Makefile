@@ -45,6 +45,7 @@ build-failpoints:
 	@mkdir -p $(BIN)/failpoints
 	CGO_ENABLED=0 $(GO) build -trimpath -tags failpoints -ldflags "$(LDFLAGS)" -o $(BIN)/failpoints/etcd ./server
 	CGO_ENABLED=0 $(GO) build -trimpath -tags failpoints -ldflags "$(call stamp,$(LAST_RELEASE_LEVEL))" -o $(BIN)/failpoints/etcd-last-release ./server
+	CGO_ENABLED=0 $(GO) build -trimpath -tags failpoints -ldflags "$(call stamp,3.5)" -o $(BIN)/failpoints/etcd-3.5 ./server
 
 # The whole suite: unit tests with the race detector, every fuzz target for a bounded time,
 # end-to-end tests on the real binaries built above, and the flake verified offline. It installs

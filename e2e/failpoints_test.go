@@ -71,6 +71,7 @@ func TestFailpointsAsUpstream(t *testing.T) {
 	for _, tc := range []struct{ bin, upstream string }{
 		{"failpoints/etcd", Upstream37Version},
 		{"failpoints/etcd-last-release", Upstream36Version},
+		{"failpoints/etcd-3.5", Upstream35Version},
 	} {
 		t.Run(tc.bin, func(t *testing.T) {
 			want := upstreamFailpoints(t, tc.upstream)

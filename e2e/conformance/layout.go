@@ -52,7 +52,7 @@ func LayOutOurs(dir, bin, level string) ([]string, error) {
 		etcd, last = fpLast, filepath.Join(bin, "levels", "3.5", "etcd")
 	case "3.5":
 		tools = filepath.Join(bin, "levels", "3.5")
-		etcd, last = filepath.Join(tools, "etcd"), debianEtcd34
+		etcd, last = filepath.Join(bin, "failpoints", "etcd-3.5"), debianEtcd34
 	default:
 		return nil, fmt.Errorf("no level %q (3.7, 3.6 or 3.5)", level)
 	}
