@@ -16,6 +16,7 @@ import (
 	"etcdx/server/features"
 	"etcdx/server/mvcc"
 	"etcdx/server/transport"
+	"etcdx/server/version"
 )
 
 // peerHashKVPath serves this member's hash of the key space to peers, at upstream's path and
@@ -348,8 +349,13 @@ func hexIDs(ids []uint64) []string {
 	return out
 }
 
-// raiseCorrupt proposes the CORRUPT alarm for a member (0: the cluster).
+// raiseCorrupt proposes the CORRUPT alarm for a member (0: the cluster). At 3.5 the alarm
+// names no member, as upstream 3.5's checks raise it (which member's data is corrupt was left
+// to 3.6's quorum comparison).
 func (s *Server) raiseCorrupt(id uint64) {
+	if s.cfg.Level.Less(version.V3_6) {
+		id = 0
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.electionTimeout()*5)
 	defer cancel()
 	if _, err := s.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: id, Alarm: pb.AlarmType_CORRUPT}); err != nil {
