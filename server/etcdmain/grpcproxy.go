@@ -166,11 +166,12 @@ func (f proxyFlags) backendTLS() (*tls.Config, error) {
 	// As upstream: the members would take a common name as the auth user of every call the
 	// proxy forwards, whoever the caller.
 	for _, c := range cfg.Certificates {
-		for _, der := range c.Certificate {
-			if leaf, err := x509.ParseCertificate(der); err == nil && leaf.Subject.CommonName != "" {
-				return nil, fmt.Errorf("cert has non empty Common Name (%s): %s", leaf.Subject.CommonName, f.cert)
-			}
-			break // the leaf only
+		if len(c.Certificate) == 0 {
+			continue
+		}
+		// the leaf only
+		if leaf, err := x509.ParseCertificate(c.Certificate[0]); err == nil && leaf.Subject.CommonName != "" {
+			return nil, fmt.Errorf("cert has non empty Common Name (%s): %s", leaf.Subject.CommonName, f.cert)
 		}
 	}
 	cfg.InsecureSkipVerify = f.insecureSkipVerify
