@@ -16,7 +16,7 @@ import (
 // metrics check, picked from tests that exist at the level and run in seconds.
 var conformanceSample = map[string][]string{
 	"3.7": {"TestCtlV3Version", "TestCtlV3PutTimeout", "TestCurlV3KVTxn", "TestNoMetricsMissing", "TestGracefulShutdown",
-		"TestResumeCompactionOnTombstone", "TestLeaseRevokeDuringRenew", "TestReproduce17780"},
+		"TestResumeCompactionOnTombstone", "TestLeaseRevokeDuringRenew", "TestReproduce17780", "TestCompactHashCheckDetectCorruptionInterrupt"},
 	"3.6": {"TestCtlV3Version", "TestCtlV3PutTimeout", "TestCurlV3KVTxn", "TestNoMetricsMissing"},
 	"3.5": {"TestCtlV3Version", "TestCtlV3PutTimeout", "TestCtlV3Del", "TestCtlV3TxnInteractiveSuccess"},
 }

@@ -71,7 +71,7 @@ func (s *Store) restore() error {
 		return fmt.Errorf("mvcc: restore: %w", err)
 	}
 
-	s.compactRev = finished
+	s.compactRev, s.finishedRev = finished, finished
 	if s.compactRev > s.currentRev {
 		s.currentRev = s.compactRev
 	}
@@ -81,7 +81,7 @@ func (s *Store) restore() error {
 		s.compactRev = scheduled
 		keep := s.idx.compact(scheduled)
 		s.compactMu.Lock()
-		s.compactBackend(finished, scheduled, keep, make(chan struct{}))
+		s.compactBackend(finished, scheduled, false, keep, make(chan struct{}))
 		s.compactMu.Unlock()
 	}
 	return nil

@@ -42,6 +42,9 @@ type Store struct {
 	idx        *treeIndex
 	currentRev int64
 	compactRev int64
+	// finishedRev is the last compaction whose backend clean-up finished: a compaction scheduled
+	// while the one before has not (or resumed at start) hashes only part of what it compacts.
+	finishedRev int64
 	// buf holds values written but not yet committed to the backend, by revision key.
 	buf map[string][]byte
 
@@ -460,6 +463,7 @@ func (s *Store) CompactIn(b *backend.BatchTx, rev int64) (<-chan struct{}, error
 	}
 	failpoint.At(failpoint.CompactAfterCommitScheduledCompact)
 	prev := s.compactRev
+	prevFinished := s.finishedRev == prev
 	s.compactRev = rev
 	idx := s.idx
 	s.mu.Unlock()
@@ -475,7 +479,7 @@ func (s *Store) CompactIn(b *backend.BatchTx, rev int64) (<-chan struct{}, error
 			close(done) // the store was reloaded from a snapshot meanwhile: nothing to clean
 			return
 		}
-		s.compactBackend(prev, rev, keep, done)
+		s.compactBackend(prev, rev, prevFinished, keep, done)
 	}()
 	return done, nil
 }
@@ -511,7 +515,7 @@ func (s *Store) compactIndex(idx *treeIndex, rev int64) (map[schema.Revision]str
 // compactBackend deletes unreachable revisions in small batches so writes keep flowing, and
 // hashes what it reads as upstream's compaction does (prev is the compaction before). The
 // caller holds compactMu.
-func (s *Store) compactBackend(prev, rev int64, keep map[schema.Revision]struct{}, done chan struct{}) {
+func (s *Store) compactBackend(prev, rev int64, prevFinished bool, keep map[schema.Revision]struct{}, done chan struct{}) {
 	defer close(done)
 	end := schema.RevisionKey(schema.Revision{Main: rev + 1}, false)
 	from := schema.RevisionKey(schema.Revision{}, false)
@@ -586,8 +590,17 @@ func (s *Store) compactBackend(prev, rev int64, keep map[schema.Revision]struct{
 			s.metrics.compactionTotalMs.Observe(float64(time.Since(started)) / float64(time.Millisecond))
 			s.metrics.compactionLast.Set(float64(time.Now().Unix()))
 			sum := hasher.h.Sum32()
-			s.compactHashes.add(CompactHash{Hash: sum, CompactRevision: prev, Revision: rev})
+			s.mu.Lock()
+			s.finishedRev = rev
+			s.mu.Unlock()
 			s.log.Info("finished scheduled compaction", "compact-revision", rev, "hash", sum)
+			if prevFinished {
+				s.compactHashes.add(CompactHash{Hash: sum, CompactRevision: prev, Revision: rev})
+			} else {
+				// It did not read what the interrupted one before it deleted: its hash would
+				// not match the other members' (upstream skips it too).
+				s.log.Info("previous compaction was interrupted, skip storing compaction hash value")
+			}
 			return
 		}
 		from = append(last, 0)
