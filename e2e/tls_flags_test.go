@@ -16,6 +16,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/metadata"
 )
 
 // tlsMember is a one-member cluster serving https clients with certs, with more flags.
@@ -260,5 +261,50 @@ func TestClientCertsOnClientEndpointsAsUpstream(t *testing.T) {
 			t.Errorf("%s: TLS over the unix socket: %v", name, err)
 		}
 		m.Kill()
+	}
+}
+
+// TestMaxConcurrentStreamsOnTLSPort: --max-concurrent-streams holds on a TLS client port too,
+// where gRPC is served through net/http's HTTP/2 server: with the streams of a connection all
+// taken by watches, another call on it waits, as upstream's (upstream 3.5's
+// TestV3Curl_MaxStreams_ReachLimit_TLS_*).
+func TestMaxConcurrentStreamsOnTLSPort(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	certs := NewCerts(t)
+	m := tlsMember(t, certs, "--max-concurrent-streams", "2")
+	m.Start()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 3 * time.Second, Logger: zap.NewNop(), TLS: certs.ClientTLS(t, true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := range 2 {
+		// Each watch on its own stream: distinct metadata makes the client open a new one.
+		wctx := clientv3.WithRequireLeader(ctx)
+		if i == 1 {
+			wctx = metadata.AppendToOutgoingContext(ctx, "stream", "second")
+		}
+		c.Watch(wctx, fmt.Sprintf("w%d", i))
+	}
+	time.Sleep(500 * time.Millisecond)
+	gctx, gcancel := context.WithTimeout(context.Background(), time.Second)
+	defer gcancel()
+	if _, err := c.Get(gctx, "k"); err == nil {
+		t.Fatal("a call beyond --max-concurrent-streams on the connection was served at once")
+	}
+	cancel() // the watches end: the call goes through again
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		gctx, gcancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := c.Get(gctx, "k")
+		gcancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("calls after the watches ended: %v", err)
+		}
 	}
 }

@@ -590,7 +590,10 @@ func (e *Etcd) serve() error {
 				return err
 			}
 			hs := &http.Server{Handler: grpcOrHTTP(gs, h), TLSConfig: tcfg, ReadHeaderTimeout: 10 * time.Second,
-				ErrorLog: handshakeLog(e.log, "client")}
+				ErrorLog: handshakeLog(e.log, "client"),
+				// gRPC here goes through net/http's HTTP/2 server, whose own stream limit is
+				// what --max-concurrent-streams must set (net/http takes at most MaxInt32).
+				HTTP2: &http.HTTP2Config{MaxConcurrentStreams: int(min(e.cfg.MaxConcurrentStreams, math.MaxInt32))}}
 			e.grpcServers = append(e.grpcServers, gs)
 			e.httpServers = append(e.httpServers, hs)
 			e.whenReady(func() {
