@@ -26,10 +26,7 @@ func BuildUpstreamFailpoints(version string) (string, error) {
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	mod, err := os.MkdirTemp(dir, "build-")
+	mod, err := cluster.TempModule(dir, "upstreamfailpoints")
 	if err != nil {
 		return "", err
 	}
@@ -42,9 +39,6 @@ func BuildUpstreamFailpoints(version string) (string, error) {
 		return nil
 	}
 	const server = "go.etcd.io/etcd/server/v3"
-	if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module upstreamfailpoints\n\ngo 1.24\n"), 0o644); err != nil {
-		return "", err
-	}
 	if err := run(mod, "get", server+"@"+version, "go.etcd.io/gofail@"+gofailVersion); err != nil {
 		return "", err
 	}

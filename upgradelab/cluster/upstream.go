@@ -48,18 +48,12 @@ func BuildUpstream(version string) (string, error) {
 	if !missing {
 		return dir, nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	mod, err := os.MkdirTemp(dir, "build-")
+	mod, err := TempModule(dir, "upstreambuild")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(mod)
 	run := func(args ...string) (string, error) { return GoIn(mod, args...) }
-	if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module upstreambuild\n\ngo 1.24\n"), 0o644); err != nil {
-		return "", err
-	}
 	get := []string{"get"}
 	for _, p := range upstreamPackages {
 		get = append(get, p+"@"+version)
@@ -80,6 +74,23 @@ func BuildUpstream(version string) (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// TempModule makes a throwaway Go module named name in a new directory under dir (created if
+// needed), for building upstream's code with GoIn; the caller removes it.
+func TempModule(dir, name string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	mod, err := os.MkdirTemp(dir, "build-")
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module "+name+"\n\ngo 1.24\n"), 0o644); err != nil {
+		os.RemoveAll(mod)
+		return "", err
+	}
+	return mod, nil
 }
 
 // GoIn runs the go command in a throwaway module of upstream's (outside this workspace, static
