@@ -328,7 +328,7 @@ func (s *Server) restart(rcfg *raft.Config) error {
 	if err != nil {
 		return err
 	}
-	if err := s.reconcileMembership(v2); err != nil {
+	if err := s.reconcileMembership(v2, membership.PromotedIn(ents, sn.Metadata.Index, cindex)); err != nil {
 		return err
 	}
 	s.initialPeers = s.mem.List()

@@ -22,7 +22,8 @@ import (
 //
 // From 3.6 on the v3 store is the truth, and upstream 3.6 would bring such a removed member
 // back into the cluster; ours refuses to start instead, naming the members and the remedy.
-func (s *Server) reconcileMembership(v2 membership.State) error {
+// promotedInWAL is the members the WAL's replayed entries promote.
+func (s *Server) reconcileMembership(v2 membership.State, promotedInWAL map[uint64]bool) error {
 	var storage version.Level
 	if err := s.be.View(func(tx *bolt.Tx) (err error) {
 		storage, err = schema.Read(tx)
@@ -51,12 +52,12 @@ func (s *Server) reconcileMembership(v2 membership.State) error {
 	var err error
 	for _, m := range d.Demoted {
 		m.IsLearner = false
-		// Upstream's two events for it: fixed from the snapshot's v2 store at start, or from
-		// the WAL's promotion when it replays the entry (the snapshot holds no voter yet).
-		if inSnap := s.replayMem.Get(m.ID); inSnap != nil && !inSnap.IsLearner {
-			s.log.Warn("Syncing member in v3store", "member", fmt.Sprintf("%+v", m))
-		} else {
+		// Upstream's two events for it: fixed from the WAL's promotion when it replays the
+		// entry, or else from the v2 store at start.
+		if promotedInWAL[m.ID] {
 			s.log.Info("Forcibly apply member promotion request in v3store", "member", fmt.Sprintf("%+v", m))
+		} else {
+			s.log.Warn("Syncing member in v3store", "member", fmt.Sprintf("%+v", m))
 		}
 		if err = s.mem.Save(b, &m); err != nil {
 			break

@@ -40,6 +40,25 @@ func ReplayV2(st State, ents []raftpb.Entry, after, upTo uint64) (State, error) 
 	return v2.State(), nil
 }
 
+// PromotedIn is the members whose promotion from learner is among the WAL's configuration
+// changes in ents with index in (after, upTo]; entries it cannot decode are left to ReplayV2.
+func PromotedIn(ents []raftpb.Entry, after, upTo uint64) map[uint64]bool {
+	out := map[uint64]bool{}
+	for _, e := range ents {
+		if e.Index <= after || e.Index > upTo || e.Type != raftpb.EntryConfChange {
+			continue
+		}
+		var cc raftpb.ConfChange
+		if cc.Unmarshal(e.Data) != nil {
+			continue
+		}
+		if _, promote, err := DecodeConfChange(cc); err == nil && promote {
+			out[cc.NodeID] = true
+		}
+	}
+	return out
+}
+
 // Drift is where the v3 store disagrees with the v2 store.
 type Drift struct {
 	// Zombies are in the v3 store's members but not in the v2 store's (etcd-io/etcd#20967).

@@ -36,6 +36,12 @@ func TestReplayV2AndCompare(t *testing.T) {
 	if len(v2.Members) != 3 || v2.Members[2].ID != 3 || v2.Members[2].IsLearner {
 		t.Fatalf("v2 view %+v, want a, b and c promoted", v2.Members)
 	}
+	if p := PromotedIn(ents, 10, 13); len(p) != 1 || !p[3] {
+		t.Errorf("promoted in the WAL: %v, want c only", p)
+	}
+	if p := PromotedIn(ents, 12, 13); len(p) != 0 {
+		t.Errorf("promoted after index 12: %v, want none", p)
+	}
 	learnerC := c
 	learnerC.IsLearner = true
 	zombie := Member{ID: 9}
