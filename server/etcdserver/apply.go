@@ -33,28 +33,35 @@ type applyResult struct {
 
 // decodeEntry reads a normal entry's request. Upstream 3.5 proposes a member's published
 // attributes (and may set the cluster version) as bare v2 requests: they become the v3 requests
-// upstream 3.6 applies in their place. ok is false for an entry with nothing to apply.
-func (s *Server) decodeEntry(e raftpb.Entry) (*pb.InternalRaftRequest, bool) {
+// upstream 3.6 applies in their place. Any other v2 request (the v2 API's writes, the leader's
+// SYNC, a quorum read) comes back as v2, for a member that keeps the v2 store; one that keeps
+// none skips it, as upstream 3.6. ok is false for an entry with nothing to apply.
+func (s *Server) decodeEntry(e raftpb.Entry) (r3 *pb.InternalRaftRequest, v2 *pb.Request, ok bool) {
 	var r pb.InternalRaftRequest
 	err := r.Unmarshal(e.Data)
-	if err == nil {
-		return &r, true
+	if err == nil && r.V2 == nil {
+		return &r, nil, true
 	}
-	var v2 pb.Request
-	if v2.Unmarshal(e.Data) != nil || v2.Method == "" {
-		s.log.Error("skipping undecodable raft entry", "index", e.Index, "error", err)
-		return nil, false
-	}
-	v3, err := membership.FromV2(&v2)
+	var bare pb.Request
 	switch {
-	case errors.Is(err, membership.ErrV2NoEffect):
-		s.log.Debug("skipping a v2 request of etcd 3.5 with no v3 effect", "index", e.Index, "method", v2.Method)
-		return nil, false
-	case err != nil:
-		s.log.Error("skipping a v2 request etcd 3.6 does not apply", "index", e.Index, "error", err.Error())
-		return nil, false
+	case err == nil:
+		bare = *r.V2
+	case bare.Unmarshal(e.Data) != nil || bare.Method == "":
+		s.log.Error("skipping undecodable raft entry", "index", e.Index, "error", err)
+		return nil, nil, false
 	}
-	return v3, true
+	v3, err := membership.FromV2(&bare)
+	switch {
+	case err == nil:
+		return v3, nil, true
+	case s.v2 != nil:
+		return nil, &bare, true
+	case errors.Is(err, membership.ErrV2NoEffect):
+		s.log.Debug("skipping a v2 request of etcd 3.5 with no v3 effect", "index", e.Index, "method", bare.Method)
+	default:
+		s.log.Error("skipping a v2 request etcd 3.6 does not apply", "index", e.Index, "error", err.Error())
+	}
+	return nil, nil, false
 }
 
 func (s *Server) applyEntry(e raftpb.Entry) {
@@ -72,8 +79,13 @@ func (s *Server) applyEntry(e raftpb.Entry) {
 		if len(e.Data) == 0 {
 			break // a new leader's empty entry
 		}
-		r, ok := s.decodeEntry(e)
+		r, v2, ok := s.decodeEntry(e)
 		if !ok {
+			break
+		}
+		if v2 != nil {
+			id = v2.ID
+			res = s.applyV2(v2)
 			break
 		}
 		if r.Header != nil {
@@ -122,6 +134,7 @@ func (s *Server) applyEntry(e raftpb.Entry) {
 // hear about configuration changes, judged against the membership as it was at that entry.
 func (s *Server) replayApplied(e raftpb.Entry) {
 	if e.Type != raftpb.EntryConfChange {
+		s.replayV2(e)
 		return
 	}
 	var cc raftpb.ConfChange
@@ -137,6 +150,11 @@ func (s *Server) replayApplied(e raftpb.Entry) {
 		cc.NodeID = raft.None
 	} else {
 		s.replayMem.Apply(cc, m)
+		if rec := s.replayMem.Get(cc.NodeID); rec != nil {
+			s.v2ConfChange(cc, *rec, promote)
+		} else if cc.Type == raftpb.ConfChangeRemoveNode {
+			s.v2RemoveMember(cc.NodeID)
+		}
 		if cur := s.mem.Get(cc.NodeID); promote && cur != nil && !cur.IsLearner {
 			// upstream's event for a promotion the v3 store already holds
 			s.log.Info("ignore already promoted member in v3store", "cluster-id", fmt.Sprintf("%x", s.ClusterID()),
@@ -165,6 +183,7 @@ func (s *Server) applyConfChange(b *backend.BatchTx, cc raftpb.ConfChange) *appl
 			return &applyResult{err: err}
 		}
 		s.m.v2StoreWrite("delete", "create") // the member's entry, then its removal record
+		s.v2RemoveMember(rec.ID)
 		s.tr.RemovePeer(rec.ID)
 		s.log.Info("removed member", "cluster-id", fmt.Sprintf("%x", s.ClusterID()), "removed-remote-peer-id", fmt.Sprintf("%x", rec.ID), "member-id", fmt.Sprintf("%x", rec.ID))
 		if rec.ID == s.id {
@@ -185,6 +204,7 @@ func (s *Server) applyConfChange(b *backend.BatchTx, cc raftpb.ConfChange) *appl
 	} else {
 		s.m.v2StoreWrite("create")
 	}
+	s.v2ConfChange(cc, *rec, promoted)
 	s.tr.AddPeer(rec.ID, rec.PeerURLs)
 	// Upstream's message for each kind of change.
 	switch {
@@ -324,11 +344,16 @@ func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest, ind
 			return &applyResult{err: err}
 		}
 		s.m.v2StoreWrite("set")
+		s.v2SetAttributes(*m)
 		s.wakeVersions()
 		return &applyResult{}
 	case r.ClusterVersionSet != nil:
 		s.m.v2StoreWrite("set")
-		return s.applyClusterVersion(b, r.ClusterVersionSet.Ver, index)
+		res := s.applyClusterVersion(b, r.ClusterVersionSet.Ver, index)
+		if res.err == nil {
+			s.v2SetClusterVersion(r.ClusterVersionSet.Ver)
+		}
+		return res
 	case r.DowngradeInfoSet != nil:
 		return s.applyDowngradeInfo(b, r.DowngradeInfoSet)
 	default:

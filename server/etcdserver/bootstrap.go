@@ -25,6 +25,7 @@ import (
 	"etcdx/server/schema"
 	"etcdx/server/snap"
 	"etcdx/server/transport"
+	"etcdx/server/v2store"
 	"etcdx/server/version"
 	"etcdx/server/wal"
 )
@@ -46,6 +47,9 @@ func New(cfg Config) (*Server, error) {
 		readc: make(chan raft.ReadState, 16), msgSnapC: make(chan raftpb.Message, 16), snapJobs: make(chan snapJob, 1), readWake: make(chan struct{}, 1), readNotifier: newNotifier(), leaders: newLeaderWatch(), versionWake: make(chan struct{}, 1),
 		rangeBufs: rangewire.NewPool(rangeBufsKept),
 		draining:  make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{})}
+	if !version.NoV2API.Built(cfg.Level) {
+		s.v2 = v2store.New(time.Now, v2store.ClusterPrefix, v2store.KeysPrefix)
+	}
 	// Asked for a start-up corruption check, the database's page tree is walked before bbolt
 	// reads it: a damaged tree (a page that points at its ancestor) would otherwise loop in the
 	// first read for ever, with nothing in the log.
@@ -276,6 +280,11 @@ func (s *Server) restart(rcfg *raft.Config) error {
 			return fmt.Errorf("membership in snapshot %d: %w", sn.Metadata.Index, err)
 		}
 		s.replayMem = membership.FromState(st)
+		if s.v2 != nil {
+			if err := s.v2.Recover(sn.Data); err != nil {
+				return fmt.Errorf("v2 store in snapshot %d: %w", sn.Metadata.Index, err)
+			}
+		}
 		// upstream's events, which its tests and operators' scripts wait for
 		if cindex >= sn.Metadata.Index {
 			s.log.Info("Skipping snapshot backend", "consistent-index", cindex, "snapshot-index", sn.Metadata.Index)

@@ -20,6 +20,7 @@ import (
 	"etcdx/server/membership"
 	"etcdx/server/mvcc"
 	"etcdx/server/rangewire"
+	"etcdx/server/v2store"
 	"etcdx/server/version"
 	"etcdx/server/wal"
 )
@@ -103,6 +104,8 @@ type Server struct {
 	confState      raftpb.ConfState
 	// replayMem is the membership as of the last replayed entry (see replayApplied).
 	replayMem *membership.Membership
+	// v2 is the v2 store a 3.5 member keeps (nil from 3.6 on): see v2store.go.
+	v2 *v2store.Store
 	// forceSnapshot asks the apply loop for a raft snapshot after the current batch (set, and
 	// read, by the apply goroutine only).
 	forceSnapshot bool
@@ -156,6 +159,10 @@ func (s *Server) Start() {
 	go func() { defer s.wg.Done(); s.adjustTicks() }()
 	go func() { defer s.wg.Done(); s.monitorCorruption() }()
 	go func() { defer s.wg.Done(); s.monitorCompactHash() }()
+	if s.v2 != nil {
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.v2Expirer() }()
+	}
 	if s.cfg.AutoCompactionMode != "" {
 		s.wg.Add(1)
 		go s.autoCompact()

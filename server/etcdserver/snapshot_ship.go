@@ -122,6 +122,11 @@ func (s *Server) installSnapshot(sn raftpb.Snapshot) error {
 	if err := s.reloadState(); err != nil {
 		return err
 	}
+	if s.v2 != nil {
+		if err := s.v2.Recover(sn.Data); err != nil {
+			return fmt.Errorf("v2 store in snapshot %d: %w", sn.Metadata.Index, err)
+		}
+	}
 	s.appliedIndex.Store(sn.Metadata.Index)
 	s.appliedTerm = sn.Metadata.Term
 	s.snapIndex = sn.Metadata.Index

@@ -184,6 +184,9 @@ func (s *Server) saveReceivedSnapshot(sn raftpb.Snapshot) error {
 // v2StoreDoc is the data of a raft snapshot taken now: the membership and cluster version as
 // upstream's v2-store document.
 func (s *Server) v2StoreDoc() ([]byte, error) {
+	if s.v2 != nil {
+		return s.v2StoreDocAt35()
+	}
 	var cv string
 	if c := s.ClusterVersion(); !c.IsZero() {
 		cv = c.Full()

@@ -89,6 +89,25 @@ type v2Attributes struct {
 	ClientURLs []string `json:"clientURLs,omitempty"`
 }
 
+// V2RaftAttributesValue is the value upstream 3.5 keeps at /0/members/<id>/raftAttributes.
+func V2RaftAttributesValue(m Member) (string, error) {
+	b, err := json.Marshal(v2RaftAttributes{PeerURLs: nonNil(m.PeerURLs), IsLearner: m.IsLearner})
+	return string(b), err
+}
+
+// V2AttributesValue is the value upstream 3.5 keeps at /0/members/<id>/attributes.
+func V2AttributesValue(m Member) (string, error) {
+	b, err := json.Marshal(v2Attributes{Name: m.Name, ClientURLs: m.ClientURLs})
+	return string(b), err
+}
+
+// V2MemberKey is the directory of member id in the v2 store; V2RemovedKey marks it removed.
+func V2MemberKey(id uint64) string  { return "/0/members/" + strconv.FormatUint(id, 16) }
+func V2RemovedKey(id uint64) string { return "/0/removed_members/" + strconv.FormatUint(id, 16) }
+
+// V2ClusterVersionKey is where the v2 store keeps the cluster version.
+const V2ClusterVersionKey = v2ClusterVersionKey
+
 // EncodeV2Store renders the membership and cluster version (empty: not decided yet) as the
 // v2-store document of a raft snapshot.
 func EncodeV2Store(st State, clusterVersion string) ([]byte, error) {

@@ -19,11 +19,10 @@ type node struct {
 	parent *node
 }
 
-func (n *node) isDir() bool       { return n.Children != nil }
-func (n *node) permanent() bool   { return n.ExpireTime.IsZero() }
-func (n *node) name() string      { return path.Base(n.Path) }
-func (n *node) hidden() bool      { return len(n.name()) > 0 && n.name()[0] == '_' }
-func (n *node) children() []*node { return sortedChildren(n) }
+func (n *node) isDir() bool     { return n.Children != nil }
+func (n *node) permanent() bool { return n.ExpireTime.IsZero() }
+func (n *node) name() string    { return path.Base(n.Path) }
+func (n *node) hidden() bool    { return len(n.name()) > 0 && n.name()[0] == '_' }
 
 func sortedChildren(n *node) []*node {
 	out := make([]*node, 0, len(n.Children))

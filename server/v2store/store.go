@@ -32,7 +32,7 @@ type Store struct {
 	// gets and getFails count reads, which run under the read lock.
 	gets, getFails atomic.Uint64
 	now            func() time.Time
-	readonly map[string]bool
+	readonly       map[string]bool
 }
 
 // New is an empty store with the given namespaces as directories. now is the clock that TTLs

@@ -47,6 +47,10 @@ const (
 	// requests. A 3.5 member proposes them as bare v2 requests, as upstream 3.5 does: 3.4
 	// members apply nothing else (they panic on the v3 ones).
 	V3Publish
+	// NoV2API: upstream 3.6 removed the v2 API. A 3.5 member keeps the v2 store (the membership
+	// under /0, the v2 API's keys under /1), applies every member's v2 requests to it, carries it
+	// in raft snapshots, and serves the v2 API with --enable-v2.
+	NoV2API
 )
 
 var features = map[Feature]struct {
@@ -67,6 +71,7 @@ var features = map[Feature]struct {
 	StatusQuota:            {"status-quota", V3_6},
 	MembershipFromV3:       {"membership-from-v3", V3_6},
 	V3Publish:              {"v3-publish", V3_6},
+	NoV2API:                {"no-v2-api", V3_6},
 }
 
 func (f Feature) String() string { return features[f].name }
