@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"etcdx/server/v2store"
 )
 
 // Raft snapshots carry the v2 store as a JSON document, as upstream writes it: upstream 3.5
@@ -36,7 +38,7 @@ type v2Doc struct {
 	Root           *v2Node
 	WatcherHub     v2WatcherHub
 	CurrentIndex   uint64
-	Stats          v2Stats
+	Stats          v2store.Stats
 	CurrentVersion int
 }
 
@@ -56,25 +58,6 @@ type v2EventQueue struct {
 	Front    int
 	Back     int
 	Capacity int
-}
-
-type v2Stats struct {
-	GetSuccess              uint64 `json:"getsSuccess"`
-	GetFail                 uint64 `json:"getsFail"`
-	SetSuccess              uint64 `json:"setsSuccess"`
-	SetFail                 uint64 `json:"setsFail"`
-	DeleteSuccess           uint64 `json:"deleteSuccess"`
-	DeleteFail              uint64 `json:"deleteFail"`
-	UpdateSuccess           uint64 `json:"updateSuccess"`
-	UpdateFail              uint64 `json:"updateFail"`
-	CreateSuccess           uint64 `json:"createSuccess"`
-	CreateFail              uint64 `json:"createFail"`
-	CompareAndSwapSuccess   uint64 `json:"compareAndSwapSuccess"`
-	CompareAndSwapFail      uint64 `json:"compareAndSwapFail"`
-	CompareAndDeleteSuccess uint64 `json:"compareAndDeleteSuccess"`
-	CompareAndDeleteFail    uint64 `json:"compareAndDeleteFail"`
-	ExpireCount             uint64 `json:"expireCount"`
-	Watchers                uint64 `json:"watchers"`
 }
 
 const v2HistoryCapacity = 1000
