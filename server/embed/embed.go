@@ -90,12 +90,17 @@ type Config struct {
 	SocketReusePort       bool
 	SocketReuseAddress    bool
 	EnableGRPCGateway     bool
-	EnablePprof           bool
-	Metrics               string // basic or extensive
-	CORS                  []string
-	HostWhitelist         []string
-	RaftReadTimeout       time.Duration
-	RaftWriteTimeout      time.Duration
+	// EnableV2 serves upstream 3.5's v2 API (--enable-v2; level 3.5 only).
+	EnableV2 bool
+	// V2Deprecation is the v2 store's deprecation stage (--v2-deprecation): at 3.5 "not-yet"
+	// by default; from "write-only" on, custom v2 content in the data dir stops the start.
+	V2Deprecation    string
+	EnablePprof      bool
+	Metrics          string // basic or extensive
+	CORS             []string
+	HostWhitelist    []string
+	RaftReadTimeout  time.Duration
+	RaftWriteTimeout time.Duration
 
 	AutoCompactionMode      string
 	AutoCompactionRetention string
@@ -436,8 +441,8 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 		DowngradeCheckTime: cfg.DowngradeCheckTime, WarningApplyDuration: cfg.WarningApplyDuration,
 		CorruptCheckTime: cfg.CorruptCheckTime, CompactHashCheckTime: cfg.CompactHashCheckTime, Features: &cfg.Features, ForceNewCluster: cfg.ForceNewCluster,
 		AuthToken: cfg.AuthToken, AuthTokenTTL: time.Duration(cfg.AuthTokenTTL) * time.Second, BcryptCost: int(cfg.BcryptCost),
-		ClientCertAuth: cfg.ClientTLSInfo.ClientCertAuth,
-		Logger:         lg, PeerTLS: peerClientTLS, PeerLocalAddr: localAddr, PeerReadTimeout: cfg.RaftReadTimeout, PeerWriteTimeout: cfg.RaftWriteTimeout, LeaseCheckpointInterval: cfg.LeaseCheckpointInterval,
+		ClientCertAuth: cfg.ClientTLSInfo.ClientCertAuth, V2Deprecation: cfg.V2Deprecation,
+		Logger: lg, PeerTLS: peerClientTLS, PeerLocalAddr: localAddr, PeerReadTimeout: cfg.RaftReadTimeout, PeerWriteTimeout: cfg.RaftWriteTimeout, LeaseCheckpointInterval: cfg.LeaseCheckpointInterval,
 	})
 	if err != nil {
 		return nil, err
@@ -575,7 +580,7 @@ func (e *Etcd) serve() error {
 			Metrics: rpcMetrics, Traffic: traffic, WatchLoop: watchLoop, ExtraServerOptions: opts,
 			StopGRPCServiceOnDefrag:     e.cfg.Features.Enabled(features.StopGRPCServiceOnDefrag),
 			WarningUnaryRequestDuration: e.cfg.WarningUnaryRequestDuration, Register: rec.Register})
-		h, err := httpapi.Handler(s, conn, e.cfg.EnableGRPCGateway)
+		h, err := httpapi.Handler(s, conn, e.httpOptions())
 		if err != nil {
 			return err
 		}
@@ -657,7 +662,7 @@ func (e *Etcd) serveClientHTTP() error {
 	if len(e.selfConns) == 0 {
 		return errors.New("--listen-client-http-urls needs a --listen-client-urls listener for the gateway to call")
 	}
-	h, err := httpapi.Handler(e.Server, e.selfConns[0], e.cfg.EnableGRPCGateway)
+	h, err := httpapi.Handler(e.Server, e.selfConns[0], e.httpOptions())
 	if err != nil {
 		return err
 	}

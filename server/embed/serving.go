@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"etcdx/server/auth"
+	"etcdx/server/httpapi"
 	"etcdx/server/membership"
 	"etcdx/server/tlsutil"
 
@@ -261,4 +262,9 @@ func memberLocalAddr(advertisePeerURLs []string) string {
 		}
 	}
 	return ""
+}
+
+// httpOptions are the client listeners' HTTP APIs as the flags ask.
+func (e *Etcd) httpOptions() httpapi.Options {
+	return httpapi.Options{Gateway: e.cfg.EnableGRPCGateway, V2: e.cfg.EnableV2, ClientCertAuth: e.cfg.ClientTLSInfo.ClientCertAuth}
 }

@@ -148,7 +148,7 @@ func configure(fv *flagValues, environ []string) (*configured, error) {
 	if err := checkDiscoveryFlags(set, fv); err != nil {
 		return out, err
 	}
-	if err := checkV2Flags(fv); err != nil {
+	if err := checkV2Flags(fv, out); err != nil {
 		return out, err
 	}
 	return out, c.Validate()

@@ -263,6 +263,7 @@ func newFlagSet(out io.Writer) *flagValues {
 	}
 	if !version.FlagNames36.Built(level) {
 		addV2Flags(fv)
+		fv.v2Deprecation = "not-yet" // upstream 3.5's default
 	}
 
 	fs.BoolVar(&fv.showVersion, "version", false, "Print the version and exit.")
@@ -318,8 +319,8 @@ func without(fs *flag.FlagSet, drop map[string]bool) *flag.FlagSet {
 	return out
 }
 
-// addV2Flags adds upstream 3.5's flags for its v2 API and v2 proxy. This server serves neither:
-// their defaults are taken, and asking for either is refused (checkV2Flags).
+// addV2Flags adds upstream 3.5's flags for its v2 API and v2 proxy. The v2 API is served; the
+// v2 proxy and the v2 API emulated over v3 are refused (checkV2Flags).
 func addV2Flags(fv *flagValues) {
 	fs := fv.fs
 	fs.BoolVar(&fv.enableV2, "enable-v2", false, "Accept etcd V2 client requests. Deprecated and to be decommissioned in v3.6.")
@@ -332,11 +333,21 @@ func addV2Flags(fv *flagValues) {
 	}
 }
 
-// checkV2Flags refuses, at 3.5, the v2 API and the v2 proxy, which this server does not serve.
-func checkV2Flags(fv *flagValues) error {
+// checkV2Flags takes the v2 API's flags (3.5 only): --enable-v2 unless the deprecation stage
+// forbids it, in upstream's words; the v2 proxy and the emulated v2 API are refused.
+func checkV2Flags(fv *flagValues, out *configured) error {
+	out.cfg.V2Deprecation = fv.v2Deprecation
+	if version.FlagNames36.Built(version.Local()) {
+		out.cfg.V2Deprecation = "write-only" // upstream 3.6 enforces its default whatever is given
+	}
 	switch {
+	case fv.enableV2 && fv.v2Deprecation != "not-yet":
+		return fmt.Errorf("--enable-v2 and --v2-deprecation=%s are mutually exclusive", fv.v2Deprecation)
 	case fv.enableV2:
-		return fmt.Errorf("--enable-v2: this server serves no v2 API (upstream 3.5 deprecated it, 3.6 removed it); use the v3 API")
+		out.cfg.EnableV2 = true
+		out.warnings = append(out.warnings, warning{"Flag `enable-v2` is deprecated and will get removed in etcd 3.6.", nil})
+	}
+	switch {
 	case fv.v2v3 != "":
 		return fmt.Errorf("--experimental-enable-v2v3: this server serves no emulated v2 API")
 	case fv.proxy != "" && fv.proxy != "off":

@@ -49,6 +49,7 @@ func New(cfg Config) (*Server, error) {
 		draining:  make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{})}
 	if !version.NoV2API.Built(cfg.Level) {
 		s.v2 = v2store.New(time.Now, v2store.ClusterPrefix, v2store.KeysPrefix)
+		s.peerStats = newPeerStats(time.Now())
 	}
 	// Asked for a start-up corruption check, the database's page tree is walked before bbolt
 	// reads it: a damaged tree (a page that points at its ancestor) would otherwise loop in the
@@ -329,6 +330,9 @@ func (s *Server) restart(rcfg *raft.Config) error {
 		s.memSnapIndex, s.memSnapBytes = sn.Metadata.Index, 0
 		s.savedSnapIndex = sn.Metadata.Index
 		s.confState = sn.Metadata.ConfState
+	}
+	if err := s.checkV2Content(sn, ents); err != nil {
+		return err
 	}
 	if err := checkLogCoversDB(s.id, cfg.walDir(), st, sn.Metadata.Index, ents, s.consistentIndex); err != nil {
 		return err

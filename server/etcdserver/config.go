@@ -20,6 +20,9 @@ import (
 
 // Config is everything a member needs to start.
 type Config struct {
+	// V2Deprecation is the v2 store's deprecation stage ("": the level's default, not-yet at 3.5,
+	// write-only from 3.6): from write-only on, custom v2 content in the data dir stops the start.
+	V2Deprecation       string
 	Name                string
 	DataDir             string
 	PeerURLs            []string // advertised peer URLs of this member

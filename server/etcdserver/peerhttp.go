@@ -40,6 +40,7 @@ func (s *Server) Process(ctx context.Context, m raftpb.Message) error {
 	if s.mem.IsRemoved(m.From) {
 		return fmt.Errorf("%w %x", transport.ErrMemberRemoved, m.From)
 	}
+	s.peerStats.received(m, time.Now())
 	if m.Type == raftpb.MsgProp && onlyNormalEntries(m.Entries) {
 		s.processRemoteProposal(m)
 		return nil
@@ -57,7 +58,10 @@ func (s *Server) CheckPeerVersion(serverVersion, minClusterVersion string) error
 func (s *Server) IsIDRemoved(id uint64) bool { return s.mem.IsRemoved(id) }
 
 // ReportUnreachable tells raft a peer could not be reached (transport.Raft).
-func (s *Server) ReportUnreachable(id uint64) { s.node.ReportUnreachable(id) }
+func (s *Server) ReportUnreachable(id uint64) {
+	s.peerStats.unreachable(id)
+	s.node.ReportUnreachable(id)
+}
 
 // ReportSnapshot tells raft how sending a snapshot went (transport.Raft).
 func (s *Server) ReportSnapshot(id uint64, st raft.SnapshotStatus) { s.node.ReportSnapshot(id, st) }

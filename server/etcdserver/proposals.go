@@ -170,6 +170,12 @@ func (s *Server) propose(ctx context.Context, r *pb.InternalRaftRequest) (_ *app
 	if len(data) > int(s.cfg.MaxRequestBytes) {
 		return nil, ErrRequestTooLarge
 	}
+	return s.proposeAndWait(ctx, id, data)
+}
+
+// proposeAndWait proposes data, an entry whose request carries id, once a leader is known, and
+// waits for the applier's result for id.
+func (s *Server) proposeAndWait(ctx context.Context, id uint64, data []byte) (*applyResult, error) {
 	if err := s.waitLeader(ctx); err != nil {
 		return nil, err
 	}

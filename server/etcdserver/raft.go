@@ -88,6 +88,7 @@ func (s *Server) handleReady(rd raft.Ready, st *readyState) bool {
 	}
 	if sendEarly {
 		failpoint.At(failpoint.RaftBeforeLeaderSend)
+		s.peerStats.sending(msgs, time.Now())
 		s.tr.Send(msgs)
 	}
 	stable, rest := splitCommitted(rd.CommittedEntries, st.persisted, hasSnap)
@@ -145,6 +146,7 @@ func (s *Server) handleReady(rd raft.Ready, st *readyState) bool {
 	// Followers must persist before answering.
 	if !sendEarly {
 		failpoint.At(failpoint.RaftBeforeFollowerSend)
+		s.peerStats.sending(msgs, time.Now())
 		s.tr.Send(msgs)
 	}
 	var late *applyBatch
@@ -214,6 +216,7 @@ func (s *Server) onSoftState(ss *raft.SoftState) {
 		s.m.isLeader.Set(0)
 	}
 	if old != ss.Lead {
+		s.peerStats.leaderChanged(ss.Lead, time.Now())
 		s.leaders.notify()
 		if ss.Lead != raft.None {
 			s.m.leaderChanges.Inc()

@@ -65,6 +65,8 @@ type Server struct {
 	peerClient *http.Client
 	// heartbeats notices a leader that sends heartbeats late (raft loop only).
 	heartbeats heartbeatDetector
+	// peerStats counts raft traffic for upstream's /v2/stats/self and /v2/stats/leader.
+	peerStats *peerStats
 	// restarted: the member started from its own data (not bootstrapped or joining now).
 	restarted bool
 
@@ -192,6 +194,9 @@ func (s *Server) Lessor() *lease.Lessor { return s.les }
 
 // Config returns the configuration the member runs with.
 func (s *Server) Config() Config { return s.cfg }
+
+// Logger is the member's logger.
+func (s *Server) Logger() *slog.Logger { return s.log }
 
 // Stopping is closed when the member begins to stop.
 func (s *Server) Stopping() <-chan struct{} { return s.stopping }

@@ -25,6 +25,7 @@ import (
 
 	"etcdx/pkg/buildinfo"
 	"etcdx/server/etcdserver"
+	"etcdx/server/v2http"
 	"etcdx/server/v3rpc"
 	"etcdx/server/version"
 )
@@ -78,14 +79,28 @@ func VersionHandler(vs VersionSource) http.Handler {
 	})
 }
 
+// Options choose the client listener's HTTP APIs.
+type Options struct {
+	// Gateway serves the gRPC JSON gateway under /v3/ (--enable-grpc-gateway).
+	Gateway bool
+	// V2 serves the v2 API (--enable-v2, level 3.5 only).
+	V2 bool
+	// ClientCertAuth: a client certificate's common name names the v2 user (--client-cert-auth).
+	ClientCertAuth bool
+}
+
 // Handler is the client listener's HTTP side. conn is a client connection to this member's own
 // gRPC server, used by the JSON gateway.
-func Handler(s *etcdserver.Server, conn *grpc.ClientConn, gateway bool) (http.Handler, error) {
+func Handler(s *etcdserver.Server, conn *grpc.ClientConn, opt Options) (http.Handler, error) {
 	mux := http.NewServeMux()
 	AddMetrics(mux, s)
 	mux.Handle("/version", VersionHandler(s))
 	mux.Handle("/debug/vars", debugVars(s))
-	if !gateway {
+	if opt.V2 {
+		v2http.Register(mux, s, v2http.Options{RequestTimeout: s.RequestTimeout(), ClientCertAuth: opt.ClientCertAuth,
+			Stats: s, Log: s.Logger()})
+	}
+	if !opt.Gateway {
 		return mux, nil // --enable-grpc-gateway=false
 	}
 	gwmux := runtime.NewServeMux(runtime.WithMetadata(func(context.Context, *http.Request) metadata.MD {

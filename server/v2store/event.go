@@ -36,7 +36,8 @@ func (e *Event) IsCreated() bool {
 // Index is the index of the change.
 func (e *Event) Index() uint64 { return e.Node.ModifiedIndex }
 
-func (e *Event) clone() *Event {
+// Clone is a deep copy of e (events are shared with the history and every watcher).
+func (e *Event) Clone() *Event {
 	c := *e
 	c.Node, c.PrevNode = e.Node.clone(), e.PrevNode.clone()
 	return &c

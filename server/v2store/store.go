@@ -464,7 +464,7 @@ func (s *Store) Watch(key string, recursive, stream bool, since uint64) (*Watche
 	if e != nil {
 		// A change already in the history answers the watch, streaming or not (upstream's
 		// stream then waits forever; this one ends, and the client watches on from the next index).
-		c := e.clone()
+		c := e.Clone()
 		c.EtcdIndex = s.index
 		w.events <- c
 		w.removed = true
