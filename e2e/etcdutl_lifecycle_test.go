@@ -353,7 +353,7 @@ func TestEtcdutlCorruptDataDir(t *testing.T) {
 
 // etcdutl backup with upstream 3.5's flags for a member that keeps its WAL apart (--wal-dir) and
 // a backup that keeps its WAL apart (--backup-wal-dir): the member started on the backup holds
-// exactly the backed-up keys. --with-v3=false (3.5's v2-only backup) is refused, saying why.
+// exactly the backed-up keys. --with-v3=false (3.5's v2-only backup) is refused from 3.6, saying why.
 func TestEtcdutlBackupWithWALDirs(t *testing.T) {
 	t.Parallel() // waits more than it computes (e2e/doc.go)
 	dir := t.TempDir()

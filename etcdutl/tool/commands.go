@@ -68,11 +68,10 @@ func migrateCommand(g *globals) *cobra.Command {
 	return cmd
 }
 
-// backupCommand is ours (upstream 3.5's legacy backup, gone from 3.6): a consistent copy of a
-// stopped member's data directory.
-// backupCommand is upstream 3.5's legacy backup, by its flags; ours makes a consistent copy of
-// the stopped member's files (upstream 3.5's rewrote the WAL for a new cluster), so a v2-only
-// copy (--with-v3=false) is refused.
+// backupCommand is upstream 3.5's legacy backup (gone from 3.6), by its flags; ours makes a
+// consistent copy of the stopped member's files (upstream 3.5's rewrote the WAL for a new
+// cluster); at 3.5 --with-v3=false leaves the v3 data out, as upstream's (refused from 3.6, which
+// has no v2 store to keep).
 func backupCommand(g *globals) *cobra.Command {
 	var cfg offline.BackupConfig
 	withV3 := true
@@ -81,9 +80,10 @@ func backupCommand(g *globals) *cobra.Command {
 		Short: "Consistent copy of a stopped member's data directory",
 		Args:  cobra.NoArgs,
 		RunE: runs(func(*cobra.Command, []string) error {
-			if !withV3 {
-				return badArgs("--with-v3=false would leave the v3 database out: this backup is a whole, consistent copy of the member's files; keep --with-v3")
+			if !withV3 && buildinfo.AtLeast("3.6") {
+				return badArgs("--with-v3=false would leave the v3 database out and keep only the v2 store, which etcd 3.6 and later do not have: keep --with-v3")
 			}
+			cfg.V2Only = !withV3
 			res, err := offline.Backup(cfg)
 			if err != nil {
 				return err

@@ -18,7 +18,8 @@ import (
 // memorySnapshotEvery entries or memorySnapshotBytes of entry data were applied since the last
 // one (memBytes).
 func snapshotDue(applied, diskIndex, memIndex, memBytes, count uint64, forced bool) (toDisk, due bool) {
-	toDisk = applied-diskIndex >= count || forced && applied > diskIndex
+	// As upstream: once more than count entries were applied since the last one.
+	toDisk = applied-diskIndex > count || forced && applied > diskIndex
 	sinceMem := applied - memIndex
 	return toDisk, toDisk || sinceMem >= memorySnapshotEvery || sinceMem > 0 && memBytes >= memorySnapshotBytes
 }

@@ -16,11 +16,13 @@ func TestSnapshotDue(t *testing.T) {
 		{name: "memory, large entries reach the byte bound first", applied: 140, memBytes: 140 * 30000, count: 10000, wantSnapshot: true},
 		{name: "memory, bytes just under the bound", applied: 100, memBytes: memorySnapshotBytes - 1, count: 10000},
 		{name: "memory, bytes but no new entry", applied: 1000, mem: 1000, memBytes: memorySnapshotBytes, count: 10000},
-		{name: "disk at the count", applied: 10000, mem: 9950, count: 10000, wantToDisk: true, wantSnapshot: true},
+		{name: "disk at the count", applied: 10000, mem: 9950, count: 10000},
+		{name: "disk past the count", applied: 10001, mem: 9950, count: 10000, wantToDisk: true, wantSnapshot: true},
 		{name: "disk counted from the last disk snapshot", applied: 10050, disk: 10000, mem: 10000, count: 10000},
 		{name: "forced with something new", applied: 10001, disk: 10000, mem: 10000, count: 10000, forced: true, wantToDisk: true, wantSnapshot: true},
 		{name: "forced with nothing new", applied: 10000, disk: 10000, mem: 10000, count: 10000, forced: true},
-		{name: "small count", applied: 5, count: 5, wantToDisk: true, wantSnapshot: true},
+		{name: "small count", applied: 5, count: 5},
+		{name: "small count, one past", applied: 6, count: 5, wantToDisk: true, wantSnapshot: true},
 	} {
 		toDisk, due := snapshotDue(c.applied, c.disk, c.mem, c.memBytes, c.count, c.forced)
 		if toDisk != c.wantToDisk || due != c.wantSnapshot {

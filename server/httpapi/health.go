@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
@@ -13,9 +14,10 @@ import (
 )
 
 // addHealth adds /health, /livez and /readyz (and each probe check on its own path, as
-// /readyz/data_corruption), answered as upstream answers them.
-func addHealth(mux *http.ServeMux, s *etcdserver.Server) {
-	mux.Handle("/health", HealthHandler(s))
+// /readyz/data_corruption), answered as upstream answers them. With the v2 API (3.5's
+// --enable-v2), /health reads through the v2 API as upstream's does then.
+func addHealth(mux *http.ServeMux, s *etcdserver.Server, v2 bool) {
+	mux.Handle("/health", HealthHandler(s, v2))
 	read := func(serializable bool) func(context.Context) error {
 		return func(ctx context.Context) error { return readOne(ctx, s, serializable) }
 	}
@@ -55,14 +57,15 @@ type health struct {
 }
 
 // HealthHandler answers /health as upstream: the first active alarm not excluded (?exclude=NOSPACE),
-// a leader (unless ?serializable=true), then a read; only GET.
-func HealthHandler(s *etcdserver.Server) http.Handler {
+// a leader (unless ?serializable=true), then a read; only GET. With v2, the read is upstream
+// 3.5's v2 health read: a quorum GET through raft (an entry in the log), within a second.
+func HealthHandler(s *etcdserver.Server, v2 bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !allowOnly(w, r, http.MethodGet) {
 			return
 		}
 		serializable := r.URL.Query().Get("serializable") == "true"
-		h := checkHealth(r.Context(), s, excludedSet(r), serializable)
+		h := checkHealth(r.Context(), s, excludedSet(r), serializable, v2)
 		s.ObserveHealth(h.Health == "true")
 		d, _ := json.Marshal(h)
 		if h.Health != "true" {
@@ -75,7 +78,7 @@ func HealthHandler(s *etcdserver.Server) http.Handler {
 	})
 }
 
-func checkHealth(ctx context.Context, s *etcdserver.Server, excluded map[string]bool, serializable bool) health {
+func checkHealth(ctx context.Context, s *etcdserver.Server, excluded map[string]bool, serializable, v2 bool) health {
 	for _, a := range s.Alarms() {
 		if excluded[a.Alarm.String()] {
 			continue
@@ -91,6 +94,15 @@ func checkHealth(ctx context.Context, s *etcdserver.Server, excluded map[string]
 	}
 	if !serializable && s.Leader() == 0 {
 		return health{"false", "RAFT NO LEADER"}
+	}
+	if v2 {
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		if _, err := s.V2Do(ctx, pb.Request{Method: "QGET"}); err != nil {
+			s.Config().Logger.Warn("serving /health false; QGET fails", "error", err)
+			return health{"false", "QGET ERROR:" + err.Error()}
+		}
+		return health{Health: "true"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.RequestTimeout())
 	defer cancel()

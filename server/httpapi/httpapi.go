@@ -93,7 +93,8 @@ type Options struct {
 // gRPC server, used by the JSON gateway.
 func Handler(s *etcdserver.Server, conn *grpc.ClientConn, opt Options) (http.Handler, error) {
 	mux := http.NewServeMux()
-	AddMetrics(mux, s)
+	addMetrics(mux, s)
+	addHealth(mux, s, opt.V2)
 	mux.Handle("/version", VersionHandler(s))
 	mux.Handle("/debug/vars", debugVars(s))
 	if opt.V2 {
@@ -165,11 +166,15 @@ func (c *compactJSON) NewEncoder(w io.Writer) runtime.Encoder {
 
 // AddMetrics adds /metrics, /health, /livez and /readyz (what the metrics listener serves too).
 func AddMetrics(mux *http.ServeMux, s *etcdserver.Server) {
+	addMetrics(mux, s)
+	addHealth(mux, s, false)
+}
+
+func addMetrics(mux *http.ServeMux, s *etcdserver.Server) {
 	// Instrumented as upstream's handler is: promhttp_metric_handler_requests_{total,in_flight}
 	// (every listener serving /metrics shares the two).
 	reg := s.Config().Registry
 	mux.Handle("/metrics", promhttp.InstrumentMetricHandler(reg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
-	addHealth(mux, s)
 }
 
 // gatewayError writes a failed call's answer: from 3.6 as upstream's grpc-gateway v2 writes it

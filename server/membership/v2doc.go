@@ -217,9 +217,10 @@ func nonNil(s []string) []string {
 }
 
 // V2StoreHasCustomContent says whether a v2 store document holds anything besides the
-// membership and cluster version under /0, as upstream 3.5's check does: upstream 3.6 refuses to
-// start on such a store. The empty /2/users and /2/roles directories v2 auth leaves behind do not
-// count.
+// membership and cluster version under /0, as upstream 3.5's check counts it (upstream 3.6
+// refuses to start on such a store): a key under /1 (the namespace itself, empty, is none), or a
+// user or role under /2 (the empty /2/users and /2/roles v2 auth leaves behind, and /2/enabled,
+// are none).
 func V2StoreHasCustomContent(b []byte) (bool, error) {
 	var doc struct{ Root *v2Node }
 	if err := json.Unmarshal(b, &doc); err != nil {
@@ -231,16 +232,17 @@ func V2StoreHasCustomContent(b []byte) (bool, error) {
 	for key, n := range doc.Root.Children {
 		switch key {
 		case "0":
-			continue
 		case "2":
-			for sub, d := range n.Children {
-				if (sub != "users" && sub != "roles") || len(d.Children) > 0 {
+			for _, d := range n.Children {
+				if len(d.Children) > 0 {
 					return true, nil
 				}
 			}
-			continue
+		default:
+			if len(n.Children) > 0 {
+				return true, nil
+			}
 		}
-		return true, nil
 	}
 	return false, nil
 }

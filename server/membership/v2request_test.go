@@ -58,7 +58,9 @@ func TestV2StoreHasCustomContent(t *testing.T) {
 		{"empty auth directories", `{"Root":{"Children":{"0":{},"2":{"Children":{"users":{},"roles":{}}}}}}`, false},
 		{"a v2 user", `{"Root":{"Children":{"0":{},"2":{"Children":{"users":{"Children":{"root":{}}}}}}}}`, true},
 		{"a v2 key", `{"Root":{"Children":{"0":{},"1":{"Children":{"foo":{"Value":"bar"}}}}}}`, true},
-		{"something else under /2", `{"Root":{"Children":{"2":{"Children":{"enabled":{"Value":"true"}}}}}}`, true},
+		{"auth switch and empty auth directories", `{"Root":{"Children":{"2":{"Children":{"enabled":{"Value":"true"},"users":{"Children":{}}}}}}}`, false},
+		{"a v2 role", `{"Root":{"Children":{"2":{"Children":{"roles":{"Children":{"guest":{"Value":"{}"}}}}}}}}`, true},
+		{"the empty keys namespace", `{"Root":{"Children":{"0":{},"1":{"Children":{}}}}}`, false},
 	} {
 		got, err := V2StoreHasCustomContent([]byte(c.doc))
 		if err != nil || got != c.custom {

@@ -15,6 +15,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"sync/atomic"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"golang.org/x/crypto/bcrypt"
@@ -93,6 +94,8 @@ type Store struct {
 	log *slog.Logger
 	// ctx bounds each request to the v2 store (the member's request timeout).
 	ctx func() (context.Context, context.CancelFunc)
+	// ensured: the auth directories were found or made once (each try costs raft entries).
+	ensured atomic.Bool
 }
 
 // NewStore is the store over do, each request bounded by timeout.
@@ -123,6 +126,9 @@ func (s *Store) read(res string, quorum bool) (*v2store.Event, error) {
 // ensureDirs creates /2, /2/users/, /2/roles/ and /2/enabled=false where missing, as upstream
 // does before its first change (each a write of its own: the v2 store's indexes agree).
 func (s *Store) ensureDirs() error {
+	if s.ensured.Load() {
+		return nil
+	}
 	no := false
 	for _, d := range []string{Prefix, Prefix + "/users/", Prefix + "/roles/"} {
 		_, err := s.request(pb.Request{Method: http.MethodPut, Path: d, Dir: true, PrevExist: &no})
@@ -134,6 +140,7 @@ func (s *Store) ensureDirs() error {
 	if err != nil && !isCode(err, v2store.EcodeNodeExist) {
 		return err
 	}
+	s.ensured.Store(true)
 	return nil
 }
 
