@@ -97,7 +97,9 @@ func (o opts) print(resp *client.Response) {
 	}
 }
 
-func ttlFlag() cli.IntFlag { return cli.IntFlag{Name: "ttl", Value: 0, Usage: "key time-to-live in seconds"} }
+func ttlFlag() cli.IntFlag {
+	return cli.IntFlag{Name: "ttl", Value: 0, Usage: "key time-to-live in seconds"}
+}
 
 func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
 
