@@ -65,10 +65,18 @@ var deprecated = map[string]string{
 	"experimental-txn-mode-write-with-shared-buffer": "--experimental-txn-mode-write-with-shared-buffer is deprecated in v3.6 and will be decommissioned in v3.7. Use '--feature-gates=TxnModeWriteWithSharedBuffer=true' instead.",
 }
 
+// deprecated35 are the flags upstream 3.5 warns about when set.
+var deprecated35 = map[string]bool{"enable-v2": true, "experimental-enable-v2v3": true, "proxy": true, "proxy-failure-wait": true,
+	"proxy-refresh-interval": true, "proxy-dial-timeout": true, "proxy-write-timeout": true, "proxy-read-timeout": true}
+
 // deprecationOf is the warning for a set flag, if it is a deprecated spelling.
 func deprecationOf(name string, fv *flagValues) (string, bool) {
 	if !version.FlagNames36.Built(version.Local()) {
-		return "", false // 3.5's own spellings
+		// 3.5's own spellings; its v2 API and v2 proxy flags are deprecated there.
+		if deprecated35[name] {
+			return fmt.Sprintf("--%s is deprecated in 3.5 and will be decommissioned in 3.6.", name), true
+		}
+		return "", false
 	}
 	if msg, ok := deprecated[name]; ok {
 		return msg, true
