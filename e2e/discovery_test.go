@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -229,9 +230,18 @@ func TestDiscoveryRefusals(t *testing.T) {
 			t.Errorf("etcd %v: exit %d, want %d with %q:\n%s", c.args, code, c.code, c.want, out)
 		}
 	}
-	// Upstream 3.6 still runs v2 discovery; ours refuses it at once, saying what to use instead.
-	if code, out := runEtcdBin(t, ServerAt(t, LastReleaseLevel), nil, "--data-dir", filepath.Join(dir, "d"), "--discovery", "http://127.0.0.1:1/x"); code != 1 || !strings.Contains(out, "--discovery is not supported") {
-		t.Errorf("etcd at 3.6 --discovery: exit %d, want 1 with \"--discovery is not supported\":\n%s", code, out)
+	// v2 discovery at 3.6 (upstream's words): with --initial-cluster, or with v3 discovery settings.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--discovery", "http://127.0.0.1:1/x", "--initial-cluster", "default=http://localhost:2380"}, "multiple discovery or bootstrap flags are set"},
+		{[]string{"--discovery-proxy", "http://127.0.0.1:1", "--discovery-token", "t1", "--discovery-endpoints", ep}, "both v2 discovery settings (discovery, discovery-proxy) and v3 discovery settings"},
+	} {
+		code, out := runEtcdBin(t, ServerAt(t, LastReleaseLevel), nil, append([]string{"--data-dir", filepath.Join(dir, "d")}, c.args...)...)
+		if code != 1 || !strings.Contains(out, c.want) {
+			t.Errorf("etcd at 3.6 %v: exit %d, want 1 with %q:\n%s", c.args, code, c.want, out)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "d")); err == nil {
 		t.Errorf("a refused start created the data dir")
@@ -429,5 +439,48 @@ func TestDiscoveryWithAuth(t *testing.T) {
 	code, out = runTool(t, "discovery", "status", "--endpoints", backing.ClientURL, "--token", token, "--user", "disc", "--password", "discpw")
 	if code != 0 || !strings.Contains(out, "3 of 3 members registered (complete)") {
 		t.Fatalf("discovery status: %d %s", code, out)
+	}
+}
+
+// TestV2DiscoveryAsUpstream36: v2 discovery (--discovery=<url>) as upstream 3.6 runs it, served
+// by ours at 3.5 with --enable-v2: two members of ours at 3.6 and one upstream 3.6.16 member
+// register in the same directory, find each other and form one cluster with the IDs each
+// registered; a fourth member finds the cluster full.
+func TestV2DiscoveryAsUpstream36(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	svc := NewMember(t, "--enable-v2")
+	svc.Bin = ServerAt(t, OldestLevel)
+	svc.Start()
+	durl := svc.ClientURL + "/v2/keys/token1"
+	if code, _, body := v2Do(t, http.MethodPut, durl+"/_config/size", url.Values{"value": {"3"}}); code != http.StatusCreated {
+		t.Fatalf("size key: %d %s", code, body)
+	}
+	var ms []*Member
+	for i, bin := range []string{ServerAt(t, LastReleaseLevel), UpstreamBinaryAt(t, Upstream36Version, "etcd"), ServerAt(t, LastReleaseLevel)} {
+		m := NewMember(t)
+		m.Name, m.Bin, m.InitialCluster = fmt.Sprintf("d%d", i), bin, ""
+		m.Discovery = []string{"--discovery", durl}
+		ms = append(ms, m)
+	}
+	c := &Cluster{t: t, Members: ms}
+	c.Start()
+	ids := memberIDs(t, c.Client())
+	if len(ids) != 3 {
+		t.Fatalf("members %v, want the three that registered", ids)
+	}
+	code, _, body := v2Do(t, http.MethodGet, durl+"?sorted=true", nil)
+	for name, id := range ids {
+		if code != http.StatusOK || !strings.Contains(body, fmt.Sprintf(`"key":"/token1/%s","value":"%s=`, id, name)) {
+			t.Errorf("%s (%s) is not registered as it runs: %d %s", name, id, code, body)
+		}
+	}
+	late := NewMember(t)
+	late.Name, late.Bin, late.InitialCluster = "late", ServerAt(t, LastReleaseLevel), ""
+	late.Discovery = []string{"--discovery", durl}
+	if err := late.StartNoWait(); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := late.Wait(30 * time.Second); code == 0 || err != nil || !late.LogHas("discovery: cluster is full") {
+		t.Errorf("a fourth member: exit %d %v, want a refusal naming the full cluster\n%s", code, err, late.LogTail(8))
 	}
 }

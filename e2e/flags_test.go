@@ -80,11 +80,11 @@ func TestBadFlagsAsUpstream(t *testing.T) {
 		// 3.7 removed v2 discovery: its --help still lists these, but they are not defined.
 		{nil, []string{"--discovery", "http://127.0.0.1:9/token"}, 2, 2, "flag provided but not defined: -discovery", ""},
 		{nil, []string{"--discovery-proxy", "http://127.0.0.1:9"}, 2, 2, "flag provided but not defined: -discovery-proxy", ""},
-		// 3.5 has neither gates nor 3.6's names; it has the v2 API and proxy, which ours does not serve.
+		// 3.5 has neither gates nor 3.6's names; it has the v2 API (served) and the v2 proxy (not).
 		{nil, []string{"--feature-gates", "InitialCorruptCheck=true"}, 2, 2, "flag provided but not defined: -feature-gates", OldestLevel},
 		{nil, []string{"--snapshot-catchup-entries", "5"}, 2, 2, "flag provided but not defined: -snapshot-catchup-entries", OldestLevel},
 		{nil, []string{"--experimental-compaction-batch-limit", "x"}, 2, 2, `invalid value "x" for flag -experimental-compaction-batch-limit`, OldestLevel},
-		{nil, []string{"--enable-v2"}, upstreamStarts, 1, "--enable-v2: this server serves no v2 API", OldestLevel},
+		{nil, []string{"--enable-v2", "--v2-deprecation=write-only"}, 1, 1, "--enable-v2 and --v2-deprecation=write-only are mutually exclusive", OldestLevel},
 		{nil, []string{"--proxy", "on"}, upstreamStarts, 1, "--proxy=on: this server runs no v2 proxy", OldestLevel},
 		{nil, []string{"--logger", "capnslog"}, 1, 1, "--logger=capnslog is removed in v3.5", ""},
 		{nil, []string{"--log-format", "xml"}, 1, 1, "unknown log format: xml", ""},

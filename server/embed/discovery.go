@@ -21,6 +21,12 @@ type DiscoveryConfig struct {
 
 func (d *DiscoveryConfig) enabled() bool { return len(d.Endpoints) > 0 }
 
+// EnabledAny says whether any v3 discovery setting was given (upstream's test against the v2 ones).
+func (d *DiscoveryConfig) EnabledAny() bool {
+	return d.enabled() || d.Token != "" || d.Secure.Cert != "" || d.Secure.Key != "" || d.Secure.Cacert != "" ||
+		d.Auth.Username != "" || d.Auth.Password != ""
+}
+
 // ErrConflictBootstrapFlags is upstream's refusal of two ways to bootstrap at once.
 var ErrConflictBootstrapFlags = errors.New("multiple discovery or bootstrap flags are set. " +
 	"Choose one of \"initial-cluster\", \"discovery\", \"discovery-endpoints\" or \"discovery-srv\"")
@@ -57,5 +63,28 @@ func (d *DiscoveryConfig) joiner(name string, self []string, lg *slog.Logger) fu
 	token := d.Token
 	return func(ctx context.Context, id uint64) (map[string][]string, error) {
 		return discovery.Bootstrap(ctx, spec, token, name, self, id, lg)
+	}
+}
+
+// v2Joiner returns the server's Discover hook for v2 discovery (--discovery): register
+// name=self in the URL's directory, wait for the other members, and return the initial cluster.
+func v2Joiner(durl, proxy, name string, self []string, lg *slog.Logger) func(context.Context, uint64) (map[string][]string, error) {
+	parts := make([]string, len(self))
+	for i, u := range self {
+		parts[i] = name + "=" + u
+	}
+	return func(ctx context.Context, id uint64) (map[string][]string, error) {
+		j, err := discovery.NewV2Joiner(durl, proxy, id, lg)
+		if err != nil {
+			return nil, err
+		}
+		ic, err := j.Join(ctx, strings.Join(parts, ","))
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := ic[name]; !ok {
+			return nil, fmt.Errorf("member %q has previously registered with discovery service token (%s). But etcd could not find valid cluster configuration in the given data dir", name, durl)
+		}
+		return ic, nil
 	}
 }

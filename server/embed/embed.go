@@ -53,7 +53,10 @@ type Config struct {
 	InitialClusterState  string
 	InitialClusterToken  string
 	// DiscoveryCfg bootstraps a new cluster through v3 discovery instead of InitialCluster.
-	DiscoveryCfg    DiscoveryConfig
+	DiscoveryCfg DiscoveryConfig
+	// Durl bootstraps a new cluster through v2 discovery (--discovery, until 3.6), through the
+	// HTTP proxy DProxy when set (--discovery-proxy).
+	Durl, DProxy    string
 	ForceNewCluster bool
 
 	SnapshotCount uint64
@@ -228,13 +231,16 @@ func (c *Config) Validate() error {
 	if err := c.DiscoveryCfg.validate(c.InitialCluster); err != nil {
 		return err
 	}
+	if c.Durl != "" && (c.InitialCluster != "" || c.DiscoveryCfg.enabled()) {
+		return ErrConflictBootstrapFlags
+	}
 	if c.MaxSnapshots < 0 {
 		return fmt.Errorf("--max-snapshots must not be negative (0 keeps every snapshot file)")
 	}
 	if c.MaxLearners < 1 {
 		return fmt.Errorf("--max-learners: %d is invalid, value must be greater than 0", c.MaxLearners)
 	}
-	if c.InitialCluster == "" && !c.DiscoveryCfg.enabled() {
+	if c.InitialCluster == "" && !c.DiscoveryCfg.enabled() && c.Durl == "" {
 		c.InitialCluster = c.InitialClusterFromName(c.Name)
 	}
 	for _, group := range []struct {
@@ -305,7 +311,7 @@ func (c *Config) Validate() error {
 	if err := c.Tracing.Validate(); err != nil {
 		return err
 	}
-	if c.DiscoveryCfg.enabled() {
+	if c.DiscoveryCfg.enabled() || c.Durl != "" {
 		return nil
 	}
 	if _, err := membership.ParseInitialCluster(c.InitialCluster); err != nil {
@@ -400,6 +406,14 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 		token = cfg.DiscoveryCfg.Token
 		discover = cfg.DiscoveryCfg.joiner(cfg.Name, self, lg)
 	}
+	protocol := "v3"
+	if cfg.Durl != "" {
+		self := append([]string(nil), cfg.AdvertisePeerUrls...)
+		sort.Strings(self)
+		ic = map[string][]string{cfg.Name: self}
+		token = cfg.Durl // as upstream: the discovery URL is the cluster token
+		discover, protocol = v2Joiner(cfg.Durl, cfg.DProxy, cfg.Name, self, lg), "v2"
+	}
 	// As upstream, the raft connection timeouts are never below their defaults.
 	if cfg.RaftReadTimeout < transport.DefaultConnReadTimeout {
 		cfg.RaftReadTimeout = transport.DefaultConnReadTimeout
@@ -427,7 +441,7 @@ func StartEtcd(cfg *Config) (e *Etcd, err error) {
 	lg.Info("starting an etcd server", startupFields(cfg, localAddr)...)
 	srv, err := etcdserver.New(etcdserver.Config{
 		Name: cfg.Name, DataDir: cfg.Dir, WalDir: cfg.WalDir, PeerURLs: cfg.AdvertisePeerUrls, ClientURLs: cfg.AdvertiseClientUrls,
-		InitialCluster: ic, InitialClusterToken: token, NewCluster: cfg.InitialClusterState == "new", Discover: discover,
+		InitialCluster: ic, InitialClusterToken: token, NewCluster: cfg.InitialClusterState == "new", Discover: discover, DiscoveryProtocol: protocol,
 		SnapshotCount: cfg.SnapshotCount, SnapshotCatchUpEntries: cfg.SnapshotCatchUpEntries, MaxSnapshots: cfg.MaxSnapshots,
 		MaxWals: cfg.MaxWals, MaxLearners: cfg.MaxLearners, BootstrapDefragThresholdMegabytes: cfg.BootstrapDefragThresholdMegabytes,
 		TickMs: cfg.TickMs, ElectionTicks: int(cfg.ElectionMs / cfg.TickMs),

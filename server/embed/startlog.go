@@ -72,7 +72,7 @@ func startupFields(cfg *Config, localAddr string) []any {
 		"auto-compaction-mode", cfg.AutoCompactionMode, "auto-compaction-retention", retention.String(),
 		"auto-compaction-interval", retention.String()) // upstream prints the retention again here
 	if !at37 {
-		f = append(f, "discovery-url", "", "discovery-proxy", "")
+		f = append(f, "discovery-url", cfg.Durl, "discovery-proxy", cfg.DProxy)
 	}
 	if at36 {
 		f = append(f, discoveryFields(&cfg.DiscoveryCfg)...)

@@ -1,12 +1,13 @@
 package etcdmain
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 )
 
-// addDiscoveryFlags registers upstream's v3 discovery flags, and its v2 and DNS ones so that
-// setting them gets a clear refusal rather than "unknown flag".
+// addDiscoveryFlags registers upstream's v3 and v2 discovery flags (v2 until 3.6), and its DNS
+// ones so that setting them gets a clear refusal rather than "unknown flag".
 func addDiscoveryFlags(fs *flag.FlagSet, fv *flagValues) {
 	d := &fv.cfg.DiscoveryCfg
 	fs.Var(listValue{&d.Endpoints}, "discovery-endpoints", "V3 discovery: List of gRPC endpoints of the discovery service.")
@@ -22,8 +23,8 @@ func addDiscoveryFlags(fs *flag.FlagSet, fv *flagValues) {
 	fs.StringVar(&d.Secure.Cacert, "discovery-cacert", "", "V3 discovery: verify certificates of TLS-enabled secure servers using this CA bundle.")
 	fs.StringVar(&d.Auth.Username, "discovery-user", "", "V3 discovery: username[:password] for authentication.")
 	fs.StringVar(&d.Auth.Password, "discovery-password", "", "V3 discovery: password for authentication (if this option is used, --discovery-user shouldn't include password).")
-	fs.String("discovery", "", "V2 discovery URL (not supported: use --discovery-endpoints and --discovery-token).")
-	fs.String("discovery-proxy", "", "V2 discovery HTTP proxy (not supported).")
+	fs.StringVar(&fv.cfg.Durl, "discovery", "", "Discovery URL used to bootstrap the cluster for v2 discovery. Will be deprecated in v3.7, and be decommissioned in v3.8.")
+	fs.StringVar(&fv.cfg.DProxy, "discovery-proxy", "", "HTTP proxy to use for traffic to discovery service. Will be deprecated in v3.7, and be decommissioned in v3.8.")
 	fs.String("discovery-srv", "", "DNS domain used to bootstrap initial cluster (not supported).")
 	fs.String("discovery-srv-name", "", "Service name to query when using DNS discovery (not supported).")
 }
@@ -33,7 +34,12 @@ func checkDiscoveryFlags(set map[string]bool, fv *flagValues) error {
 	if fv.discoveryFallback == "proxy" {
 		return fmt.Errorf("v2 proxy is deprecated, and --discovery-fallback can't be configured as %q", "proxy")
 	}
-	for _, name := range []string{"discovery", "discovery-proxy", "discovery-srv", "discovery-srv-name"} {
+	if fv.cfg.DProxy != "" && fv.cfg.DiscoveryCfg.EnabledAny() {
+		return errors.New("both v2 discovery settings (discovery, discovery-proxy) " +
+			"and v3 discovery settings (discovery-token, discovery-endpoints, discovery-cert, " +
+			"discovery-key, discovery-cacert, discovery-user, discovery-password) are set")
+	}
+	for _, name := range []string{"discovery-srv", "discovery-srv-name"} {
 		if f := fv.fs.Lookup(name); set[name] && f != nil && f.Value.String() != "" {
 			return fmt.Errorf("--%s is not supported by this server: bootstrap with --initial-cluster, or with v3 discovery (--discovery-endpoints and --discovery-token)", name)
 		}

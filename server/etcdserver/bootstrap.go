@@ -168,7 +168,7 @@ func New(cfg Config) (*Server, error) {
 
 func (s *Server) bootstrap(rcfg *raft.Config) error {
 	if s.cfg.NewCluster && s.cfg.Discover != nil {
-		s.log.Info("bootstrapping cluster using v3 discovery")
+		s.log.Info("bootstrapping cluster using " + s.cfg.DiscoveryProtocol + " discovery")
 		ic, err := s.cfg.Discover(context.Background(), membership.MemberID(s.cfg.PeerURLs, s.cfg.InitialClusterToken))
 		if err != nil {
 			return &DiscoveryError{Op: "join", Err: err}

@@ -34,6 +34,8 @@ type Config struct {
 	// instead of InitialCluster (which then holds only this member). It gets this member's ID
 	// and returns every member's name and peer URLs.
 	Discover func(ctx context.Context, selfID uint64) (map[string][]string, error)
+	// DiscoveryProtocol names Discover's protocol in the log ("v3", or "v2" for --discovery).
+	DiscoveryProtocol string
 
 	SnapshotCount          uint64
 	SnapshotCatchUpEntries uint64
