@@ -40,11 +40,11 @@ const v2RequestTimeout = 5 * time.Second
 
 // V2Joiner registers one new member in a v2 discovery directory and waits for the rest.
 type V2Joiner struct {
-	keys  clientv2.KeysAPI
-	dir   string // the token's directory, as a key path
-	base  string // the service's URL, for the logs
-	self  string // the member's ID in hex
-	log   *slog.Logger
+	keys clientv2.KeysAPI
+	dir  string // the token's directory, as a key path
+	base string // the service's URL, for the logs
+	self string // the member's ID in hex
+	log  *slog.Logger
 }
 
 // NewV2Joiner reads the discovery URL (its path is the token's directory) and an optional HTTP
