@@ -45,6 +45,8 @@ type V2Joiner struct {
 	base string // the service's URL, for the logs
 	self string // the member's ID in hex
 	log  *slog.Logger
+	// retries counts the failed tries to reach the service, for the backoff.
+	retries uint
 }
 
 // NewV2Joiner reads the discovery URL (its path is the token's directory) and an optional HTTP
@@ -119,14 +121,14 @@ func (j *V2Joiner) register(ctx context.Context, self string) error {
 // check reads the size and the registered members in creation order; ErrV2FullCluster when size
 // others registered before this member.
 func (j *V2Joiner) check(ctx context.Context) ([]*clientv2.Node, uint64, uint64, error) {
-	for retries := uint(1); ; retries++ {
+	for {
 		nodes, size, index, err := j.checkOnce(ctx)
 		var ce *clientv2.ClusterError
 		if !errors.As(err, &ce) {
 			return nodes, size, index, err
 		}
 		j.log.Warn("failed to get from discovery server", "discovery-url", j.base, "error", err, "err-detail", ce.Detail())
-		if err := j.backoff(ctx, retries, "cluster status check"); err != nil {
+		if err := j.backoff(ctx, "cluster status check"); err != nil {
 			return nil, 0, 0, err
 		}
 	}
@@ -175,8 +177,9 @@ func (j *V2Joiner) checkOnce(ctx context.Context) ([]*clientv2.Node, uint64, uin
 }
 
 // backoff waits 2^retries seconds (at most 256), as upstream, unless ctx ends first.
-func (j *V2Joiner) backoff(ctx context.Context, retries uint, step string) error {
-	d := time.Duration(1<<min(retries, 8)) * time.Second
+func (j *V2Joiner) backoff(ctx context.Context, step string) error {
+	j.retries++
+	d := time.Duration(1<<min(j.retries, 8)) * time.Second
 	j.log.Info("retry connecting to discovery service", "url", j.base, "reason", step, "backoff", d)
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -202,17 +205,16 @@ func (j *V2Joiner) wait(ctx context.Context, nodes []*clientv2.Node, size, index
 		}
 	}
 	w := j.keys.Watcher(j.dir, &clientv2.WatcherOptions{AfterIndex: index, Recursive: true})
-	for retries := uint(1); uint64(len(all)) < size; {
+	for uint64(len(all)) < size {
 		j.log.Info("found peers from discovery server; waiting for more", "discovery-url", j.base,
 			"found-peers", len(all), "needed-peers", int(size)-len(all))
 		resp, err := w.Next(ctx)
 		var ce *clientv2.ClusterError
 		if errors.As(err, &ce) {
 			j.log.Warn("error while waiting for peers", "discovery-url", j.base, "error", err, "err-detail", ce.Detail())
-			if err := j.backoff(ctx, retries, "waiting for other nodes"); err != nil {
+			if err := j.backoff(ctx, "waiting for other nodes"); err != nil {
 				return nil, err
 			}
-			retries++
 			nodes, n, idx, err := j.check(ctx)
 			if err != nil {
 				return nil, err
