@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	epb "go.etcd.io/etcd/server/v3/etcdserver/api/v3election/v3electionpb"
 	lpb "go.etcd.io/etcd/server/v3/etcdserver/api/v3lock/v3lockpb"
 	"google.golang.org/grpc/codes"
@@ -92,6 +93,9 @@ func recipeSession(t *testing.T, m *Member) []string {
 	_, err = elect.Campaign(ctx, &epb.CampaignRequest{Name: []byte("e1"), Value: []byte("other")})
 	cancel()
 	note("second campaigner while led", err, "elected")
+	// The server cleans up the timed-out campaigner's key after the caller has its deadline
+	// error (in both implementations): wait for that, so what follows does not race it.
+	waitKeys(t, m, "e1/", 1)
 	_, err = elect.Resign(Ctx(t), &epb.ResignRequest{Leader: c.GetLeader()})
 	note("resign", err, "ok")
 	_, err = elect.Leader(Ctx(t), &epb.LeaderRequest{Name: []byte("e1")})
@@ -163,3 +167,27 @@ func authRecipeSession(t *testing.T, m *Member) []string {
 // TestLockServiceActsAsItsCaller: with authentication on, the lock service reads and writes as
 // the caller, so a user locks only where it may write, on ours as on upstream 3.7.3.
 func TestLockServiceActsAsItsCaller(t *testing.T) { besideUpstream(t, authRecipeSession) }
+
+// waitKeys waits until n keys are under prefix (a recipe's cleanup that outlives its call),
+// watching the prefix for the changes that bring it there.
+func waitKeys(t *testing.T, m *Member, prefix string, n int64) {
+	t.Helper()
+	cli := m.Client()
+	ctx, cancel := context.WithTimeout(Ctx(t), 10*time.Second)
+	defer cancel()
+	for {
+		resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatalf("keys under %s: %v", prefix, err)
+		}
+		if resp.Count == n {
+			return
+		}
+		// Wait for the next change under the prefix, then count again.
+		select {
+		case <-cli.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1)):
+		case <-ctx.Done():
+			t.Fatalf("keys under %s: %d, want %d", prefix, resp.Count, n)
+		}
+	}
+}
