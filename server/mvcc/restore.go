@@ -81,7 +81,7 @@ func (s *Store) restore() error {
 		s.compactRev = scheduled
 		keep := s.idx.compact(scheduled)
 		s.compactMu.Lock()
-		s.compactBackend(finished, scheduled, false, keep, make(chan struct{}))
+		s.compactBackend(finished, scheduled, false, keep)
 		s.compactMu.Unlock()
 	}
 	return nil

@@ -479,7 +479,11 @@ func (s *Store) CompactIn(b *backend.BatchTx, rev int64) (<-chan struct{}, error
 			close(done) // the store was reloaded from a snapshot meanwhile: nothing to clean
 			return
 		}
-		s.compactBackend(prev, rev, prevFinished, keep, done)
+		s.compactBackend(prev, rev, prevFinished, keep)
+		// Not deferred: a compaction that panics (a failpoint, a damaged file) must not tell a
+		// physical Compact waiting on done that it finished while the process dies, as upstream's
+		// closes its channel only after a compaction that returned.
+		close(done)
 	}()
 	return done, nil
 }
@@ -515,8 +519,7 @@ func (s *Store) compactIndex(idx *treeIndex, rev int64) (map[schema.Revision]str
 // compactBackend deletes unreachable revisions in small batches so writes keep flowing, and
 // hashes what it reads as upstream's compaction does (prev is the compaction before). The
 // caller holds compactMu.
-func (s *Store) compactBackend(prev, rev int64, prevFinished bool, keep map[schema.Revision]struct{}, done chan struct{}) {
-	defer close(done)
+func (s *Store) compactBackend(prev, rev int64, prevFinished bool, keep map[schema.Revision]struct{}) {
 	end := schema.RevisionKey(schema.Revision{Main: rev + 1}, false)
 	from := schema.RevisionKey(schema.Revision{}, false)
 	batchSize, pause := s.compactionPace()
