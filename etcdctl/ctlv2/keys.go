@@ -216,41 +216,33 @@ func rmCommand(e *env) cli.Command {
 			cli.StringFlag{Name: "with-value", Usage: "previous value"},
 			cli.IntFlag{Name: "with-index", Value: 0, Usage: "previous index"}},
 		Action: keysAction(e, func(o opts, k client.KeysAPI) error {
-			key, err := keyArg(o.c)
-			if err != nil {
-				return o.errorOut(exitBadArgs, err)
-			}
-			ctx, cancel := o.ctx()
-			resp, err := k.Delete(ctx, key, &client.DeleteOptions{PrevIndex: uint64(o.c.Int("with-index")),
+			return o.remove(k, &client.DeleteOptions{PrevIndex: uint64(o.c.Int("with-index")),
 				PrevValue: o.c.String("with-value"), Dir: o.c.Bool("dir"), Recursive: o.c.Bool("recursive")})
-			cancel()
-			if err != nil {
-				return o.errorOut(exitServerError, err)
-			}
-			if !resp.Node.Dir || o.output() != "simple" {
-				o.print(resp)
-			}
-			return nil
 		})}
+}
+
+// remove deletes the key argument; the simple output prints nothing for a directory.
+func (o opts) remove(k client.KeysAPI, opts *client.DeleteOptions) error {
+	key, err := keyArg(o.c)
+	if err != nil {
+		return o.errorOut(exitBadArgs, err)
+	}
+	ctx, cancel := o.ctx()
+	resp, err := k.Delete(ctx, key, opts)
+	cancel()
+	if err != nil {
+		return o.errorOut(exitServerError, err)
+	}
+	if !resp.Node.Dir || o.output() != "simple" {
+		o.print(resp)
+	}
+	return nil
 }
 
 func rmdirCommand(e *env) cli.Command {
 	return cli.Command{Name: "rmdir", Usage: "removes the key if it is an empty directory or a key-value pair", ArgsUsage: "<key>",
 		Action: keysAction(e, func(o opts, k client.KeysAPI) error {
-			key, err := keyArg(o.c)
-			if err != nil {
-				return o.errorOut(exitBadArgs, err)
-			}
-			ctx, cancel := o.ctx()
-			resp, err := k.Delete(ctx, key, &client.DeleteOptions{Dir: true})
-			cancel()
-			if err != nil {
-				return o.errorOut(exitServerError, err)
-			}
-			if !resp.Node.Dir || o.output() != "simple" {
-				o.print(resp)
-			}
-			return nil
+			return o.remove(k, &client.DeleteOptions{Dir: true})
 		})}
 }
 

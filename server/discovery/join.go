@@ -100,7 +100,7 @@ func (j *Joiner) waitChange(ctx context.Context, rev int64) error {
 	case wr, ok := <-wch:
 		if ok && wr.Err() != nil {
 			j.logger().Warn("watching the discovery token failed; reading it again", "error", wr.Err())
-			return j.sleep(ctx, time.Second)
+			return sleep(ctx, time.Second)
 		}
 		return nil
 	case <-ctx.Done():
@@ -133,7 +133,7 @@ func (j *Joiner) retry(ctx context.Context, step string, op func(context.Context
 			return fmt.Errorf("%s: %w (last error: %v)", step, ctx.Err(), err)
 		}
 		j.logger().Warn("retry connecting to discovery service", "reason", step, "backoff", backoff.String(), "error", err)
-		if err := j.sleep(ctx, backoff); err != nil {
+		if err := sleep(ctx, backoff); err != nil {
 			return fmt.Errorf("%s: %w", step, err)
 		}
 		if backoff *= 2; backoff > j.maxBackoff() {
@@ -142,7 +142,8 @@ func (j *Joiner) retry(ctx context.Context, step string, op func(context.Context
 	}
 }
 
-func (j *Joiner) sleep(ctx context.Context, d time.Duration) error {
+// sleep waits d unless ctx ends first.
+func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

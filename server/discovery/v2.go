@@ -181,14 +181,7 @@ func (j *V2Joiner) backoff(ctx context.Context, step string) error {
 	j.retries++
 	d := time.Duration(1<<min(j.retries, 8)) * time.Second
 	j.log.Info("retry connecting to discovery service", "url", j.base, "reason", step, "backoff", d)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return sleep(ctx, d)
 }
 
 // wait watches the directory until size members have registered.

@@ -37,25 +37,20 @@ type applyResult struct {
 // SYNC, a quorum read) comes back as v2, for a member that keeps the v2 store; one that keeps
 // none skips it, as upstream 3.6. ok is false for an entry with nothing to apply.
 func (s *Server) decodeEntry(e raftpb.Entry) (r3 *pb.InternalRaftRequest, v2 *pb.Request, ok bool) {
-	var r pb.InternalRaftRequest
-	err := r.Unmarshal(e.Data)
-	if err == nil && r.V2 == nil {
-		return &r, nil, true
-	}
-	var bare pb.Request
+	r, bare, err := membership.DecodeEntryData(e.Data)
 	switch {
-	case err == nil:
-		bare = *r.V2
-	case bare.Unmarshal(e.Data) != nil || bare.Method == "":
+	case r != nil:
+		return r, nil, true
+	case bare == nil || bare.Method == "":
 		s.log.Error("skipping undecodable raft entry", "index", e.Index, "error", err)
 		return nil, nil, false
 	}
-	v3, err := membership.FromV2(&bare)
+	v3, err := membership.FromV2(bare)
 	switch {
 	case err == nil:
 		return v3, nil, true
 	case s.v2 != nil:
-		return nil, &bare, true
+		return nil, bare, true
 	case errors.Is(err, membership.ErrV2NoEffect):
 		s.log.Debug("skipping a v2 request of etcd 3.5 with no v3 effect", "index", e.Index, "method", bare.Method)
 	default:

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3/raftpb"
 
 	"etcdx/server/membership"
@@ -48,17 +47,11 @@ func (s *Server) checkV2Content(sn raftpb.Snapshot, ents []raftpb.Entry) error {
 		if e.Index <= sn.Metadata.Index || e.Type != raftpb.EntryNormal || len(e.Data) == 0 {
 			continue
 		}
-		var r3 pb.InternalRaftRequest
-		var v2 pb.Request
-		switch err := r3.Unmarshal(e.Data); {
-		case err == nil && r3.V2 == nil:
-			continue
-		case err == nil:
-			v2 = *r3.V2
-		case v2.Unmarshal(e.Data) != nil:
-			continue // the applier names undecodable entries
+		_, v2, _ := membership.DecodeEntryData(e.Data)
+		if v2 == nil {
+			continue // a v3 request; the applier names undecodable entries
 		}
-		if _, err := membership.FromV2(&v2); err != nil && !errors.Is(err, membership.ErrV2NoEffect) {
+		if _, err := membership.FromV2(v2); err != nil && !errors.Is(err, membership.ErrV2NoEffect) {
 			return fmt.Errorf("detected disallowed v2 WAL for stage --v2-deprecation=%s (entry %d is a v2 %s of %s that etcd 3.6 cannot keep: "+
 				"start the member at etcd 3.5, remove the v2 content, and let a snapshot cover the entry; etcdutl check v2store shows where it is)", stage, e.Index, v2.Method, v2.Path)
 		}

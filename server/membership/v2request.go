@@ -80,3 +80,21 @@ func ToV2(r *pb.InternalRaftRequest) (v2 *pb.Request, ok bool, err error) {
 	}
 	return nil, false, nil
 }
+
+// DecodeEntryData reads a normal entry's request: a v3 request, or the v2 request the entry
+// carries (bare, as etcd 3.5 proposes it, or inside a v3 request's V2 field). Both are nil when
+// neither form decodes; err is then why the v3 form did not.
+func DecodeEntryData(data []byte) (r3 *pb.InternalRaftRequest, v2 *pb.Request, err error) {
+	var r pb.InternalRaftRequest
+	if err = r.Unmarshal(data); err == nil {
+		if r.V2 != nil {
+			return nil, r.V2, nil
+		}
+		return &r, nil, nil
+	}
+	var bare pb.Request
+	if bare.Unmarshal(data) != nil {
+		return nil, nil, err
+	}
+	return nil, &bare, nil
+}

@@ -95,3 +95,22 @@ func TestToV2RoundTrip(t *testing.T) {
 		t.Error("a put has no v2 form here")
 	}
 }
+
+// An entry's request in each form it comes: v3, bare v2, v2 inside a v3 request, neither.
+func TestDecodeEntryData(t *testing.T) {
+	v3, _ := (&pb.InternalRaftRequest{Put: &pb.PutRequest{Key: []byte("k")}}).Marshal()
+	bare, _ := (&pb.Request{Method: "PUT", Path: "/1/k"}).Marshal()
+	wrapped, _ := (&pb.InternalRaftRequest{V2: &pb.Request{Method: "QGET"}}).Marshal()
+	if r3, v2, err := DecodeEntryData(v3); r3 == nil || v2 != nil || err != nil {
+		t.Errorf("v3: %v %v %v", r3, v2, err)
+	}
+	if r3, v2, err := DecodeEntryData(bare); r3 != nil || v2 == nil || v2.Path != "/1/k" || err != nil {
+		t.Errorf("bare v2: %v %v %v", r3, v2, err)
+	}
+	if r3, v2, err := DecodeEntryData(wrapped); r3 != nil || v2 == nil || v2.Method != "QGET" || err != nil {
+		t.Errorf("wrapped v2: %v %v %v", r3, v2, err)
+	}
+	if r3, v2, err := DecodeEntryData([]byte{0xff, 0xff, 0xff}); r3 != nil || v2 != nil || err == nil {
+		t.Errorf("garbage: %v %v %v", r3, v2, err)
+	}
+}

@@ -211,6 +211,22 @@ type userWithRoles struct {
 	Roles []v2auth.Role `json:"roles,omitempty"`
 }
 
+// withRoles is u with its roles in full; a role that cannot be read is left out of a list
+// (skipMissing), and fails a single user's answer, as upstream.
+func (a *api) withRoles(u v2auth.User, skipMissing bool) (userWithRoles, error) {
+	uw := userWithRoles{User: u.User}
+	for _, name := range u.Roles {
+		role, err := a.auth.Role(name)
+		if err != nil && !skipMissing {
+			return uw, err
+		}
+		if err == nil {
+			uw.Roles = append(uw.Roles, role)
+		}
+	}
+	return uw, nil
+}
+
 // users serves /v2/auth/users and /v2/auth/users/<name>.
 func (a *api) users(w http.ResponseWriter, r *http.Request) {
 	name, ok := authPath(r.URL.Path)
@@ -235,12 +251,7 @@ func (a *api) users(w http.ResponseWriter, r *http.Request) {
 				a.writeError(w, r, err)
 				return
 			}
-			uw := userWithRoles{User: u.User}
-			for _, rn := range u.Roles {
-				if role, err := a.auth.Role(rn); err == nil {
-					uw.Roles = append(uw.Roles, role)
-				}
-			}
+			uw, _ := a.withRoles(u, true)
 			out.Users = append(out.Users, uw)
 		}
 		json.NewEncoder(w).Encode(out)
@@ -260,14 +271,10 @@ func (a *api) user(w http.ResponseWriter, r *http.Request, name string) {
 			a.writeError(w, r, err)
 			return
 		}
-		uw := userWithRoles{User: u.User}
-		for _, rn := range u.Roles {
-			role, err := a.auth.Role(rn)
-			if err != nil {
-				a.writeError(w, r, err)
-				return
-			}
-			uw.Roles = append(uw.Roles, role)
+		uw, err := a.withRoles(u, false)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
 		}
 		json.NewEncoder(w).Encode(uw)
 	case http.MethodPut:
