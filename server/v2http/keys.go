@@ -162,9 +162,11 @@ func writeEvent(w http.ResponseWriter, resp etcdserver.V2Response, noValue bool)
 	json.NewEncoder(w).Encode(ev)
 }
 
-// trimEvent is a copy of ev with its keys shown as the keys API names them.
+// trimEvent is a copy of ev with its keys shown as the keys API names them. A refresh is not
+// marked in answers (upstream's copy leaves the mark out).
 func trimEvent(ev *v2store.Event) *v2store.Event {
 	c := ev.Clone()
+	c.Refresh = false
 	trimNode(c.Node)
 	trimNode(c.PrevNode)
 	return c

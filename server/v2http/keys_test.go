@@ -70,3 +70,18 @@ func TestPeerURL(t *testing.T) {
 		}
 	}
 }
+
+// TestTrimEvent: answers name keys without the /1 namespace and do not mark a refresh (as
+// upstream's), and the event in the store's history is left as it was.
+func TestTrimEvent(t *testing.T) {
+	ev := &v2store.Event{Action: v2store.ActionSet, Refresh: true,
+		Node:     &v2store.Node{Key: "/1/a", Nodes: []*v2store.Node{{Key: "/1/a/b"}}},
+		PrevNode: &v2store.Node{Key: "/1/a"}}
+	got := trimEvent(ev)
+	if got.Refresh || got.Node.Key != "/a" || got.Node.Nodes[0].Key != "/a/b" || got.PrevNode.Key != "/a" {
+		t.Fatalf("trimmed: %+v node %+v", got, got.Node)
+	}
+	if !ev.Refresh || ev.Node.Key != "/1/a" || ev.Node.Nodes[0].Key != "/1/a/b" {
+		t.Fatalf("original changed: %+v node %+v", ev, ev.Node)
+	}
+}
