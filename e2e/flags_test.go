@@ -86,6 +86,8 @@ func TestBadFlagsAsUpstream(t *testing.T) {
 		{nil, []string{"--experimental-compaction-batch-limit", "x"}, 2, 2, `invalid value "x" for flag -experimental-compaction-batch-limit`, OldestLevel},
 		{nil, []string{"--enable-v2", "--v2-deprecation=write-only"}, 1, 1, "--enable-v2 and --v2-deprecation=write-only are mutually exclusive", OldestLevel},
 		{nil, []string{"--proxy", "on"}, upstreamStarts, 1, "--proxy=on: this server runs no v2 proxy", OldestLevel},
+		// Upstream 3.5 then serves the v2 API emulated over v3; the flag alone only warns (both).
+		{nil, []string{"--enable-v2", "--experimental-enable-v2v3", "/v2v3"}, upstreamStarts, 1, "--experimental-enable-v2v3 with --enable-v2: this server serves no v2 API emulated over v3", OldestLevel},
 		{nil, []string{"--logger", "capnslog"}, 1, 1, "--logger=capnslog is removed in v3.5", ""},
 		{nil, []string{"--log-format", "xml"}, 1, 1, "unknown log format: xml", ""},
 		{nil, []string{"--log-outputs", "default,stdout"}, 1, 1, "multi logoutput", ""},

@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -146,5 +149,58 @@ func TestPeerThatSpeaksNoEtcdIsReported(t *testing.T) {
 	}
 	if !m.LogHas(`answered by \"nginx\" without etcd's headers`) {
 		t.Fatalf("the report does not say what answered\n%s", m.LogTail(20))
+	}
+}
+
+// TestRebootstrapOfAServedMemberRefusedAsUpstream: a member whose data dir was lost, started
+// again with --initial-cluster-state=new, finds from its peers that it has already served in
+// their cluster and refuses to bootstrap a new one, with upstream's words and exit status (ours
+// and upstream 3.7.3 and 3.5.35, each in a cluster of its own kind). Ours used to bootstrap it,
+// as a member with an empty log in a cluster that had moved on.
+func TestRebootstrapOfAServedMemberRefusedAsUpstream(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	for _, c := range []struct{ name, bin string }{
+		{"upstream 3.7", UpstreamBinaryAt(t, Upstream37Version, "etcd")},
+		{"ours 3.7", ServerAt(t, CurrentLevel)},
+		{"upstream 3.5", UpstreamBinaryAt(t, Upstream35Version, "etcd")},
+		{"ours 3.5", ServerAt(t, OldestLevel)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl := NewCluster(t, 2)
+			for _, m := range cl.Members {
+				m.Bin = c.bin
+			}
+			cl.Start()
+			m2 := cl.Members[1]
+			id, err := m2.Client().MemberList(Ctx(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var self uint64
+			for _, m := range id.Members {
+				if m.Name == m2.Name {
+					self = m.ID
+				}
+			}
+			if err := m2.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.RemoveAll(m2.DataDir); err != nil {
+				t.Fatal(err)
+			}
+			code, out := runEtcdBin(t, c.bin, nil, m2.Args()...)
+			want := fmt.Sprintf("member %x has already been bootstrapped", self)
+			if code != 1 || !strings.Contains(out, want) {
+				t.Fatalf("exit %d, want 1 and %q in:\n%s", code, want, out)
+			}
+			for _, l := range strings.Split(out, "\n") {
+				if strings.Contains(l, want) {
+					t.Logf("%s", l)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(m2.DataDir, "member", "wal")); err == nil {
+				t.Errorf("a WAL was created by the refused start")
+			}
+		})
 	}
 }

@@ -348,8 +348,10 @@ func checkV2Flags(fv *flagValues, out *configured) error {
 		out.warnings = append(out.warnings, warning{"Flag `enable-v2` is deprecated and will get removed in etcd 3.6.", nil})
 	}
 	switch {
-	case fv.v2v3 != "":
-		return fmt.Errorf("--experimental-enable-v2v3: this server serves no emulated v2 API")
+	case fv.v2v3 != "" && fv.enableV2:
+		// Upstream 3.5 then serves the v2 API emulated over the v3 keyspace; without
+		// --enable-v2 the flag has no effect there either (only its deprecation warning).
+		return fmt.Errorf("--experimental-enable-v2v3 with --enable-v2: this server serves no v2 API emulated over v3 (upstream 3.5 deprecated it, 3.6 removed it); drop --experimental-enable-v2v3 to serve the v2 API from its own store")
 	case fv.proxy != "" && fv.proxy != "off":
 		return fmt.Errorf("--proxy=%s: this server runs no v2 proxy (upstream 3.5 deprecated it, 3.6 removed it); run a member, or etcd grpc-proxy", fv.proxy)
 	}

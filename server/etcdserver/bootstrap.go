@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -182,6 +183,9 @@ func (s *Server) bootstrap(rcfg *raft.Config) error {
 	in, err := membership.NewInitial(cfg.Name, cfg.PeerURLs, cfg.InitialCluster, cfg.InitialClusterToken)
 	if err != nil {
 		return err
+	}
+	if s.cfg.Discover == nil && s.alreadyBootstrapped(in.SelfID) {
+		return fmt.Errorf("member %x has already been bootstrapped", in.SelfID)
 	}
 	peers := make([]raft.Peer, 0, len(in.Members))
 	for _, m := range in.Members {
@@ -404,6 +408,38 @@ func (s *Server) consistentIndex() (index, term uint64) {
 	})
 	return index, term
 }
+
+// alreadyBootstrapped asks the other members of --initial-cluster, as upstream does before it
+// bootstraps a new cluster, whether they run a cluster in which this member has already served
+// (it is listed with client URLs): its data dir was then lost, and bootstrapping again would
+// start it as a new member of a cluster that has moved on. The first peer that answers decides;
+// each gets bootstrapCheckTimeout (upstream's default), so a start whose peers are not up yet
+// waits for that long per peer URL that neither answers nor refuses the connection.
+func (s *Server) alreadyBootstrapped(self uint64) bool {
+	var others []string
+	for name, urls := range s.cfg.InitialCluster {
+		if name != s.cfg.Name {
+			others = append(others, urls...)
+		}
+	}
+	if len(others) == 0 {
+		return false
+	}
+	sort.Strings(others)
+	rc, err := fetchCluster(s.cfg.peerHTTPClient(bootstrapCheckTimeout), others)
+	if err != nil {
+		return false
+	}
+	for _, m := range rc.members {
+		if m.ID == self {
+			return len(m.ClientURLs) > 0
+		}
+	}
+	return false
+}
+
+// bootstrapCheckTimeout bounds each peer's answer to alreadyBootstrapped.
+const bootstrapCheckTimeout = time.Second
 
 // remoteCluster is what a peer says about the cluster a member is about to join.
 type remoteCluster struct {
