@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3/raftpb"
 
 	"etcdx/server/membership"
@@ -49,17 +48,18 @@ func v2CustomOf(v walView) (V2Custom, error) {
 		if e.Index <= after || e.Type != raftpb.EntryNormal || len(e.Data) == 0 {
 			continue
 		}
-		var r pb.InternalRaftRequest
-		if r.Unmarshal(e.Data) == nil {
+		// A v2 request bare (as 3.5 proposes it) or inside a v3 request's V2 field, as
+		// upstream's check reads both.
+		_, v2, err := membership.DecodeEntryData(e.Data)
+		if v2 == nil {
+			if err != nil {
+				return found, fmt.Errorf("failed to unmarshal WAL entry at index %d: %w", e.Index, err)
+			}
 			continue
-		}
-		var v2 pb.Request
-		if err := v2.Unmarshal(e.Data); err != nil {
-			return found, fmt.Errorf("failed to unmarshal WAL entry at index %d: %w", e.Index, err)
 		}
 		found.Entries++
 		// SYNC and QGET too: upstream 3.6 refuses every v2 request but a PUT of those two.
-		if _, err := membership.FromV2(&v2); err != nil {
+		if _, err := membership.FromV2(v2); err != nil {
 			found.WAL = true
 		}
 	}
