@@ -11,6 +11,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -24,8 +25,13 @@ func oddOutcome(err error, ok string) string {
 }
 
 // firstWatchAnswer is the first response of a watch from rev, or "no answer" after a while.
+//
+// Each watch gets a gRPC stream of its own (the client keys streams by outgoing metadata) and a
+// bounded context: the client library (3.6.16) once hung a new Watch call for good on the
+// stream of the watch before, whose shutdown deadlocked after the server cancelled it.
 func firstWatchAnswer(c *clientv3.Client, key string, rev int64) string {
-	ctx, cancel := context.WithCancel(context.Background())
+	md := metadata.AppendToOutgoingContext(context.Background(), "etcdx-e2e-watch", fmt.Sprint(rev))
+	ctx, cancel := context.WithTimeout(md, 10*time.Second)
 	defer cancel()
 	wch := c.Watch(ctx, key, clientv3.WithRev(rev))
 	select {
