@@ -416,16 +416,10 @@ func (s *Server) consistentIndex() (index, term uint64) {
 // each gets bootstrapCheckTimeout (upstream's default), so a start whose peers are not up yet
 // waits for that long per peer URL that neither answers nor refuses the connection.
 func (s *Server) alreadyBootstrapped(self uint64) bool {
-	var others []string
-	for name, urls := range s.cfg.InitialCluster {
-		if name != s.cfg.Name {
-			others = append(others, urls...)
-		}
-	}
+	others := s.cfg.otherPeerURLs()
 	if len(others) == 0 {
 		return false
 	}
-	sort.Strings(others)
 	rc, err := fetchCluster(s.cfg.peerHTTPClient(bootstrapCheckTimeout), others)
 	if err != nil {
 		return false
@@ -436,6 +430,19 @@ func (s *Server) alreadyBootstrapped(self uint64) bool {
 		}
 	}
 	return false
+}
+
+// otherPeerURLs are the peer URLs of --initial-cluster's other members, in order (the order
+// upstream asks them in).
+func (c *Config) otherPeerURLs() []string {
+	var others []string
+	for name, urls := range c.InitialCluster {
+		if name != c.Name {
+			others = append(others, urls...)
+		}
+	}
+	sort.Strings(others)
+	return others
 }
 
 // bootstrapCheckTimeout bounds each peer's answer to alreadyBootstrapped.
@@ -490,13 +497,7 @@ func fetchCluster(client *http.Client, urls []string) (*remoteCluster, error) {
 // joinExisting prepares a member that was added with `member add` to catch up from the leader.
 func (s *Server) joinExisting(rcfg *raft.Config) error {
 	cfg := s.cfg
-	var others []string
-	for name, urls := range cfg.InitialCluster {
-		if name != cfg.Name {
-			others = append(others, urls...)
-		}
-	}
-	rc, err := fetchCluster(cfg.peerHTTPClient(5*time.Second), others)
+	rc, err := fetchCluster(cfg.peerHTTPClient(5*time.Second), cfg.otherPeerURLs())
 	if err != nil {
 		return err
 	}
