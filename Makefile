@@ -20,7 +20,7 @@ MODULES := pkg server etcdctl etcdutl discovery upgradelab e2e
 BIN := $(CURDIR)/bin
 RUN_DIR := $(CURDIR)/.run
 
-.PHONY: conformance robustness build build-failpoints test tools unit fuzz e2e lint vulncheck run bench bench-micro sim lab clean etcdctl-docs nix-hash nix-check
+.PHONY: conformance robustness kube-shape build build-failpoints test tools unit fuzz e2e lint vulncheck run bench bench-micro sim lab clean etcdctl-docs nix-hash nix-check
 
 build:
 	@mkdir -p $(BIN)
@@ -145,6 +145,13 @@ run: build
 bench: build
 	cd e2e && $(GO) run ./cmd/bench --ours $(BIN)/etcd --out $(CURDIR)/docs/performance.md
 	cd e2e && $(GO) run ./cmd/bench --ours $(BIN)/levels/$(LAST_RELEASE_LEVEL)/etcd --upstream-version $(LAST_RELEASE_LEVEL) --throughput-rounds 3 --out $(CURDIR)/docs/performance-$(LAST_RELEASE_LEVEL).md
+
+# docs/kube-shape.md and .json: what a real kube-apiserver (built from the Go module proxy) sends to
+# an upstream etcd member while a simulated fleet of nodes drives it; the bench's Kubernetes-shaped
+# workload takes its defaults from it. About 10 minutes, plus kube-apiserver's first build.
+KUBE_SHAPE_FLAGS ?=
+kube-shape:
+	cd e2e && $(GO) run ./cmd/kubeshape --out $(CURDIR)/docs/kube-shape.md --json $(CURDIR)/docs/kube-shape.json $(KUBE_SHAPE_FLAGS)
 
 # docs/etcdctl.md: one real example per etcdctl command, run against a local 3-member cluster.
 etcdctl-docs: build
