@@ -75,8 +75,8 @@ func nodeStatus(name string, i int, now time.Time) obj {
 	res := obj{"cpu": "8", "memory": "32880000Ki", "pods": "110", "ephemeral-storage": "101000000Ki", "hugepages-2Mi": "0"}
 	return obj{
 		"capacity": res, "allocatable": res,
-		"conditions": nodeConditions(now),
-		"addresses": []obj{{"type": "InternalIP", "address": fmt.Sprintf("10.0.%d.%d", i/250, 2+i%250)}, {"type": "Hostname", "address": name}},
+		"conditions":      nodeConditions(now),
+		"addresses":       []obj{{"type": "InternalIP", "address": fmt.Sprintf("10.0.%d.%d", i/250, 2+i%250)}, {"type": "Hostname", "address": name}},
 		"daemonEndpoints": obj{"kubeletEndpoint": obj{"Port": 10250}},
 		"nodeInfo": obj{"machineID": fmt.Sprintf("%032x", i), "systemUUID": fmt.Sprintf("%032x", i+1), "bootID": fmt.Sprintf("%032x", i+2),
 			"kernelVersion": "6.1.0-30-amd64", "osImage": "Debian GNU/Linux 12 (bookworm)", "containerRuntimeVersion": "containerd://2.1.0",
@@ -155,9 +155,9 @@ func podStatusPatch(app, node, podIP string, phase string, now time.Time) []byte
 		"phase":      phase,
 		"conditions": []obj{cond("PodReadyToStartContainers", "True"), cond("Initialized", "True"), cond("Ready", ready), cond("ContainersReady", ready), cond("PodScheduled", "True")},
 		"hostIP":     "10.0.0.2", "hostIPs": []obj{{"ip": "10.0.0.2"}},
-		"podIP":      podIP, "podIPs": []obj{{"ip": podIP}},
-		"startTime":  rfc3339(now),
-		"qosClass":   "Burstable",
+		"podIP": podIP, "podIPs": []obj{{"ip": podIP}},
+		"startTime": rfc3339(now),
+		"qosClass":  "Burstable",
 		"containerStatuses": []obj{{"name": app, "image": "registry.example/team/" + app + ":v1.4.2",
 			"imageID": "registry.example/team/" + app + "@sha256:" + fmt.Sprintf("%064x", len(app)),
 			"ready":   ready == "True", "restartCount": 0, "started": phase == "Running", "state": state,

@@ -25,9 +25,9 @@ import (
 
 type options struct {
 	etcd, kubeVersion, work, md, js string
-	fleet                            kubeapi.FleetOptions
-	steady, settle                   time.Duration
-	extra                            string
+	fleet                           kubeapi.FleetOptions
+	steady, settle                  time.Duration
+	extra                           string
 }
 
 func main() {
