@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os/exec"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +89,10 @@ func v2Session(t *testing.T, m *Member, ctlBin string) []string {
 	do(http.MethodPost, "/v2/members", "application/json", `{"peerURLs":["ftp://127.0.0.1:1"]}`)
 	get("/v2/machines")
 	do(http.MethodPost, "/v2/stats/self", "", "")
+	// the stats' figures differ run to run: their fields and the types of their values are compared
+	for _, p := range []string{"/v2/stats/self", "/v2/stats/leader", "/v2/stats/store"} {
+		out = append(out, p+" -> "+jsonFields(t, base+p))
+	}
 	get("/v2/auth/enable")
 	// upstream's TestV2CurlIssue5182, then a guest without rights and a user's wrong password
 	do(http.MethodPut, "/v2/auth/users/foo", "application/json", `{"user":"foo", "password":"pass"}`)
@@ -171,6 +177,55 @@ func v2Session(t *testing.T, m *Member, ctlBin string) []string {
 // parameter errors), members, machines, v2 auth (users, roles, grants, guest access, basic auth,
 // enable and disable) and each etcdctl v2 command's output and exit status, with the same store
 // and raft indexes.
+// jsonFields GETs url and describes its JSON body by its fields and their value types, in order
+// ("{a:string b:{c:number}}"); a member's state (field "state") is kept as is.
+func jsonFields(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v any
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		return fmt.Sprintf("%d (not JSON: %v)", resp.StatusCode, err)
+	}
+	var describe func(k string, v any) string
+	describe = func(k string, v any) string {
+		switch x := v.(type) {
+		case map[string]any:
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			var parts []string
+			for _, k := range keys {
+				parts = append(parts, k+":"+describe(k, x[k]))
+			}
+			return "{" + strings.Join(parts, " ") + "}"
+		case []any:
+			if len(x) == 0 {
+				return "[]"
+			}
+			return "[" + describe(k, x[0]) + "...]"
+		case string:
+			if k == "state" {
+				return x
+			}
+			return "string"
+		case float64:
+			return "number"
+		case bool:
+			return "bool"
+		case nil:
+			return "null"
+		}
+		return fmt.Sprintf("%T", v)
+	}
+	return fmt.Sprintf("%d %s", resp.StatusCode, describe("", v))
+}
+
 func TestV2APIAsUpstream35(t *testing.T) {
 	t.Parallel() // waits more than it computes (e2e/doc.go)
 	run := func(bin, ctlBin string) []string {
