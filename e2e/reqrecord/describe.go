@@ -7,6 +7,8 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"etcdx/pkg/rangestream"
 )
 
 // Call is one RPC as the proxy forwarded it. Unary calls have one request and one answer;
@@ -127,7 +129,7 @@ func opsShape(ops []*pb.RequestOp) (shape string, values int, lease bool) {
 func describeRequest(method string, b []byte, at time.Duration) Message {
 	m := Message{At: at, Bytes: len(b)}
 	switch method {
-	case "Range":
+	case "Range", "RangeStream":
 		var r pb.RangeRequest
 		if r.Unmarshal(b) == nil {
 			m.Key, m.Span, m.Shape = string(r.Key), span(r.Key, r.RangeEnd), rangeShape(&r)
@@ -240,6 +242,11 @@ func describeAnswer(method string, b []byte, at time.Duration) Message {
 				m.Shape = "more"
 			}
 		}
+	case "RangeStream":
+		var r rangestream.Response
+		if r.Unmarshal(b) == nil && r.RangeResponse != nil {
+			m.Count, m.ValueBytes = len(r.RangeResponse.Kvs), kvBytes(r.RangeResponse.Kvs)
+		}
 	case "DeleteRange":
 		var r pb.DeleteRangeResponse
 		if r.Unmarshal(b) == nil {
@@ -293,6 +300,20 @@ func describeAnswer(method string, b []byte, at time.Duration) Message {
 		}
 	}
 	return m
+}
+
+// ResourceKey is the Span of a request on a resource's own key ("/registry/pods", which holds
+// nothing): kube-apiserver reads it to learn the current revision.
+const ResourceKey = "resource key"
+
+// isResourceKey tells whether key is a resource's own key rather than an object's.
+func isResourceKey(key, prefix string) bool {
+	rest, ok := strings.CutPrefix(key, prefix+"/")
+	if !ok {
+		return false
+	}
+	parts := strings.Split(strings.TrimSuffix(rest, "/"), "/")
+	return len(parts) == 1 || (len(parts) == 2 && strings.Contains(parts[0], "."))
 }
 
 // Resource names the kind of object a Kubernetes storage key holds: "/registry/pods/ns/name"

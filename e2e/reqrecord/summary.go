@@ -137,7 +137,7 @@ func Summarize(calls []*Call, prefix string, w Window) []Row {
 				}
 				res, ok := watched[a.WatchID]
 				if !ok {
-					res = "?"
+					res = "(stream)" // a progress answer to the stream's progress request
 				}
 				if in(a.At) {
 					add(rowKey{"Watch answer", res, "", a.Shape}, Message{Bytes: a.Bytes}, a, "")
@@ -157,12 +157,20 @@ func Summarize(calls []*Call, prefix string, w Window) []Row {
 			if len(c.Requests) > 0 {
 				req = c.Requests[0]
 			}
-			if len(c.Answers) > 0 {
-				ans = c.Answers[0]
+			for _, a := range c.Answers { // one, or a RangeStream's chunks
+				ans.Bytes += a.Bytes
+				ans.Count += a.Count
+				ans.ValueBytes += a.ValueBytes
+				if ans.Shape == "" {
+					ans.Shape = a.Shape
+				}
 			}
 			res := ""
 			if req.Key != "" {
 				res = Resource(req.Key, prefix)
+				if req.Span == "" && isResourceKey(req.Key, prefix) {
+					req.Span = ResourceKey
+				}
 			}
 			add(rowKey{c.Method, res, req.Span, req.Shape}, req, ans, c.Err)
 		}
