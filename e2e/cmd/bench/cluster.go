@@ -16,6 +16,11 @@ import (
 const catchupLimit = 3 * time.Minute
 
 func startCluster(label, bin string, n int, pprof bool) ([]*server, error) {
+	return startClusterWith(label, bin, n, pprof)
+}
+
+// startClusterWith is startCluster with extra flags for every member.
+func startClusterWith(label, bin string, n int, pprof bool, extra ...string) ([]*server, error) {
 	ss := make([]*server, 0, n)
 	var ic []string
 	for i := 0; i < n; i++ {
@@ -23,6 +28,7 @@ func startCluster(label, bin string, n int, pprof bool) ([]*server, error) {
 		if err != nil {
 			return ss, err
 		}
+		s.Extra = append(s.Extra, extra...)
 		ss = append(ss, s)
 		ic = append(ic, s.Name+"="+s.PeerURL)
 	}

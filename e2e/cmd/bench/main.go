@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"etcdx/e2e"
+	"etcdx/e2e/kubeload"
 )
 
 // sample is what one round measured of one implementation: workload results by name and
@@ -109,7 +110,13 @@ func main() {
 	flag.IntVar(&o.pinCPU, "pin-member-cpu", -1, "run the single and offered parts' members on this one CPU with GOMAXPROCS=1, and the bench's clients on the other CPUs")
 	flag.IntVar(&o.watchers, "watchers", 10000, "watchers of the watch delivery figure")
 	flag.IntVar(&o.events, "events", 100, "puts each watcher receives")
-	parts := flag.String("parts", "single,onecpu,offered,cluster,availability,keys,watch,defrag,bigread,startup", "which parts to run: single (one member's throughput), onecpu (one member's write throughput on one CPU with GOMAXPROCS=1, the clients on the others), offered (one member's CPU per request and latency at a fixed open-loop rate), cluster (three members' throughput), availability (rolling restart, catch-up), keys (memory per key, compaction pause), watch (watch delivery), defrag (online defrag under load, offline etcdutl defrag), bigread (memory serving 1 GiB: RangeStream, paginated and unary Range), startup (time until a member on a big data dir serves)")
+	var ko kubeOptions
+	ko.shape.Flags(flag.CommandLine, kubeload.Defaults(0))
+	flag.IntVar(&ko.start, "kube-start", 250, "the kube part's first N (nodes)")
+	flag.Float64Var(&ko.factor, "kube-factor", 1.25, "each next N of the kube part is this times the last")
+	flag.IntVar(&ko.most, "kube-most", 20000, "the kube part's largest N")
+	flag.DurationVar(&ko.window, "kube-window", 2*time.Minute, "each N's measured window")
+	parts := flag.String("parts", "single,onecpu,offered,cluster,availability,keys,watch,defrag,bigread,startup,kube", "which parts to run: kube (the largest Kubernetes cluster, in nodes, three members carry within Kubernetes' SLOs: docs/kube-shape.md's load, stepped up), single (one member's throughput), onecpu (one member's write throughput on one CPU with GOMAXPROCS=1, the clients on the others), offered (one member's CPU per request and latency at a fixed open-loop rate), cluster (three members' throughput), availability (rolling restart, catch-up), keys (memory per key, compaction pause), watch (watch delivery), defrag (online defrag under load, offline etcdutl defrag), bigread (memory serving 1 GiB: RangeStream, paginated and unary Range), startup (time until a member on a big data dir serves)")
 	rounds := flag.Int("rounds", 3, "rounds of the availability, keys and watch parts, alternating which implementation goes first")
 	throughputRounds := flag.Int("throughput-rounds", 7, "rounds of the single and cluster parts")
 	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member, open-loop and three-member workloads (with --pin-member-cpu also execution traces of the single-member ones) and of the watch delivery and the bigread reads, and an execution trace of the compaction's start with its slow requests (first round), in this directory")
@@ -176,6 +183,7 @@ func main() {
 		"defrag":  oneAtATime("defrag", profileIn, benchDefrag),
 		"bigread": oneAtATime("bigread", profileIn, benchBigRead),
 		"startup": oneAtATime("startup", profileIn, benchStartup(startup)),
+		"kube":    oneAtATime("kube", profileIn, benchKube(ko)),
 	}
 	var chosen []part
 	for _, name := range strings.Split(*parts, ",") {
@@ -221,10 +229,10 @@ func main() {
 			samples[sub.label] = append(samples[sub.label], got[sub.label])
 		}
 	}
-	rep := report{subjects: subjects, samples: samples, o: o, rounds: *rounds, throughputRounds: *throughputRounds, parts: *parts, took: time.Since(start),
-		command: fmt.Sprintf("go run ./cmd/bench --ours %s --upstream-version %s --clients %d --conns %d --scale %d --rounds %d --throughput-rounds %d --parts %s --keys %d --watchers %d --events %d --catchup-bytes %d --defrag-bytes %d --bigread-objects %d --startup-keys %d --startup-bytes %d --offered-put %d --offered-txn %d --offered-get %d --offered-serializable %d --offered-for %v --pin-member-cpu %d",
+	rep := report{subjects: subjects, samples: samples, o: o, kube: ko, rounds: *rounds, throughputRounds: *throughputRounds, parts: *parts, took: time.Since(start),
+		command: fmt.Sprintf("go run ./cmd/bench --ours %s --upstream-version %s --clients %d --conns %d --scale %d --rounds %d --throughput-rounds %d --parts %s --keys %d --watchers %d --events %d --catchup-bytes %d --defrag-bytes %d --bigread-objects %d --startup-keys %d --startup-bytes %d --offered-put %d --offered-txn %d --offered-get %d --offered-serializable %d --offered-for %v --pin-member-cpu %d --kube-start %d --kube-factor %.2f --kube-window %v",
 			*ours, upstreamVersion, o.clients, o.conns, o.scale, *rounds, *throughputRounds, *parts, o.keys, o.watchers, o.events, o.catchupBytes, o.defragBytes, o.bigReadObjects, o.startupKeys, o.startupBytes,
-			o.offeredPut, o.offeredTxn, o.offeredGet, o.offeredSerializable, o.offeredFor, o.pinCPU)}
+			o.offeredPut, o.offeredTxn, o.offeredGet, o.offeredSerializable, o.offeredFor, o.pinCPU, ko.start, ko.factor, ko.window)}
 	if err := os.WriteFile(*out, []byte(rep.markdown()+handWritten(*out)), 0o644); err != nil {
 		fail(err)
 	}

@@ -79,6 +79,7 @@ type report struct {
 	subjects []subject
 	samples  map[string][]sample
 	o        options
+	kube     kubeOptions
 	rounds   int
 	// throughputRounds are the rounds of the single and cluster parts
 	throughputRounds int
@@ -208,6 +209,7 @@ func (r report) markdown() string {
 		fmt.Fprintf(&b, "| figure | ours | upstream | ratio (rounds) |\n|---|---|---|---|\n")
 		b.WriteString(strings.Join(rows, "\n") + "\n")
 	}
+	b.WriteString(r.kubeMarkdown(values))
 	fmt.Fprintf(&b, "\nThe machine is a shared 2-core virtual machine, and the bench's clients run on it too; the per-round ratios show how much the figures move within one run. Compare ratios of one run, not runs with each other.\n")
 	return b.String()
 }
