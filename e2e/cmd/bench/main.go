@@ -106,6 +106,10 @@ func main() {
 	flag.IntVar(&o.offeredTxn, "offered-txn", 5600, "open-loop rate of txns")
 	flag.IntVar(&o.offeredGet, "offered-get", 10000, "open-loop rate of linearizable gets")
 	flag.IntVar(&o.offeredSerializable, "offered-serializable", 11000, "open-loop rate of serializable gets")
+	flag.IntVar(&o.offered3Put, "offered3-put", 3300, "open-loop rate of puts to three members")
+	flag.IntVar(&o.offered3Txn, "offered3-txn", 3000, "open-loop rate of txns to three members")
+	flag.IntVar(&o.offered3Get, "offered3-get", 6800, "open-loop rate of linearizable gets from three members")
+	flag.IntVar(&o.offered3Serializable, "offered3-serializable", 8000, "open-loop rate of serializable gets from three members")
 	flag.DurationVar(&o.offeredFor, "offered-for", 10*time.Second, "how long each open-loop rate is offered")
 	flag.IntVar(&o.pinCPU, "pin-member-cpu", -1, "run the single and offered parts' members on this one CPU with GOMAXPROCS=1, and the bench's clients on the other CPUs")
 	flag.IntVar(&o.watchers, "watchers", 10000, "watchers of the watch delivery figure")
@@ -116,7 +120,7 @@ func main() {
 	flag.Float64Var(&ko.factor, "kube-factor", 1.25, "each next N of the kube part is this times the last")
 	flag.IntVar(&ko.most, "kube-most", 20000, "the kube part's largest N")
 	flag.DurationVar(&ko.window, "kube-window", 2*time.Minute, "each N's measured window")
-	parts := flag.String("parts", "single,onecpu,offered,cluster,availability,keys,watch,defrag,bigread,startup,kube", "which parts to run: kube (the largest Kubernetes cluster, in nodes, three members carry within Kubernetes' SLOs: docs/kube-shape.md's load, stepped up), single (one member's throughput), onecpu (one member's write throughput on one CPU with GOMAXPROCS=1, the clients on the others), offered (one member's CPU per request and latency at a fixed open-loop rate), cluster (three members' throughput), availability (rolling restart, catch-up), keys (memory per key, compaction pause), watch (watch delivery), defrag (online defrag under load, offline etcdutl defrag), bigread (memory serving 1 GiB: RangeStream, paginated and unary Range), startup (time until a member on a big data dir serves)")
+	parts := flag.String("parts", "single,onecpu,offered,offered3,cluster,availability,keys,watch,defrag,bigread,startup,kube", "which parts to run: kube (the largest Kubernetes cluster, in nodes, three members carry within Kubernetes' SLOs: docs/kube-shape.md's load, stepped up), single (one member's throughput), onecpu (one member's write throughput on one CPU with GOMAXPROCS=1, the clients on the others), offered (one member's CPU per request and latency at a fixed open-loop rate), offered3 (the same on three members, all members' CPU), cluster (three members' throughput), availability (rolling restart, catch-up), keys (memory per key, compaction pause), watch (watch delivery), defrag (online defrag under load, offline etcdutl defrag), bigread (memory serving 1 GiB: RangeStream, paginated and unary Range), startup (time until a member on a big data dir serves)")
 	rounds := flag.Int("rounds", 3, "rounds of the availability, keys and watch parts, alternating which implementation goes first")
 	throughputRounds := flag.Int("throughput-rounds", 7, "rounds of the single and cluster parts")
 	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member, open-loop and three-member workloads (with --pin-member-cpu also execution traces of the single-member ones) and of the watch delivery and the bigread reads, and an execution trace of the compaction's start with its slow requests (first round), in this directory")
@@ -171,6 +175,9 @@ func main() {
 		}},
 		"offered": {name: "offered", throughput: true, run: func(subs []subject, o options, round int) (map[string]sample, error) {
 			return benchOffered(subs, o, profileIn(round))
+		}},
+		"offered3": {name: "offered3", throughput: true, run: func(subs []subject, o options, round int) (map[string]sample, error) {
+			return benchOffered3(subs, o, profileIn(round))
 		}},
 		"cluster": {name: "cluster", throughput: true, run: func(subs []subject, o options, round int) (map[string]sample, error) {
 			return benchCluster(subs, o, profileIn(round))
@@ -230,9 +237,9 @@ func main() {
 		}
 	}
 	rep := report{subjects: subjects, samples: samples, o: o, kube: ko, rounds: *rounds, throughputRounds: *throughputRounds, parts: *parts, took: time.Since(start),
-		command: fmt.Sprintf("go run ./cmd/bench --ours %s --upstream-version %s --clients %d --conns %d --scale %d --rounds %d --throughput-rounds %d --parts %s --keys %d --watchers %d --events %d --catchup-bytes %d --defrag-bytes %d --bigread-objects %d --startup-keys %d --startup-bytes %d --offered-put %d --offered-txn %d --offered-get %d --offered-serializable %d --offered-for %v --pin-member-cpu %d --kube-start %d --kube-factor %.2f --kube-window %v",
+		command: fmt.Sprintf("go run ./cmd/bench --ours %s --upstream-version %s --clients %d --conns %d --scale %d --rounds %d --throughput-rounds %d --parts %s --keys %d --watchers %d --events %d --catchup-bytes %d --defrag-bytes %d --bigread-objects %d --startup-keys %d --startup-bytes %d --offered-put %d --offered-txn %d --offered-get %d --offered-serializable %d --offered3-put %d --offered3-txn %d --offered3-get %d --offered3-serializable %d --offered-for %v --pin-member-cpu %d --kube-start %d --kube-factor %.2f --kube-window %v",
 			*ours, upstreamVersion, o.clients, o.conns, o.scale, *rounds, *throughputRounds, *parts, o.keys, o.watchers, o.events, o.catchupBytes, o.defragBytes, o.bigReadObjects, o.startupKeys, o.startupBytes,
-			o.offeredPut, o.offeredTxn, o.offeredGet, o.offeredSerializable, o.offeredFor, o.pinCPU, ko.start, ko.factor, ko.window)}
+			o.offeredPut, o.offeredTxn, o.offeredGet, o.offeredSerializable, o.offered3Put, o.offered3Txn, o.offered3Get, o.offered3Serializable, o.offeredFor, o.pinCPU, ko.start, ko.factor, ko.window)}
 	if err := os.WriteFile(*out, []byte(rep.markdown()+handWritten(*out)), 0o644); err != nil {
 		fail(err)
 	}

@@ -26,24 +26,35 @@ type offeredWorkload struct {
 // machine (about 70% of upstream's closed-loop throughput in the single part); the reads find
 // the keys the put workload wrote.
 func offeredWorkloads(o options) []offeredWorkload {
+	return offeredAt("", o.offeredPut, o.offeredTxn, o.offeredGet, o.offeredSerializable)
+}
+
+// offered3Workloads are the same requests offered to three-member clusters, at their own rates
+// (about 70% of upstream's three-member closed-loop throughput), named apart.
+func offered3Workloads(o options) []offeredWorkload {
+	return offeredAt("3 members, ", o.offered3Put, o.offered3Txn, o.offered3Get, o.offered3Serializable)
+}
+
+// offeredAt is the four open-loop workloads at these rates, their names starting with prefix.
+func offeredAt(prefix string, put, txn, get, serializable int) []offeredWorkload {
 	val := strings.Repeat("v", 256)
 	const keys = 20000
 	key := func(i int) string { return fmt.Sprintf("offered/%08d", i%keys) }
 	return []offeredWorkload{
-		{name: "put (256 B values)", rate: o.offeredPut, op: func(ctx context.Context, c *clientv3.Client, i int) error {
+		{name: prefix + "put (256 B values)", rate: put, op: func(ctx context.Context, c *clientv3.Client, i int) error {
 			_, err := c.Put(ctx, key(i), val)
 			return err
 		}},
-		{name: "txn (compare version, put)", rate: o.offeredTxn, op: func(ctx context.Context, c *clientv3.Client, i int) error {
+		{name: prefix + "txn (compare version, put)", rate: txn, op: func(ctx context.Context, c *clientv3.Client, i int) error {
 			k := fmt.Sprintf("offered-txn/%09d", i)
 			_, err := c.Txn(ctx).If(clientv3.Compare(clientv3.Version(k), "=", 0)).Then(clientv3.OpPut(k, val)).Commit()
 			return err
 		}},
-		{name: "range, linearizable (1 key)", rate: o.offeredGet, op: func(ctx context.Context, c *clientv3.Client, i int) error {
+		{name: prefix + "range, linearizable (1 key)", rate: get, op: func(ctx context.Context, c *clientv3.Client, i int) error {
 			_, err := c.Get(ctx, key(i))
 			return err
 		}},
-		{name: "range, serializable (1 key)", rate: o.offeredSerializable, op: func(ctx context.Context, c *clientv3.Client, i int) error {
+		{name: prefix + "range, serializable (1 key)", rate: serializable, op: func(ctx context.Context, c *clientv3.Client, i int) error {
 			_, err := c.Get(ctx, key(i), clientv3.WithSerializable())
 			return err
 		}},
@@ -85,6 +96,53 @@ func benchOffered(subs []subject, o options, profDir string) (map[string]sample,
 			printResult(s.label, offeredName(w), r)
 			spent.print(s.label, r.ops)
 			smps[s.label].results[offeredName(w)] = r
+		}
+	}
+	return smps, nil
+}
+
+// benchOffered3 is benchOffered on a fresh three-member cluster of each implementation (both
+// running side by side, the idle one ticking), the clients spread over the members: the CPU
+// per request is all three members', so the peer path (replication to the followers, their
+// applies) counts with the leader's work.
+func benchOffered3(subs []subject, o options, profDir string) (map[string]sample, error) {
+	smps := map[string]sample{}
+	clusters := make([][]*server, len(subs))
+	defer func() {
+		for _, ss := range clusters {
+			for _, s := range ss {
+				s.stop()
+			}
+		}
+	}()
+	for i, sub := range subs {
+		ss, err := startCluster(sub.label, sub.bin, 3, profDir != "")
+		clusters[i] = ss
+		if err != nil {
+			return smps, err
+		}
+		smps[sub.label] = newSample()
+	}
+	for wi, w := range offered3Workloads(o) {
+		for _, i := range pairOrder(len(subs), wi) {
+			ss, label := clusters[i], subs[i].label
+			var waits []func()
+			if profDir != "" {
+				for _, s := range ss {
+					waits = append(waits, s.profile(filepath.Join(profDir, fileName(label+"-"+s.Name+"-"+offeredName(w))+".cpu.pprof"), o.profileFor))
+				}
+			}
+			cpu0 := cpuTimes(ss)
+			r, err := offer(endpoints(ss), o.conns, o.clients, w.rate, o.offeredFor, w.op)
+			r.cpu = cpuTimes(ss) - cpu0
+			for _, wait := range waits {
+				wait()
+			}
+			if err != nil {
+				return smps, fmt.Errorf("%s, %s: %w", label, offeredName(w), err)
+			}
+			printResult(label, offeredName(w), r)
+			smps[label].results[offeredName(w)] = r
 		}
 	}
 	return smps, nil

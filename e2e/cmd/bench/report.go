@@ -142,7 +142,7 @@ func (r report) markdown() string {
 			names = append(names, w.name)
 		}
 	}
-	for _, w := range offeredWorkloads(r.o) {
+	for _, w := range slices.Concat(offeredWorkloads(r.o), offered3Workloads(r.o)) {
 		if len(pick(ours, offeredName(w), func(result) float64 { return 0 })) > 0 {
 			names = append(names, offeredName(w))
 		}

@@ -199,8 +199,9 @@ type options struct {
 	startupKeys           int   // keys of the start-up part's data dir
 	startupBytes          int64 // their size in all
 	// the open-loop part's offered rates (requests per second) and how long each is offered
-	offeredPut, offeredTxn, offeredGet, offeredSerializable int
-	offeredFor                                              time.Duration
+	offeredPut, offeredTxn, offeredGet, offeredSerializable     int
+	offered3Put, offered3Txn, offered3Get, offered3Serializable int // the same offered to three members
+	offeredFor                                                  time.Duration
 	// pinCPU, when not negative, is the one CPU the single and open-loop parts' members run on
 	// (the bench's clients then run on the others)
 	pinCPU int
