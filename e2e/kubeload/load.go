@@ -12,6 +12,7 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -390,10 +391,8 @@ func (l *Load) Run(ctx context.Context, d time.Duration) Result {
 			l.timed(Mutating, "event lease", due, func() error { return l.grantEventLease(ctx, a) })
 		})
 	})
-	every(rctx, &sched, s.CacheRefill, func() int { return 1 }, func(_ int, due time.Time) {
-		l.spawn(&reqs, "pod list", func() {
-			l.timed(List, "list pods", due, func() error { return l.listPods(ctx, l.rnd.Intn(len(l.clients))) })
-		})
+	every(rctx, &sched, s.CacheRefill, one, func(a int, due time.Time) {
+		l.spawn(&reqs, "cache refill", func() { l.refill(ctx, a, due) })
 	})
 	sched.Wait()
 	reqs.Wait()
@@ -412,33 +411,42 @@ func (l *Load) replacePod(ctx context.Context, node int, pod *object, due time.T
 		due = time.Now()
 		return ok
 	}
-	stopEvents, stopUpdates := s.EventsPerPod/3, min(2, s.PodUpdates)
-	// the controller deletes it gracefully (the mark), the kubelet stops it and reports it,
-	// then deletes it for good after reading it
+	update := func(o *object) func() error { return func() error { return l.update(ctx, node, o, s.PodBytes) } }
+	stopEvents, stopUpdates := s.EventsPerPod/3, s.PodUpdates/2
+	l.mu.Lock()
+	stale := l.rnd.Float64() < s.DeleteConflicts
+	l.mu.Unlock()
+	// the controller deletes it gracefully (a mark), the kubelet stops it and reports it, marks
+	// it deleted now, and kube-apiserver deletes it after reading it
 	for u := 0; u < stopUpdates; u++ {
-		if !step(Mutating, "update "+pod.key, func() error { return l.update(ctx, node, pod, s.PodBytes) }) {
+		if !step(Mutating, "update "+pod.key, update(pod)) {
 			return
 		}
-	}
-	for e := 0; e < stopEvents; e++ {
-		step(Mutating, "event", func() error { return l.event(ctx, node, ns, "pod") })
+		if u == 0 {
+			for e := 0; e < stopEvents; e++ {
+				step(Mutating, "event", func() error { return l.event(ctx, node, ns, "pod") })
+			}
+		}
 	}
 	for r := 0; r < s.PodReads; r++ {
 		step(Read, "get "+pod.key, func() error { return l.read(ctx, node, pod.key) })
 	}
+	if stale && !step(Mutating, "delete "+pod.key+" (stale)", func() error { return l.removeStale(ctx, node, pod) }) {
+		return
+	}
 	if !step(Mutating, "delete "+pod.key, func() error { return l.remove(ctx, node, pod) }) {
 		return
 	}
-	// its replacement: created, bound, reported pending then running, with its events
+	// its replacement: created, with its events, bound, reported pending then running
 	next, ns, name := l.newPod(node)
-	if !step(Mutating, "create "+next.key, func() error { return l.create(ctx, node, next, s.PodBytes) }) {
+	if !step(Mutating, "create "+next.key, func() error { return l.create(ctx, node, next, s.PodBytes*7/10) }) {
 		return
 	}
 	for e := 0; e < s.EventsPerPod-stopEvents; e++ {
 		step(Mutating, "event", func() error { return l.event(ctx, node, ns, name) })
 	}
 	for u := 0; u < s.PodUpdates-stopUpdates; u++ {
-		if !step(Mutating, "update "+next.key, func() error { return l.update(ctx, node, next, s.PodBytes) }) {
+		if !step(Mutating, "update "+next.key, update(next)) {
 			return
 		}
 	}
@@ -447,70 +455,112 @@ func (l *Load) replacePod(ctx context.Context, node int, pod *object, due time.T
 	l.mu.Unlock()
 }
 
-// ownLeases is one renewal round of an API server's identity lease (an update) and of its
-// master and peer leases (each a fresh 15 s etcd lease and an update attached to it).
+// removeStale is a delete whose Txn compares a revision older than the object's: it fails
+// and reads the object back, as kube-apiserver's delete from a stale cached copy does.
+func (l *Load) removeStale(ctx context.Context, api int, o *object) error {
+	r, err := l.client(api).Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(o.key), "=", o.rev.Load()-1)).
+		Then(clientv3.OpDelete(o.key)).Else(clientv3.OpGet(o.key)).Commit()
+	if err != nil {
+		return err
+	}
+	if r.Succeeded {
+		return fmt.Errorf("delete %s at a stale revision succeeded", o.key)
+	}
+	return nil
+}
+
+// ownLeases is one round of an API server's own upkeep, every 10 s in the record: its identity
+// lease updated; its master lease and its peer lease each read, then written with a fresh
+// 15 s etcd lease; the master leases listed; the kubernetes service and its endpoints read.
 func (l *Load) ownLeases(ctx context.Context, a int, due time.Time) {
-	ident := &object{key: fmt.Sprintf("/registry/leases/kube-system/apiserver-%02d", a)}
+	c := l.clients[a]
+	ident := fmt.Sprintf("/registry/leases/kube-system/apiserver-%02d", a)
 	l.timed(Mutating, "identity lease", due, func() error {
-		_, err := l.clients[a].Put(ctx, ident.key, l.value(720))
+		_, err := c.Put(ctx, ident, l.value(720))
 		return err
 	})
-	for _, k := range []string{"masterleases/192.0.2.%d", "peerserverleases/apiserver-%02d"} {
-		key := "/registry/" + fmt.Sprintf(k, a)
+	for _, key := range []string{fmt.Sprintf("/registry/masterleases/192.0.2.%d", a), fmt.Sprintf("/registry/peerserverleases/apiserver-%02d", a)} {
+		l.timed(Read, "read "+key, time.Now(), func() error { return l.read(ctx, a, key) })
 		l.timed(Mutating, "lease "+key, time.Now(), func() error {
-			g, err := l.clients[a].Grant(ctx, 15)
+			g, err := c.Grant(ctx, 15)
 			if err != nil {
 				return err
 			}
-			_, err = l.clients[a].Put(ctx, key, l.value(100), clientv3.WithLease(g.ID))
+			_, err = c.Put(ctx, key, l.value(100), clientv3.WithLease(g.ID))
 			return err
 		})
 	}
+	l.timed(Read, "list master leases", time.Now(), func() error { return l.list(ctx, a, "/registry/masterleases/") })
+	for _, key := range []string{"/registry/endpointslices/default/kubernetes", "/registry/services/specs/default/kubernetes"} {
+		l.timed(Read, "read "+key, time.Now(), func() error { return l.read(ctx, a, key) })
+	}
 }
 
-// listPods lists every pod as an API server filling its cache: one RangeStream where the
-// member has it (kube-apiserver 1.37 with etcd 3.7), else pages at the first page's revision.
-func (l *Load) listPods(ctx context.Context, a int) error {
+// refill is one API server refilling its caches of the resources the load writes: pods (the
+// LIST the SLO judges), nodes and node leases.
+func (l *Load) refill(ctx context.Context, a int, due time.Time) {
+	l.timed(List, "list pods", due, func() error { return l.list(ctx, a, "/registry/pods/") })
+	for _, p := range []string{"/registry/minions/", "/registry/leases/"} {
+		l.timed(Read, "list "+p, time.Now(), func() error { return l.list(ctx, a, p) })
+	}
+}
+
+// list lists every key under prefix as kube-apiserver's watch cache fills: pages of
+// Shape.ListPage at the first page's revision, each page one RangeStream where the member has
+// it (kube-apiserver 1.37 with etcd 3.7), else one Range.
+func (l *Load) list(ctx context.Context, a int, prefix string) error {
 	c := l.clients[a]
+	key, end := prefix, clientv3.GetPrefixRangeEnd(prefix)
+	var rev int64
+	for {
+		kvs, more, at, err := l.page(ctx, c, &pb.RangeRequest{Key: []byte(key), RangeEnd: []byte(end), Limit: int64(l.s.ListPage), Revision: rev})
+		if err != nil {
+			return err
+		}
+		if rev == 0 {
+			rev = at
+		}
+		if !more || len(kvs) == 0 {
+			return nil
+		}
+		key = string(kvs[len(kvs)-1].Key) + "\x00"
+	}
+}
+
+// page reads one page: by RangeStream (its chunks gathered) unless the member lacks it.
+func (l *Load) page(ctx context.Context, c *clientv3.Client, r *pb.RangeRequest) (kvs []*mvccpb.KeyValue, more bool, rev int64, err error) {
 	l.mu.Lock()
 	noStream := l.noStream
 	l.mu.Unlock()
 	if !noStream {
-		s, err := rangestream.Open(ctx, c.ActiveConnection(), &pb.RangeRequest{Key: []byte("/registry/pods/"), RangeEnd: []byte(clientv3.GetPrefixRangeEnd("/registry/pods/"))})
-		if err == nil {
-			for {
-				if _, err = s.Recv(); err != nil {
-					break
+		s, err := rangestream.Open(ctx, c.ActiveConnection(), r)
+		for err == nil {
+			var chunk *pb.RangeResponse
+			if chunk, err = s.Recv(); err == nil {
+				kvs = append(kvs, chunk.Kvs...)
+				more = more || chunk.More
+				if chunk.Header != nil {
+					rev = chunk.Header.Revision
 				}
 			}
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
+		}
+		if errors.Is(err, io.EOF) {
+			return kvs, more, rev, nil
 		}
 		if status.Code(err) != codes.Unimplemented {
-			return err
+			return nil, false, 0, err
 		}
 		l.mu.Lock()
 		l.noStream = true
 		l.mu.Unlock()
 	}
-	key, end := "/registry/pods/", clientv3.GetPrefixRangeEnd("/registry/pods/")
-	var rev int64
-	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(int64(l.s.ListPage))}
-		if rev > 0 {
-			opts = append(opts, clientv3.WithRev(rev))
-		}
-		r, err := c.Get(ctx, key, opts...)
-		if err != nil {
-			return err
-		}
-		if rev == 0 {
-			rev = r.Header.Revision
-		}
-		if !r.More || len(r.Kvs) == 0 {
-			return nil
-		}
-		key = string(r.Kvs[len(r.Kvs)-1].Key) + "\x00"
+	opts := []clientv3.OpOption{clientv3.WithRange(string(r.RangeEnd)), clientv3.WithLimit(r.Limit)}
+	if r.Revision > 0 {
+		opts = append(opts, clientv3.WithRev(r.Revision))
 	}
+	resp, err := c.Get(ctx, string(r.Key), opts...)
+	if err != nil {
+		return nil, false, 0, err
+	}
+	return resp.Kvs, resp.More, resp.Header.Revision, nil
 }

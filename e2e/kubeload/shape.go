@@ -22,9 +22,12 @@ type Shape struct {
 	LeaseRenew         time.Duration
 	NodeStatus         time.Duration
 	// Per pod life (record: what kube-apiserver wrote for each pod the fleet created and deleted).
-	PodUpdates   int // bind, status reports, the graceful delete's mark
-	PodReads     int // single-object reads from etcd (the deletes read the object)
-	EventsPerPod int
+	PodUpdates int // bind, status reports, the graceful delete's marks
+	PodReads   int // single-object reads from etcd (the deletes read the object)
+	// DeleteConflicts is the share of pod deletes whose first Txn compares a stale revision
+	// and reads the object back (then deletes it at the revision read).
+	DeleteConflicts float64
+	EventsPerPod    int
 	// Value sizes, bytes (record: p50 of what kube-apiserver wrote).
 	NodeBytes, LeaseBytes, PodBytes, EventBytes int
 	// Per API server.
@@ -35,10 +38,12 @@ type Shape struct {
 	EventLeaseReuse  time.Duration // one etcd lease for the events it writes in this long
 	EventTTL         time.Duration // --event-ttl
 	Compaction       time.Duration // --etcd-compaction-interval (one API server wins each round)
-	// CacheRefill is how often one of the API servers fills its pod cache from etcd afresh
-	// (a restart, a watch too old to resume): the full LIST of pods, whose time is an SLO.
+	// CacheRefill is how often each API server lists every object of a resource from etcd
+	// afresh to refill its watch cache (record: every resource once in the 7 minutes, pages of
+	// 10000 at a revision, by RangeStream where the member has it): the LIST of every pod is
+	// the request the LIST SLO judges.
 	CacheRefill time.Duration
-	ListPage    int // the page size of that LIST where the member has no RangeStream
+	ListPage    int
 	Namespaces  int
 	Seed        int64
 }
@@ -49,11 +54,11 @@ func Defaults(nodes int) Shape {
 		Nodes: nodes, APIServers: 3,
 		PodsPerNode: 30, ChurnPerNodeMinute: 0.5,
 		LeaseRenew: 10 * time.Second, NodeStatus: time.Minute,
-		PodUpdates: 5, PodReads: 1, EventsPerPod: 7,
+		PodUpdates: 6, PodReads: 2, DeleteConflicts: 0.6, EventsPerPod: 7,
 		NodeBytes: 6100, LeaseBytes: 480, PodBytes: 4700, EventBytes: 620,
 		WatchedResources: 60, ProgressRequests: time.Second, RevisionReads: 45,
 		OwnLeases: 10 * time.Second, EventLeaseReuse: time.Minute, EventTTL: time.Hour,
-		Compaction: 5 * time.Minute, CacheRefill: time.Minute, ListPage: 500, Namespaces: 50, Seed: 1,
+		Compaction: 5 * time.Minute, CacheRefill: 7*time.Minute + 30*time.Second, ListPage: 10000, Namespaces: 50, Seed: 1,
 	}
 }
 
@@ -65,8 +70,9 @@ func (s *Shape) Flags(fs *flag.FlagSet, d Shape) {
 	fs.Float64Var(&s.ChurnPerNodeMinute, "kube-churn", d.ChurnPerNodeMinute, "pods replaced per node per minute")
 	fs.DurationVar(&s.LeaseRenew, "kube-lease-renew", d.LeaseRenew, "node lease renewal period (kubelet's default)")
 	fs.DurationVar(&s.NodeStatus, "kube-node-status", d.NodeStatus, "node status update period (kubelet reports at least every 5m, and on every change)")
-	fs.IntVar(&s.PodUpdates, "kube-pod-updates", d.PodUpdates, "updates of a pod in its life (record: bind, 2 status reports, the delete's mark, the last status)")
-	fs.IntVar(&s.PodReads, "kube-pod-reads", d.PodReads, "reads of a pod from etcd in its life (record)")
+	fs.IntVar(&s.PodUpdates, "kube-pod-updates", d.PodUpdates, "updates of a pod in its life (record: bind, 2 status reports; the delete's marks and the last status)")
+	fs.IntVar(&s.PodReads, "kube-pod-reads", d.PodReads, "reads of a pod from etcd in its life (record: by its deletes)")
+	fs.Float64Var(&s.DeleteConflicts, "kube-delete-conflicts", d.DeleteConflicts, "share of pod deletes whose first Txn finds the pod changed (record)")
 	fs.IntVar(&s.EventsPerPod, "kube-events-per-pod", d.EventsPerPod, "events written in a pod's life (record: scheduler, kubelet, ReplicaSet controller)")
 	fs.IntVar(&s.NodeBytes, "kube-node-bytes", d.NodeBytes, "node object size (record)")
 	fs.IntVar(&s.LeaseBytes, "kube-lease-bytes", d.LeaseBytes, "node lease object size (record)")
@@ -79,8 +85,8 @@ func (s *Shape) Flags(fs *flag.FlagSet, d Shape) {
 	fs.DurationVar(&s.EventLeaseReuse, "kube-event-lease-reuse", d.EventLeaseReuse, "events share an etcd lease for this long (record)")
 	fs.DurationVar(&s.EventTTL, "kube-event-ttl", d.EventTTL, "event TTL (kube-apiserver's --event-ttl default)")
 	fs.DurationVar(&s.Compaction, "kube-compaction", d.Compaction, "compaction period (kube-apiserver's --etcd-compaction-interval default)")
-	fs.DurationVar(&s.CacheRefill, "kube-cache-refill", d.CacheRefill, "how often an API server lists every pod from etcd afresh (a restart; the LIST SLO's request)")
-	fs.IntVar(&s.ListPage, "kube-list-page", d.ListPage, "page size of that list where the member has no RangeStream")
+	fs.DurationVar(&s.CacheRefill, "kube-cache-refill", d.CacheRefill, "how often each API server lists pods, nodes and leases from etcd afresh to refill its cache (record: once in 7 minutes; its reflector's watch ends after 5 to 10)")
+	fs.IntVar(&s.ListPage, "kube-list-page", d.ListPage, "page size of those lists (record), by RangeStream where the member has it")
 	fs.IntVar(&s.Namespaces, "kube-namespaces", d.Namespaces, "namespaces the pods are spread over")
 }
 
@@ -96,5 +102,5 @@ func perSecond(n int, period time.Duration) float64 {
 func (s Shape) WritesPerSecond() float64 {
 	podLives := float64(s.Nodes) * s.ChurnPerNodeMinute / 60
 	return perSecond(s.Nodes, s.LeaseRenew) + perSecond(s.Nodes, s.NodeStatus) +
-		podLives*float64(2+s.PodUpdates+s.EventsPerPod) + perSecond(3*s.APIServers, s.OwnLeases)
+		podLives*(float64(2+s.PodUpdates+s.EventsPerPod)+s.DeleteConflicts) + perSecond(5*s.APIServers, s.OwnLeases)
 }
