@@ -20,7 +20,7 @@ MODULES := pkg server etcdctl etcdutl discovery upgradelab e2e
 BIN := $(CURDIR)/bin
 RUN_DIR := $(CURDIR)/.run
 
-.PHONY: conformance robustness kube-shape build build-failpoints test tools unit fuzz e2e lint vulncheck run bench bench-micro sim lab clean etcdctl-docs nix-hash nix-check
+.PHONY: conformance robustness kube-shape soak build build-failpoints test tools unit fuzz e2e lint vulncheck run bench bench-micro sim lab clean etcdctl-docs nix-hash nix-check
 
 build:
 	@mkdir -p $(BIN)
@@ -145,6 +145,14 @@ run: build
 bench: build
 	cd e2e && $(GO) run ./cmd/bench --ours $(BIN)/etcd --out $(CURDIR)/docs/performance.md
 	cd e2e && $(GO) run ./cmd/bench --ours $(BIN)/levels/$(LAST_RELEASE_LEVEL)/etcd --upstream-version $(LAST_RELEASE_LEVEL) --throughput-rounds 3 --out $(CURDIR)/docs/performance-$(LAST_RELEASE_LEVEL).md
+
+# A soak: the Kubernetes-shaped load at a fixed N for HOURS on three members of ours and three of
+# upstream's at once, defrag every 20 minutes; writes docs/soak.md (each series' slope over the
+# last half hour, ours beside upstream's) and docs/soak.png. SOAK_FLAGS adds flags (--nodes ...).
+HOURS ?= 1
+SOAK_FLAGS ?=
+soak: build
+	cd e2e && $(GO) run ./cmd/soak --ours $(BIN)/etcd --hours $(HOURS) --out $(CURDIR)/docs/soak.md --plot $(CURDIR)/docs/soak.png $(SOAK_FLAGS)
 
 # docs/kube-shape.md and .json: what a real kube-apiserver (built from the Go module proxy) sends to
 # an upstream etcd member while a simulated fleet of nodes drives it; the bench's Kubernetes-shaped

@@ -90,6 +90,11 @@ func (s *Shape) Flags(fs *flag.FlagSet, d Shape) {
 	fs.IntVar(&s.Namespaces, "kube-namespaces", d.Namespaces, "namespaces the pods are spread over")
 }
 
+// MemberFlags are the flags the members run with under this load: kubeadm's (its etcd
+// manifest's progress notifications and snapshot count) and the quota a cluster of this size
+// is given (upstream's suggested largest).
+var MemberFlags = []string{"--watch-progress-notify-interval=5s", "--snapshot-count=10000", "--quota-backend-bytes=8589934592"}
+
 // perSecond is the rate of one kind of request at this shape.
 func perSecond(n int, period time.Duration) float64 {
 	if period <= 0 {

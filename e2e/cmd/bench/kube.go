@@ -22,10 +22,6 @@ type kubeOptions struct {
 	window time.Duration
 }
 
-// kubeMemberFlags are kubeadm's for the members (its etcd manifest's progress notifications
-// and snapshot count) and a quota a cluster of this size is given (upstream's suggested most).
-var kubeMemberFlags = []string{"--watch-progress-notify-interval=5s", "--snapshot-count=10000", "--quota-backend-bytes=8589934592"}
-
 // kubeStep is one N's window.
 type kubeStep struct {
 	res    kubeload.Result
@@ -61,7 +57,7 @@ const (
 func benchKube(ko kubeOptions) func(label, bin string, o options, _ string) (sample, error) {
 	return func(label, bin string, o options, _ string) (sample, error) {
 		smp := newSample()
-		ss, err := startClusterWith(label, bin, 3, false, kubeMemberFlags...)
+		ss, err := startClusterWith(label, bin, 3, false, kubeload.MemberFlags...)
 		defer func() {
 			for _, s := range ss {
 				s.stop()
@@ -172,7 +168,7 @@ func (r report) kubeMarkdown(values func(label, key string) []float64) string {
 	fmt.Fprintf(&b, "What the kube-apiservers of a cluster of N nodes send etcd (e2e/kubeload, shaped by docs/kube-shape.md, recorded from kube-apiserver %s): %d API servers, each with its own client, its watch of each of %d resource prefixes (progress notifications, previous values) and its own leases; per node a lease renewed every %v and its status every %v; %d pods per node, %.2f replaced per node per minute (each life: create, %d updates, %d read, %d events with an hour's lease, delete); a LIST of every pod from etcd every %v; compaction every %v. ",
 		"v1.37.2", k.shape.APIServers, k.shape.WatchedResources, k.shape.LeaseRenew, k.shape.NodeStatus, k.shape.PodsPerNode, k.shape.ChurnPerNodeMinute, k.shape.PodUpdates, k.shape.PodReads, k.shape.EventsPerPod, k.shape.CacheRefill, k.shape.Compaction)
 	fmt.Fprintf(&b, "Open loop: each request is sent when its schedule says and timed from then. Three members with kubeadm's flags (%s). N starts at %d and grows %.2fx per step (the nodes added with their objects first, not timed), each step a %v window; the first window that misses an SLO ends the search. SLOs (Kubernetes' scalability SLOs): p99 of mutating requests and of single-object reads <= 1 s, of a full LIST of pods <= 30 s, of watch delivery (write to watcher) <= 5 s, no failed request. Higher N is better; every other row, lower.\n\n",
-		strings.Join(kubeMemberFlags, " "), k.start, k.factor, k.window)
+		strings.Join(kubeload.MemberFlags, " "), k.start, k.factor, k.window)
 	fmt.Fprintf(&b, "| figure | ours | upstream | ratio (rounds) |\n|---|---|---|---|\n")
 	for _, f := range kubeFigures {
 		ov, uv := values(ours, f.key), values(up, f.key)

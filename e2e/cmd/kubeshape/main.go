@@ -28,6 +28,7 @@ type options struct {
 	fleet                           kubeapi.FleetOptions
 	steady, settle                  time.Duration
 	extra                           string
+	rerender                        bool
 }
 
 func main() {
@@ -47,8 +48,16 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 30*time.Second, "idle time after kube-apiserver is ready, recorded as its own phase")
 	flag.DurationVar(&o.steady, "for", 7*time.Minute, "steady phase (kube-apiserver compacts every 5 minutes)")
 	flag.StringVar(&o.extra, "kube-flags", "", "extra kube-apiserver flags, space-separated")
+	flag.BoolVar(&o.rerender, "rerender", false, "write --out again from the record in --json, without recording")
 	flag.Parse()
 	o.fleet.Namespace, o.fleet.Seed = "bench", 1
+	if o.rerender {
+		if err := rerender(o); err != nil {
+			fmt.Fprintln(os.Stderr, "kubeshape:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "kubeshape:", err)
 		os.Exit(1)
@@ -153,6 +162,29 @@ type record struct {
 	PhaseLength map[string]string          `json:"phaseLength"`
 	FleetCalls  int64                      `json:"fleetRequests"`
 	FleetFailed int64                      `json:"fleetFailed"`
+}
+
+// phaseOrder is the order of a recording's phases.
+var phaseOrder = []string{"start", "idle", "setup", "steady"}
+
+// rerender writes the Markdown of the record in o.js again (after a change to its text).
+func rerender(o options) error {
+	b, err := os.ReadFile(o.js)
+	if err != nil {
+		return err
+	}
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("%s: %w", o.js, err)
+	}
+	var order []reqrecord.Window
+	for _, p := range phaseOrder {
+		if _, ok := r.Phases[p]; ok {
+			order = append(order, reqrecord.Window{Phase: p})
+		}
+	}
+	o.fleet = r.Fleet
+	return os.WriteFile(o.md, []byte(markdown(o, r, order)), 0o644)
 }
 
 func write(o options, calls []*reqrecord.Call, end time.Duration, st *kubeapi.FleetStats) error {

@@ -12,7 +12,7 @@ var phaseNotes = map[string]string{
 	"start":  "kube-apiserver starting on an empty etcd, until /readyz answers ok (its bootstrap objects, its caches filling)",
 	"idle":   "kube-apiserver ready, no client: what it sends on its own",
 	"setup":  "the fleet creating its namespace, nodes, node leases and pods",
-	"steady": "the fleet running: lease renewals, node status, pod churn with its events, informer restarts, per-node pod watches",
+	"steady": "the fleet running: lease renewals, node status, pod churn with its events, informer restarts, per-node pod watches. A watch cache of kube-apiserver that refilled in the phase (its reflector's watch ends after 5 to 10 minutes) shows as a RangeStream of its resource in pages of 10000 at a revision (`limit=10000 rev`) and a new watch from that revision",
 }
 
 func markdown(o options, r record, order []reqrecord.Window) string {
@@ -25,7 +25,9 @@ func markdown(o options, r record, order []reqrecord.Window) string {
 	fmt.Fprintf(&b, "(lease renewed every %v, status every %v, a watch of its own pods: %v), the scheduler (binds each pod)\n", f.LeaseRenew, f.NodeStatus, f.NodeWatches)
 	fmt.Fprintf(&b, "and a ReplicaSet controller (%d pods per node, %.2f replaced per node per minute, each pod's life with\n", f.PodsPerNode, f.ChurnPerNodeMinute)
 	fmt.Fprintf(&b, "its events), and an informer listing every pod in pages of 500 every %v. The fleet sent %d requests, %d failed.\n\n", f.InformerRestart, r.FleetCalls, r.FleetFailed)
-	b.WriteString("The bench's Kubernetes-shaped workload (`make bench`, part kube) takes its defaults from this record.\n")
+	b.WriteString("The bench's Kubernetes-shaped workload (`make bench`, part kube; `make soak`) takes its defaults from this record:\n")
+	b.WriteString("e2e/kubeload/shape.go's Defaults, whose flags' help names \"(record)\" for each figure read here (per node per\n")
+	b.WriteString("minute in the steady phase, divided by the pod lives for what a pod's life costs).\n")
 	b.WriteString("A row is one kind of request: method, the resource its key names (`/registry/<resource>/...`), what its\n")
 	b.WriteString("range covers (blank: one key) and its shape (a Range's options; a Txn as `compares ? then-ops : else-ops`;\n")
 	b.WriteString("a watch request's options; a watch answer's kind, by the resource its watch covers). Sizes are\n")

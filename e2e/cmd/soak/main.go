@@ -1,0 +1,134 @@
+// Command soak runs the Kubernetes-shaped load (e2e/kubeload) at a fixed N for hours on three
+// members of ours and three of upstream's at once, defragmenting every member on a schedule,
+// and samples what could grow without bound: each member's resident memory, goroutines, open
+// files, database size and in-use size, WAL and snapshot file counts, and the load's p99 per
+// window. It writes a report with the slope of each series over the run's last half hour, ours
+// beside upstream's, and a PNG plot of every series. `make soak HOURS=1` runs it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"etcdx/e2e"
+	"etcdx/e2e/kubeload"
+)
+
+type options struct {
+	ours, upstreamVersion, out, plot, work string
+	hours                                  float64
+	nodes                                  int
+	sample, defragEvery                    time.Duration
+	shape                                  kubeload.Shape
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.ours, "ours", "../bin/etcd", "our etcd binary")
+	flag.StringVar(&o.upstreamVersion, "upstream-version", e2e.CurrentUpstream, "upstream's release, built from the Go module proxy")
+	flag.Float64Var(&o.hours, "hours", 1, "how long the soak runs")
+	flag.IntVar(&o.nodes, "nodes", 500, "N: the nodes the load plays on each side (well inside both sides' largest N in docs/performance.md)")
+	flag.DurationVar(&o.sample, "sample", time.Minute, "sampling period: one load window per sample")
+	flag.DurationVar(&o.defragEvery, "defrag-every", 20*time.Minute, "every member is defragmented, one at a time, this often")
+	flag.StringVar(&o.out, "out", "../docs/soak.md", "the report")
+	flag.StringVar(&o.plot, "plot", "../docs/soak.png", "the plot of every series")
+	flag.StringVar(&o.work, "work", "", "directory for the members' data (default: a new temporary one, removed after)")
+	o.shape.Flags(flag.CommandLine, kubeload.Defaults(0))
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		os.Exit(1)
+	}
+}
+
+// side is one implementation's cluster, its load and its samples.
+type side struct {
+	label   string
+	cluster *etcdCluster
+	load    *kubeload.Load
+	samples []sample
+}
+
+func run(o options) error {
+	dir, unreachable, err := e2e.BuildUpstream(o.upstreamVersion)
+	if err != nil || unreachable != "" {
+		return fmt.Errorf("upstream etcd %s: %v %s", o.upstreamVersion, err, unreachable)
+	}
+	if o.work == "" {
+		if o.work, err = os.MkdirTemp("", "soak-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(o.work)
+	}
+	ctx := context.Background()
+	sides := []*side{{label: "ours"}, {label: "upstream " + o.upstreamVersion}}
+	bins := []string{o.ours, filepath.Join(dir, "etcd")}
+	defer func() {
+		for _, s := range sides {
+			if s.load != nil {
+				s.load.Close()
+			}
+			if s.cluster != nil {
+				s.cluster.stop()
+			}
+		}
+	}()
+	for i, s := range sides {
+		if s.cluster, err = startCluster(filepath.Join(o.work, fmt.Sprint(i)), bins[i], kubeload.MemberFlags); err != nil {
+			return fmt.Errorf("%s: %w", s.label, err)
+		}
+		if s.load, err = kubeload.New(ctx, s.cluster.endpoints(), o.shape); err != nil {
+			return fmt.Errorf("%s: %w", s.label, err)
+		}
+		t0 := time.Now()
+		if err := s.load.Populate(ctx, o.nodes); err != nil {
+			return fmt.Errorf("%s: populate: %w", s.label, err)
+		}
+		fmt.Printf("%s: %d nodes populated in %v\n", s.label, o.nodes, time.Since(t0).Round(time.Second))
+	}
+	start := time.Now()
+	end := start.Add(time.Duration(o.hours * float64(time.Hour)))
+	nextDefrag := start.Add(o.defragEvery)
+	for time.Now().Before(end) {
+		var defrags sync.WaitGroup
+		if o.defragEvery > 0 && !time.Now().Before(nextDefrag) {
+			nextDefrag = nextDefrag.Add(o.defragEvery)
+			for _, s := range sides {
+				defrags.Add(1)
+				go func() { defer defrags.Done(); s.cluster.defragAll(ctx) }()
+			}
+		}
+		var wg sync.WaitGroup
+		results := make([]kubeload.Result, len(sides))
+		for i, s := range sides {
+			wg.Add(1)
+			go func() { defer wg.Done(); results[i] = s.load.Run(ctx, o.sample) }()
+		}
+		wg.Wait()
+		defrags.Wait()
+		at := time.Since(start)
+		for i, s := range sides {
+			smp := s.cluster.sample(ctx, at, results[i])
+			s.samples = append(s.samples, smp)
+			fmt.Printf("%6s %-16s %s\n", at.Round(time.Second), s.label, smp)
+		}
+	}
+	rep := newReport(o, sides, time.Since(start))
+	if err := writePlot(o.plot, sides); err != nil {
+		return err
+	}
+	if err := os.WriteFile(o.out, []byte(rep), 0o644); err != nil {
+		return err
+	}
+	fmt.Println("wrote", o.out, "and", o.plot)
+	if strings.Contains(rep, verdictGrows) {
+		fmt.Println("a series of ours grows where upstream's does not: see", o.out)
+	}
+	return nil
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"etcdx/e2e/kubeload"
+)
+
+// series is one quantity sampled per window, over a side's three members.
+type series struct {
+	name, unit string
+	of         func(sample) float64
+}
+
+func sumOf(f func(memberReading) int64) func(sample) float64 {
+	return func(s sample) float64 {
+		t := 0.0
+		for _, m := range s.Members {
+			t += float64(f(m))
+		}
+		return t
+	}
+}
+
+func maxOf(f func(memberReading) int64) func(sample) float64 {
+	return func(s sample) float64 {
+		x := 0.0
+		for _, m := range s.Members {
+			x = math.Max(x, float64(f(m)))
+		}
+		return x
+	}
+}
+
+const mib = 1 << 20
+
+var allSeries = []series{
+	{"resident memory (sum of members)", "MiB", func(s sample) float64 { return sumOf(func(m memberReading) int64 { return m.RSS })(s) / mib }},
+	{"goroutines (sum)", "", sumOf(func(m memberReading) int64 { return m.Goroutines })},
+	{"open files (sum)", "", sumOf(func(m memberReading) int64 { return m.FDs })},
+	{"database size (largest member)", "MiB", func(s sample) float64 { return maxOf(func(m memberReading) int64 { return m.DBSize })(s) / mib }},
+	{"database in use (largest member)", "MiB", func(s sample) float64 { return maxOf(func(m memberReading) int64 { return m.DBInUse })(s) / mib }},
+	{"WAL files (most on a member)", "", maxOf(func(m memberReading) int64 { return m.WALFiles })},
+	{"snapshot files (most on a member)", "", maxOf(func(m memberReading) int64 { return m.SnapFiles })},
+	{"mutating p99 of the window", "ms", func(s sample) float64 {
+		return float64(s.Load.Classes[kubeload.Mutating].P99) / float64(time.Millisecond)
+	}},
+}
+
+// growthThreshold is the growth per hour, relative to the series' mean, above which a series
+// counts as growing.
+const growthThreshold = 0.05
+
+const verdictGrows = "grows where upstream's does not"
+
+// slope is the least-squares slope per hour of the series over the samples from the last half
+// hour (the last half of a run shorter than an hour), and the mean there.
+func slope(ss []sample, of func(sample) float64, runFor time.Duration) (perHour, mean float64) {
+	from := runFor - 30*time.Minute
+	if runFor < time.Hour {
+		from = runFor / 2
+	}
+	var xs, ys []float64
+	for _, s := range ss {
+		if s.At >= from {
+			xs = append(xs, s.At.Hours())
+			ys = append(ys, of(s))
+		}
+	}
+	if len(xs) < 2 {
+		return 0, 0
+	}
+	_, beta := stat.LinearRegression(xs, ys, nil, false)
+	return beta, stat.Mean(ys, nil)
+}
+
+func relative(perHour, mean float64) float64 {
+	if mean == 0 {
+		return 0
+	}
+	return perHour / mean
+}
+
+func newReport(o options, sides []*side, took time.Duration) string {
+	var b strings.Builder
+	ours, up := sides[0], sides[1]
+	fmt.Fprintf(&b, "# Soak: a Kubernetes-shaped load for %v, ours beside upstream\n\n", took.Round(time.Minute))
+	fmt.Fprintf(&b, "Run by `make soak HOURS=%g` on %s: %d CPUs, %s. Three members of ours and three of %s at once on this\n", o.hours, time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), runtime.Version(), up.label)
+	fmt.Fprintf(&b, "machine, each under the Kubernetes-shaped load of docs/performance.md's kube part (e2e/kubeload) at N = %d nodes, members\n", o.nodes)
+	fmt.Fprintf(&b, "with %s; the load compacts every %v as kube-apiserver does, and every member is defragmented, one at a time, every %v.\n", strings.Join(kubeload.MemberFlags, " "), o.shape.Compaction, o.defragEvery)
+	fmt.Fprintf(&b, "Every %v each member is sampled. The slope of each series is the least-squares fit over the last half hour, per hour;\n", o.sample)
+	fmt.Fprintf(&b, "a series grows when its slope is above %.0f%% of its mean per hour. The plot (%s) shows every series on both sides.\n\n", growthThreshold*100, o.plot)
+	fmt.Fprintf(&b, "| series | ours at the end | ours slope per hour | upstream at the end | upstream slope per hour | verdict |\n|---|---|---|---|---|---|\n")
+	last := func(sd *side, sr series) float64 {
+		if len(sd.samples) == 0 {
+			return 0
+		}
+		return sr.of(sd.samples[len(sd.samples)-1])
+	}
+	for _, sr := range allSeries {
+		oSlope, oMean := slope(ours.samples, sr.of, took)
+		uSlope, uMean := slope(up.samples, sr.of, took)
+		or, ur := relative(oSlope, oMean), relative(uSlope, uMean)
+		verdict := "flat"
+		switch {
+		case or > growthThreshold && ur <= growthThreshold:
+			verdict = "**" + verdictGrows + "**"
+		case or > growthThreshold:
+			verdict = "grows on both sides"
+		case ur > growthThreshold:
+			verdict = "upstream's grows, ours does not"
+		}
+		fmt.Fprintf(&b, "| %s | %.1f %s | %+.2f (%+.1f%%) | %.1f %s | %+.2f (%+.1f%%) | %s |\n", sr.name, last(ours, sr), sr.unit, oSlope, 100*or, last(up, sr), sr.unit, uSlope, 100*ur, verdict)
+	}
+	missed := func(sd *side) int {
+		n := 0
+		for _, s := range sd.samples {
+			if ok, _ := s.Load.Holds(kubeload.KubernetesSLO); !ok {
+				n++
+			}
+		}
+		return n
+	}
+	fmt.Fprintf(&b, "\nWindows that missed an SLO: ours %d of %d, upstream %d of %d.\n", missed(ours), len(ours.samples), missed(up), len(up.samples))
+	return b.String()
+}
+
+// writePlot draws every series, both sides, one panel each, into a PNG.
+func writePlot(path string, sides []*side) error {
+	const cols = 2
+	rows := (len(allSeries) + cols - 1) / cols
+	plots := make([][]*plot.Plot, rows)
+	colours := []color.Color{color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}}
+	for i, sr := range allSeries {
+		p := plot.New()
+		p.Title.Text = sr.name
+		p.X.Label.Text = "minutes"
+		p.Y.Label.Text = sr.unit
+		for k, sd := range sides {
+			xys := make(plotter.XYs, len(sd.samples))
+			for j, s := range sd.samples {
+				xys[j] = plotter.XY{X: s.At.Minutes(), Y: sr.of(s)}
+			}
+			l, err := plotter.NewLine(xys)
+			if err != nil {
+				return err
+			}
+			l.Color = colours[k%len(colours)]
+			p.Add(l)
+			p.Legend.Add(sd.label, l)
+		}
+		p.Legend.Top = true
+		if plots[i/cols] == nil {
+			plots[i/cols] = make([]*plot.Plot, cols)
+		}
+		plots[i/cols][i%cols] = p
+	}
+	img := vgimg.New(vg.Points(900), vg.Points(260*float64(rows)))
+	dc := draw.New(img)
+	t := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
+		PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(6)}
+	canvases := plot.Align(plots, t, dc)
+	for j := range plots {
+		for i := range plots[j] {
+			if plots[j][i] != nil {
+				plots[j][i].Draw(canvases[j][i])
+			}
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(f)
+	return err
+}
