@@ -66,6 +66,10 @@ const growthThreshold = 0.05
 
 const verdictGrows = "grows where upstream's does not"
 
+// judgedOver is the shortest stretch a slope is judged on: over less, warm-up and a single
+// defrag or compaction decide the fit.
+const judgedOver = 20 * time.Minute
+
 // slope is the least-squares slope per hour of the series over the samples from the last half
 // hour (the last half of a run shorter than an hour), and the mean there.
 func slope(ss []sample, of func(sample) float64, runFor time.Duration) (perHour, mean float64) {
@@ -116,6 +120,8 @@ func newReport(o options, sides []*side, took time.Duration) string {
 		or, ur := relative(oSlope, oMean), relative(uSlope, uMean)
 		verdict := "flat"
 		switch {
+		case took-max(took-30*time.Minute, took/2) < judgedOver:
+			verdict = fmt.Sprintf("not judged: the fit covers less than %v", judgedOver)
 		case or > growthThreshold && ur <= growthThreshold:
 			verdict = "**" + verdictGrows + "**"
 		case or > growthThreshold:
