@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"etcdx/e2e/kubeapi"
 	"etcdx/e2e/kubeload"
 )
 
@@ -19,7 +21,10 @@ type kubeOptions struct {
 	start  int     // the first N
 	factor float64 // each next N is this times the last
 	most   int     // no N above this
+	bisect int     // probes between the last N that held and the first that missed
+	warmup time.Duration
 	window time.Duration
+	rounds int
 }
 
 // kubeStep is one N's window.
@@ -52,62 +57,132 @@ const (
 	figKubeFirstFail = "kube-first-failing-n"
 )
 
-// benchKube steps N up on a fresh three-member cluster until a window misses an SLO, and
-// reports the largest N whose window held every SLO, with its figures.
+// benchKube finds the largest N whose window holds every SLO: N grows by ko.factor on one
+// cluster until a window misses one, then the gap between the last N that held and the first
+// that missed is halved (geometrically) ko.bisect times, each probe on a fresh cluster filled
+// straight to its N. Every window is recorded (kubeStepKey), the figures at the largest N too.
 func benchKube(ko kubeOptions) func(label, bin string, o options, _ string) (sample, error) {
 	return func(label, bin string, o options, _ string) (sample, error) {
 		smp := newSample()
-		ss, err := startClusterWith(label, bin, 3, false, kubeload.MemberFlags...)
-		defer func() {
-			for _, s := range ss {
-				s.stop()
+		steps := map[int]kubeStep{}
+		keep := func(st kubeStep) {
+			steps[st.res.Nodes] = st
+			for k, v := range st.values() {
+				smp.values[kubeStepKey(st.res.Nodes, k)] = v
 			}
-		}()
+		}
+		pass, fail := 0, 0
+		err := onKubeCluster(label, bin, ko, func(ss []*server, l *kubeload.Load) error {
+			for n := ko.start; n <= ko.most; n = int(math.Ceil(float64(n) * ko.factor)) {
+				st, err := kubeWindow(label, ss, l, n, ko)
+				if err != nil {
+					return err
+				}
+				keep(st)
+				if !st.holds {
+					fail = n
+					return nil
+				}
+				pass = n
+			}
+			return nil
+		})
 		if err != nil {
 			return smp, err
 		}
-		ctx := context.Background()
-		l, err := kubeload.New(ctx, endpoints(ss), ko.shape)
-		if err != nil {
-			return smp, err
-		}
-		defer l.Close()
-		var best *kubeStep
-		for n := ko.start; n <= ko.most; n = int(math.Ceil(float64(n) * ko.factor)) {
-			t0 := time.Now()
-			if err := l.Populate(ctx, n); err != nil {
-				return smp, fmt.Errorf("populate %d nodes: %w", n, err)
+		for i := 0; i < ko.bisect && fail > 0 && pass > 0 && fail-pass > max(1, pass/50); i++ {
+			mid := int(math.Round(math.Sqrt(float64(pass) * float64(fail))))
+			err := onKubeCluster(label, bin, ko, func(ss []*server, l *kubeload.Load) error {
+				st, err := kubeWindow(label, ss, l, mid, ko)
+				if err == nil {
+					keep(st)
+				}
+				return err
+			})
+			if err != nil {
+				return smp, err
 			}
-			fmt.Printf("%-12s N=%d populated in %v\n", label, n, time.Since(t0).Round(time.Second))
-			cpu0 := cpuTimes(ss)
-			res := l.Run(ctx, ko.window)
-			st := kubeStep{res: res, cpu: cpuTimes(ss) - cpu0}
-			for _, s := range ss {
-				_, now := s.memory()
-				st.rss += now
+			if steps[mid].holds {
+				pass = mid
+			} else {
+				fail = mid
 			}
-			st.db = leaderDB(ss)
-			st.holds, st.missed = res.Holds(kubeload.KubernetesSLO)
-			printKubeStep(label, st)
-			if !st.holds {
-				smp.values[figKubeFirstFail] = float64(n)
-				break
-			}
-			best = &st
 		}
-		if best == nil {
-			return smp, nil // no N held: the report shows the first failing one
+		if fail > 0 {
+			smp.values[figKubeFirstFail] = float64(fail)
 		}
-		c := best.res.Classes
-		smp.values[figKubeN] = float64(best.res.Nodes)
-		smp.values[figKubeMutP99] = float64(c[kubeload.Mutating].P99)
-		smp.values[figKubeReadP99] = float64(c[kubeload.Read].P99)
-		smp.values[figKubeListP99] = float64(c[kubeload.List].P99)
-		smp.values[figKubeWatchP99] = float64(c[kubeload.Delivery].P99)
-		smp.values[figKubeCPU] = float64(best.cpuPerRequest())
-		smp.values[figKubeRSS] = float64(best.rss)
-		smp.values[figKubeDB] = float64(best.db)
+		if pass == 0 {
+			return smp, nil // no N held: the report shows the first that missed
+		}
+		for k, v := range steps[pass].values() {
+			smp.values[k] = v
+		}
 		return smp, nil
+	}
+}
+
+// onKubeCluster runs fn on a fresh three-member cluster with the load's clients and watches.
+func onKubeCluster(label, bin string, ko kubeOptions, fn func([]*server, *kubeload.Load) error) error {
+	ss, err := startClusterWith(label, bin, 3, false, kubeload.MemberFlags...)
+	defer func() {
+		for _, s := range ss {
+			s.stop()
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	l, err := kubeload.New(context.Background(), endpoints(ss), ko.shape)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	return fn(ss, l)
+}
+
+// kubeWindow grows the load to n nodes (not timed), runs it ko.warmup unmeasured (what the
+// growth left behind settles), then measures one ko.window.
+func kubeWindow(label string, ss []*server, l *kubeload.Load, n int, ko kubeOptions) (kubeStep, error) {
+	ctx := context.Background()
+	t0 := time.Now()
+	if err := l.Populate(ctx, n); err != nil {
+		return kubeStep{}, fmt.Errorf("populate %d nodes: %w", n, err)
+	}
+	fmt.Printf("%-12s N=%d populated in %v\n", label, n, time.Since(t0).Round(time.Second))
+	if ko.warmup > 0 {
+		l.Run(ctx, ko.warmup)
+	}
+	cpu0 := cpuTimes(ss)
+	res := l.Run(ctx, ko.window)
+	st := kubeStep{res: res, cpu: cpuTimes(ss) - cpu0}
+	for _, s := range ss {
+		_, now := s.memory()
+		st.rss += now
+	}
+	st.db = leaderDB(ss)
+	st.holds, st.missed = res.Holds(kubeload.KubernetesSLO)
+	printKubeStep(label, st)
+	return st, nil
+}
+
+// kubeStepKey is the sample key of one figure of the window at n nodes.
+func kubeStepKey(n int, fig string) string { return fmt.Sprintf("kube-step/%d/%s", n, fig) }
+
+// figKubeHolds is 1 for a window that held every SLO, 0 for one that missed.
+const figKubeHolds = "kube-holds"
+
+// values are a window's figures by their keys.
+func (k kubeStep) values() map[string]float64 {
+	c := k.res.Classes
+	holds := 0.0
+	if k.holds {
+		holds = 1
+	}
+	return map[string]float64{
+		figKubeN: float64(k.res.Nodes), figKubeHolds: holds,
+		figKubeMutP99: float64(c[kubeload.Mutating].P99), figKubeReadP99: float64(c[kubeload.Read].P99),
+		figKubeListP99: float64(c[kubeload.List].P99), figKubeWatchP99: float64(c[kubeload.Delivery].P99),
+		figKubeCPU: float64(k.cpuPerRequest()), figKubeRSS: float64(k.rss), figKubeDB: float64(k.db),
 	}
 }
 
@@ -143,39 +218,77 @@ func leaderDB(ss []*server) int64 {
 	return 0
 }
 
-// kubeFigures are the kube part's rows; N is better higher, the rest lower.
+// kubeFigures are the kube part's summary rows: each side's largest N (higher is better) and
+// the first that missed, then each side's figures at its own largest N.
 var kubeFigures = []figure{
 	{key: figKubeN, title: "largest N (nodes) whose window held every SLO", format: count},
-	{key: figKubeFirstFail, title: "first N that missed one", format: count},
-	{key: figKubeMutP99, title: "at that N: mutating requests p99 (SLO 1 s)", format: dur},
-	{key: figKubeReadP99, title: "at that N: single-object reads p99 (SLO 1 s)", format: dur},
-	{key: figKubeListP99, title: "at that N: full LIST of pods p99 (SLO 30 s)", format: dur},
-	{key: figKubeWatchP99, title: "at that N: watch delivery p99 (SLO 5 s)", format: dur},
-	{key: figKubeCPU, title: "at that N: all members' CPU per request", format: dur},
-	{key: figKubeRSS, title: "at that N: all members' resident memory", format: mib},
-	{key: figKubeDB, title: "at that N: database size", format: mib},
+	{key: figKubeFirstFail, title: "smallest N found that missed one", format: count},
+	{key: figKubeMutP99, title: "at its largest N: mutating requests p99 (SLO 1 s)", format: dur},
+	{key: figKubeReadP99, title: "at its largest N: single-object reads p99 (SLO 1 s)", format: dur},
+	{key: figKubeListP99, title: "at its largest N: full LIST of pods p99 (SLO 30 s)", format: dur},
+	{key: figKubeWatchP99, title: "at its largest N: watch delivery p99 (SLO 5 s)", format: dur},
+	{key: figKubeCPU, title: "at its largest N: all members' CPU per request", format: dur},
+	{key: figKubeRSS, title: "at its largest N: all members' resident memory", format: mib},
+	{key: figKubeDB, title: "at its largest N: database size", format: mib},
 }
 
 // kubeMarkdown is the kube part's section of the report.
-func (r report) kubeMarkdown(values func(label, key string) []float64) string {
+func (r report) kubeMarkdown(values func(label, key string) []float64, runLine string) string {
 	ours, up := r.subjects[0].label, r.subjects[1].label
 	if len(values(ours, figKubeN))+len(values(ours, figKubeFirstFail)) == 0 {
 		return ""
 	}
 	var b strings.Builder
 	k := r.kube
-	fmt.Fprintf(&b, "\n## Kubernetes-shaped load: the largest cluster a three-member etcd carries\n\n")
-	fmt.Fprintf(&b, "What the kube-apiservers of a cluster of N nodes send etcd (e2e/kubeload, shaped by docs/kube-shape.md, recorded from kube-apiserver %s): %d API servers, each with its own client, its watch of each of %d resource prefixes (progress notifications, previous values) and its own leases; per node a lease renewed every %v and its status every %v; %d pods per node, %.2f replaced per node per minute (each life: create, %d updates, %d read, %d events with an hour's lease, delete); a LIST of every pod from etcd every %v; compaction every %v. ",
-		"v1.37.2", k.shape.APIServers, k.shape.WatchedResources, k.shape.LeaseRenew, k.shape.NodeStatus, k.shape.PodsPerNode, k.shape.ChurnPerNodeMinute, k.shape.PodUpdates, k.shape.PodReads, k.shape.EventsPerPod, k.shape.CacheRefill, k.shape.Compaction)
-	fmt.Fprintf(&b, "Open loop: each request is sent when its schedule says and timed from then. Three members with kubeadm's flags (%s). N starts at %d and grows %.2fx per step (the nodes added with their objects first, not timed), each step a %v window; the first window that misses an SLO ends the search. SLOs (Kubernetes' scalability SLOs): p99 of mutating requests and of single-object reads <= 1 s, of a full LIST of pods <= 30 s, of watch delivery (write to watcher) <= 5 s, no failed request. Higher N is better; every other row, lower.\n\n",
-		strings.Join(kubeload.MemberFlags, " "), k.start, k.factor, k.window)
+	fmt.Fprintf(&b, "\n## Kubernetes-shaped load: the largest cluster a three-member etcd carries\n\n%s", runLine)
+	fmt.Fprintf(&b, "What the kube-apiservers of a cluster of N nodes send etcd (e2e/kubeload, shaped by docs/kube-shape.md, recorded from kube-apiserver %s): %d API servers, each with its own client, its watch of each of %d resource prefixes (progress notifications, previous values), a progress request every %v and its own leases; per node a lease renewed every %v and its status every %v; %d pods per node, %.2f replaced per node per minute (each life: create, %d updates, %d reads, %d events with an hour's lease, delete); each API server refilling its caches of pods, nodes and leases from etcd every %v (pages of %d at a revision, by RangeStream); compaction every %v. ",
+		kubeapi.Version, k.shape.APIServers, k.shape.WatchedResources, k.shape.ProgressRequests, k.shape.LeaseRenew, k.shape.NodeStatus, k.shape.PodsPerNode, k.shape.ChurnPerNodeMinute, k.shape.PodUpdates, k.shape.PodReads, k.shape.EventsPerPod, k.shape.CacheRefill, k.shape.ListPage, k.shape.Compaction)
+	fmt.Fprintf(&b, "Open loop: each request is sent when its schedule says and timed from then. Three members with kubeadm's flags (%s). N starts at %d and grows %.2fx per step on one cluster (the nodes added with their objects first, not timed, then %v of the load unmeasured, then a %v window) until a window misses an SLO; then the gap between the last N that held and the first that missed is halved (geometrically) up to %d times, each probe on a fresh cluster. SLOs (Kubernetes' scalability SLOs): p99 of mutating requests and of single-object reads <= 1 s, of a full LIST of pods <= 30 s, of watch delivery (write to watcher) <= 5 s, no failed request. Higher N is better; in the other rows each side is at its own largest N.\n\n",
+		strings.Join(kubeload.MemberFlags, " "), k.start, k.factor, k.warmup, k.window, k.bisect)
 	fmt.Fprintf(&b, "| figure | ours | upstream | ratio (rounds) |\n|---|---|---|---|\n")
-	for _, f := range kubeFigures {
+	for i, f := range kubeFigures {
 		ov, uv := values(ours, f.key), values(up, f.key)
 		if len(ov) == 0 && len(uv) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s (%s) |\n", f.title, f.format(median(ov)), f.format(median(uv)), ratio(median(ov), median(uv)), ratios(ov, uv))
+		rt := fmt.Sprintf("%s (%s)", ratio(median(ov), median(uv)), ratios(ov, uv))
+		if i >= 2 && median(values(ours, figKubeN)) != median(values(up, figKubeN)) {
+			rt = "- (different N)"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.title, f.format(median(ov)), f.format(median(uv)), rt)
+	}
+	// every window either side measured, by N
+	ns := map[int]bool{}
+	for _, label := range []string{ours, up} {
+		for _, s := range r.samples[label] {
+			for key := range s.values {
+				var n int
+				if _, err := fmt.Sscanf(key, "kube-step/%d/", &n); err == nil {
+					ns[n] = true
+				}
+			}
+		}
+	}
+	sorted := make([]int, 0, len(ns))
+	for n := range ns {
+		sorted = append(sorted, n)
+	}
+	sort.Ints(sorted)
+	cell := func(label string, n int) string {
+		v := func(fig string) []float64 { return values(label, kubeStepKey(n, fig)) }
+		if len(v(figKubeHolds)) == 0 {
+			return " | | | | | "
+		}
+		verdict := "holds"
+		if median(v(figKubeHolds)) < 1 {
+			verdict = "**misses**"
+		}
+		return fmt.Sprintf(" %s | %s | %s | %s | %s | %s ", verdict, dur(median(v(figKubeMutP99))), dur(median(v(figKubeListP99))),
+			dur(median(v(figKubeWatchP99))), dur(median(v(figKubeCPU))), mib(median(v(figKubeRSS))))
+	}
+	fmt.Fprintf(&b, "\nEvery window, by N (medians over rounds):\n\n| N | ours | mutating p99 | LIST p99 | watch p99 | CPU/request | resident | upstream | mutating p99 | LIST p99 | watch p99 | CPU/request | resident |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, n := range sorted {
+		fmt.Fprintf(&b, "| %d |%s|%s|\n", n, cell(ours, n), cell(up, n))
 	}
 	return b.String()
 }

@@ -62,6 +62,13 @@ type part struct {
 	run  func(subs []subject, o options, round int) (map[string]sample, error)
 	// throughput parts are short and noisy: they run --throughput-rounds rounds, the others --rounds
 	throughput bool
+	rounds     int // when set, the part's own number of rounds
+}
+
+// withRounds gives p its own number of rounds.
+func withRounds(p part, rounds int) part {
+	p.rounds = rounds
+	return p
 }
 
 // oneAtATime makes a part of a scenario that needs the machine to itself: it runs fn for each
@@ -116,10 +123,13 @@ func main() {
 	flag.IntVar(&o.events, "events", 100, "puts each watcher receives")
 	var ko kubeOptions
 	ko.shape.Flags(flag.CommandLine, kubeload.Defaults(0))
-	flag.IntVar(&ko.start, "kube-start", 250, "the kube part's first N (nodes)")
-	flag.Float64Var(&ko.factor, "kube-factor", 1.25, "each next N of the kube part is this times the last")
+	flag.IntVar(&ko.start, "kube-start", 1000, "the kube part's first N (nodes)")
+	flag.Float64Var(&ko.factor, "kube-factor", 1.5, "each next N of the kube part is this times the last")
 	flag.IntVar(&ko.most, "kube-most", 20000, "the kube part's largest N")
-	flag.DurationVar(&ko.window, "kube-window", 2*time.Minute, "each N's measured window")
+	flag.DurationVar(&ko.window, "kube-window", time.Minute, "each N's measured window")
+	flag.DurationVar(&ko.warmup, "kube-warmup", 20*time.Second, "the load run unmeasured before each window (what adding nodes left behind settles)")
+	flag.IntVar(&ko.bisect, "kube-bisect", 3, "probes, each on a fresh cluster, between the last N that held and the first that missed")
+	flag.IntVar(&ko.rounds, "kube-rounds", 1, "rounds of the kube part (each about half an hour per implementation)")
 	parts := flag.String("parts", "single,onecpu,offered,offered3,cluster,availability,keys,watch,defrag,bigread,startup,kube", "which parts to run: kube (the largest Kubernetes cluster, in nodes, three members carry within Kubernetes' SLOs: docs/kube-shape.md's load, stepped up), single (one member's throughput), onecpu (one member's write throughput on one CPU with GOMAXPROCS=1, the clients on the others), offered (one member's CPU per request and latency at a fixed open-loop rate), offered3 (the same on three members, all members' CPU), cluster (three members' throughput), availability (rolling restart, catch-up), keys (memory per key, compaction pause), watch (watch delivery), defrag (online defrag under load, offline etcdutl defrag), bigread (memory serving 1 GiB: RangeStream, paginated and unary Range), startup (time until a member on a big data dir serves)")
 	rounds := flag.Int("rounds", 3, "rounds of the availability, keys and watch parts, alternating which implementation goes first")
 	throughputRounds := flag.Int("throughput-rounds", 7, "rounds of the single and cluster parts")
@@ -190,7 +200,7 @@ func main() {
 		"defrag":  oneAtATime("defrag", profileIn, benchDefrag),
 		"bigread": oneAtATime("bigread", profileIn, benchBigRead),
 		"startup": oneAtATime("startup", profileIn, benchStartup(startup)),
-		"kube":    oneAtATime("kube", profileIn, benchKube(ko)),
+		"kube":    withRounds(oneAtATime("kube", profileIn, benchKube(ko)), ko.rounds),
 	}
 	var chosen []part
 	for _, name := range strings.Split(*parts, ",") {
@@ -220,6 +230,9 @@ func main() {
 			if p.throughput {
 				last = *throughputRounds
 			}
+			if p.rounds > 0 {
+				last = p.rounds
+			}
 			if round >= last {
 				continue
 			}
@@ -237,10 +250,10 @@ func main() {
 		}
 	}
 	rep := report{subjects: subjects, samples: samples, o: o, kube: ko, rounds: *rounds, throughputRounds: *throughputRounds, parts: *parts, took: time.Since(start),
-		command: fmt.Sprintf("go run ./cmd/bench --ours %s --upstream-version %s --clients %d --conns %d --scale %d --rounds %d --throughput-rounds %d --parts %s --keys %d --watchers %d --events %d --catchup-bytes %d --defrag-bytes %d --bigread-objects %d --startup-keys %d --startup-bytes %d --offered-put %d --offered-txn %d --offered-get %d --offered-serializable %d --offered3-put %d --offered3-txn %d --offered3-get %d --offered3-serializable %d --offered-for %v --pin-member-cpu %d --kube-start %d --kube-factor %.2f --kube-window %v",
+		command: fmt.Sprintf("go run ./cmd/bench --ours %s --upstream-version %s --clients %d --conns %d --scale %d --rounds %d --throughput-rounds %d --parts %s --keys %d --watchers %d --events %d --catchup-bytes %d --defrag-bytes %d --bigread-objects %d --startup-keys %d --startup-bytes %d --offered-put %d --offered-txn %d --offered-get %d --offered-serializable %d --offered3-put %d --offered3-txn %d --offered3-get %d --offered3-serializable %d --offered-for %v --pin-member-cpu %d --kube-start %d --kube-factor %.2f --kube-bisect %d --kube-warmup %v --kube-window %v --kube-rounds %d",
 			*ours, upstreamVersion, o.clients, o.conns, o.scale, *rounds, *throughputRounds, *parts, o.keys, o.watchers, o.events, o.catchupBytes, o.defragBytes, o.bigReadObjects, o.startupKeys, o.startupBytes,
-			o.offeredPut, o.offeredTxn, o.offeredGet, o.offeredSerializable, o.offered3Put, o.offered3Txn, o.offered3Get, o.offered3Serializable, o.offeredFor, o.pinCPU, ko.start, ko.factor, ko.window)}
-	if err := os.WriteFile(*out, []byte(rep.markdown()+handWritten(*out)), 0o644); err != nil {
+			o.offeredPut, o.offeredTxn, o.offeredGet, o.offeredSerializable, o.offered3Put, o.offered3Txn, o.offered3Get, o.offered3Serializable, o.offeredFor, o.pinCPU, ko.start, ko.factor, ko.bisect, ko.warmup, ko.window, ko.rounds)}
+	if err := os.WriteFile(*out, []byte(keepUnmeasured(rep.markdown(), *out)+handWritten(*out)), 0o644); err != nil {
 		fail(err)
 	}
 	fmt.Println("wrote", *out)

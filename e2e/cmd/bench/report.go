@@ -26,6 +26,50 @@ func handWritten(path string) string {
 	return ""
 }
 
+// sectionOrder is the order of the report's sections.
+var sectionOrder = []string{"## Throughput and latency", "## Three members at a fixed offered load", "## Memory, scale and availability", "## Kubernetes-shaped load"}
+
+// sections splits a report's generated part into its header and its "## " sections by heading.
+func sections(doc string) (header string, secs map[string]string) {
+	secs = map[string]string{}
+	parts := strings.Split(doc, "\n## ")
+	header = parts[0] + "\n"
+	for _, p := range parts[1:] {
+		heading, _, _ := strings.Cut(p, "\n")
+		secs["## "+heading] = "\n## " + p
+	}
+	return header, secs
+}
+
+// keepUnmeasured is doc with the sections of the report at path that this run did not
+// measure (a run of some parts only) kept, in the report's order, each under its own run's line.
+func keepUnmeasured(doc, path string) string {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return doc
+	}
+	oldGen, _, _ := strings.Cut(string(old), handMarker)
+	header, secs := sections(doc)
+	_, oldSecs := sections(oldGen)
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(header, "\n") + "\n")
+	for _, prefix := range sectionOrder {
+		for _, from := range []map[string]string{secs, oldSecs} {
+			found := false
+			for heading, sec := range from {
+				if strings.HasPrefix(heading, prefix) {
+					b.WriteString(strings.TrimRight(sec, "\n") + "\n")
+					found = true
+				}
+			}
+			if found {
+				break
+			}
+		}
+	}
+	return b.String()
+}
+
 // figure is how the report shows one single figure.
 type figure struct {
 	key, title string
@@ -122,10 +166,11 @@ func (r report) markdown() string {
 	ours, up := r.subjects[0].label, r.subjects[1].label
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Performance\n\n")
-	fmt.Fprintf(&b, "Measured by `make bench` on %s (%v in all): %d CPUs, %s/%s, %s, loopback; ours and %s with the same flags,\n", time.Now().UTC().Format("2006-01-02"), r.took.Round(time.Minute), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), up)
+	fmt.Fprintf(&b, "Measured by `make bench` (the run of each section is named under its heading; a run of some parts keeps the other sections as they were): %d CPUs, %s/%s, %s, loopback; ours and %s with the same flags,\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), up)
 	fmt.Fprintf(&b, "fresh members for every part of every round, %d rounds of the throughput parts and %d of the others. Each part runs both implementations before the next starts. In the throughput parts both implementations' members run side by side (the idle one only ticks), and each workload runs on one and at once on the other; which goes first alternates from workload to workload and from round to round. The other parts run one implementation at a time, the first alternating by round.\n", r.throughputRounds, r.rounds)
-	fmt.Fprintf(&b, "Command (in `e2e/`): `%s`\n\n", r.command)
 	fmt.Fprintf(&b, "Figures are medians over the rounds; the ratio is ours/upstream of the medians, followed by each round's ratio. For ops/s above 1 is ours faster; for latencies, memory and times below 1 is ours better.\n")
+	fmt.Fprintf(&b, "\nThe machine is a shared 2-core virtual machine, and the bench's clients run on it too; the per-round ratios show how much the figures move within one run. Compare ratios of one run, not runs with each other.\n")
+	runLine := fmt.Sprintf("Run of %s (%v in all), in `e2e/`: `%s`\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), r.took.Round(time.Minute), r.command)
 	// results of one workload name across rounds
 	pick := func(label, name string, f func(result) float64) []float64 {
 		var xs []float64
@@ -142,17 +187,19 @@ func (r report) markdown() string {
 			names = append(names, w.name)
 		}
 	}
-	for _, w := range slices.Concat(offeredWorkloads(r.o), offered3Workloads(r.o)) {
+	for _, w := range offeredWorkloads(r.o) {
 		if len(pick(ours, offeredName(w), func(result) float64 { return 0 })) > 0 {
 			names = append(names, offeredName(w))
 		}
 	}
-	if len(names) > 0 {
-		fmt.Fprintf(&b, "\n## Throughput and latency\n\n")
-		fmt.Fprintf(&b, "%d clients over %d gRPC connections (upstream's Go client) unless the workload says otherwise; three-member workloads spread the connections over the members. ", r.o.clients, r.o.conns)
-		fmt.Fprintf(&b, "Server CPU/op is the CPU time (user and system, from /proc) the member processes used during the workload per successful request, all three members' for the three-member rows. The clients run in the bench process on the same 2 CPUs: client CPU/op is that process's CPU time per request (median over both implementations' rounds), and the ceiling is the throughput ratio ours would reach if our servers used no CPU at all while the CPUs stay busy, (client + upstream server CPU/op) / client CPU/op. A server-side saving moves throughput by its share of the whole. The open-loop rows offer requests at a fixed rate, the same for both implementations, for %v each (one due every 1/rate s, sent by the next free client; latency from when it was due): there ops/s is the rate achieved, and server CPU/op is the figure that compares the servers' efficiency, since the load generator's share of the 2 CPUs is then the same for both. The one-CPU rows run the writes on members limited to one CPU (GOMAXPROCS=1, every thread pinned to the last CPU), the clients on the others, as a container with a one-CPU limit.\n\n", r.o.offeredFor)
-		fmt.Fprintf(&b, "| workload | ops | ours ops/s | upstream ops/s | ratio (rounds) | ours p50 | upstream p50 | p50 ratio | ours p99 | upstream p99 | p99 ratio (rounds) | server CPU/op ours | upstream | CPU ratio (rounds) | client CPU/op | ceiling | errors (ours/upstream) |\n")
-		fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	var names3 []string
+	for _, w := range offered3Workloads(r.o) {
+		if len(pick(ours, offeredName(w), func(result) float64 { return 0 })) > 0 {
+			names3 = append(names3, offeredName(w))
+		}
+	}
+	tableHead := "| workload | ops | ours ops/s | upstream ops/s | ratio (rounds) | ours p50 | upstream p50 | p50 ratio | ours p99 | upstream p99 | p99 ratio (rounds) | server CPU/op ours | upstream | CPU ratio (rounds) | client CPU/op | ceiling | errors (ours/upstream) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+	row := func(n string) string {
 		cpu := func(x result) float64 { return float64(x.cpuPerOp()) }
 		clientCPU := func(x result) float64 { return float64(x.clientCPUPerOp()) }
 		rate := func(x result) float64 { return x.rate() }
@@ -160,19 +207,34 @@ func (r report) markdown() string {
 		p99 := func(x result) float64 { return float64(x.p99) }
 		errs := func(x result) float64 { return float64(x.errors) }
 		ops := func(x result) float64 { return float64(x.ops) }
+		or, ur := pick(ours, n, rate), pick(up, n, rate)
+		o50, u50 := median(pick(ours, n, p50)), median(pick(up, n, p50))
+		o99, u99 := pick(ours, n, p99), pick(up, n, p99)
+		oc, uc := pick(ours, n, cpu), pick(up, n, cpu)
+		cc := median(append(pick(ours, n, clientCPU), pick(up, n, clientCPU)...))
+		return fmt.Sprintf("| %s | %.0f | %.0f | %.0f | %s (%s) | %s | %s | %s | %s | %s | %s (%s) | %s | %s | %s (%s) | %s | %s | %.0f/%.0f |\n", n, median(pick(ours, n, ops)),
+			median(or), median(ur), ratio(median(or), median(ur)), ratios(or, ur),
+			dur(o50), dur(u50), ratio(o50, u50),
+			dur(median(o99)), dur(median(u99)), ratio(median(o99), median(u99)), ratios(o99, u99),
+			dur(median(oc)), dur(median(uc)), ratio(median(oc), median(uc)), ratios(oc, uc),
+			dur(cc), ratio(cc+median(uc), cc),
+			sumOf(pick(ours, n, errs)), sumOf(pick(up, n, errs)))
+	}
+	if len(names) > 0 {
+		fmt.Fprintf(&b, "\n## Throughput and latency\n\n%s", runLine)
+		fmt.Fprintf(&b, "%d clients over %d gRPC connections (upstream's Go client) unless the workload says otherwise; three-member workloads spread the connections over the members. ", r.o.clients, r.o.conns)
+		fmt.Fprintf(&b, "Server CPU/op is the CPU time (user and system, from /proc) the member processes used during the workload per successful request, all three members' for the three-member rows. The clients run in the bench process on the same 2 CPUs: client CPU/op is that process's CPU time per request (median over both implementations' rounds), and the ceiling is the throughput ratio ours would reach if our servers used no CPU at all while the CPUs stay busy, (client + upstream server CPU/op) / client CPU/op. A server-side saving moves throughput by its share of the whole. The open-loop rows offer requests at a fixed rate, the same for both implementations, for %v each (one due every 1/rate s, sent by the next free client; latency from when it was due): there ops/s is the rate achieved, and server CPU/op is the figure that compares the servers' efficiency, since the load generator's share of the 2 CPUs is then the same for both. The one-CPU rows run the writes on members limited to one CPU (GOMAXPROCS=1, every thread pinned to the last CPU), the clients on the others, as a container with a one-CPU limit.\n\n", r.o.offeredFor)
+		b.WriteString(tableHead)
 		for _, n := range names {
-			or, ur := pick(ours, n, rate), pick(up, n, rate)
-			o50, u50 := median(pick(ours, n, p50)), median(pick(up, n, p50))
-			o99, u99 := pick(ours, n, p99), pick(up, n, p99)
-			oc, uc := pick(ours, n, cpu), pick(up, n, cpu)
-			cc := median(append(pick(ours, n, clientCPU), pick(up, n, clientCPU)...))
-			fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f | %s (%s) | %s | %s | %s | %s | %s | %s (%s) | %s | %s | %s (%s) | %s | %s | %.0f/%.0f |\n", n, median(pick(ours, n, ops)),
-				median(or), median(ur), ratio(median(or), median(ur)), ratios(or, ur),
-				dur(o50), dur(u50), ratio(o50, u50),
-				dur(median(o99)), dur(median(u99)), ratio(median(o99), median(u99)), ratios(o99, u99),
-				dur(median(oc)), dur(median(uc)), ratio(median(oc), median(uc)), ratios(oc, uc),
-				dur(cc), ratio(cc+median(uc), cc),
-				sumOf(pick(ours, n, errs)), sumOf(pick(up, n, errs)))
+			b.WriteString(row(n))
+		}
+	}
+	if len(names3) > 0 {
+		fmt.Fprintf(&b, "\n## Three members at a fixed offered load\n\n%s", runLine)
+		fmt.Fprintf(&b, "The open-loop workloads offered to a three-member cluster of each implementation (both clusters running side by side, the idle one ticking), %d clients over %d connections spread over the members, %v per rate: server CPU/op is all three members' CPU per request, the leader's and the followers' (replication, their WAL, their applies), at the same offered load on both sides. Columns as in the throughput table.\n\n", r.o.clients, r.o.conns, r.o.offeredFor)
+		b.WriteString(tableHead)
+		for _, n := range names3 {
+			b.WriteString(row(n))
 		}
 	}
 	values := func(label, key string) []float64 {
@@ -197,7 +259,7 @@ func (r report) markdown() string {
 		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s (%s) |", f.title, f.format(median(ov)), f.format(median(uv)), ratio(median(ov), median(uv)), ratios(ov, uv)))
 	}
 	if len(rows) > 0 {
-		fmt.Fprintf(&b, "\n## Memory, scale and availability\n\n")
+		fmt.Fprintf(&b, "\n## Memory, scale and availability\n\n%s", runLine)
 		fmt.Fprintf(&b, "Lower is better in every row. Memory per key is the growth of resident memory (VmRSS) while %d keys are written in transactions of 100 puts, divided by the keys. ", r.o.keys)
 		fmt.Fprintf(&b, "The compaction rewrites every key once more and compacts the first writes away (physical compaction) while 8 clients put and get; its row is their slowest request. ")
 		fmt.Fprintf(&b, "Watch delivery: %d watchers of one prefix over 10 connections, %d puts 10 ms apart, latency from before each put to its arrival at each watcher. ", r.o.watchers, r.o.events)
@@ -209,8 +271,7 @@ func (r report) markdown() string {
 		fmt.Fprintf(&b, "| figure | ours | upstream | ratio (rounds) |\n|---|---|---|---|\n")
 		b.WriteString(strings.Join(rows, "\n") + "\n")
 	}
-	b.WriteString(r.kubeMarkdown(values))
-	fmt.Fprintf(&b, "\nThe machine is a shared 2-core virtual machine, and the bench's clients run on it too; the per-round ratios show how much the figures move within one run. Compare ratios of one run, not runs with each other.\n")
+	b.WriteString(r.kubeMarkdown(values, runLine))
 	return b.String()
 }
 
