@@ -13,13 +13,14 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"etcdx/upgradelab/cluster"
 )
 
 // Options says how to run kube-apiserver.
@@ -77,7 +78,7 @@ func Start(o Options, timeout time.Duration) (*Server, error) {
 	if err := os.WriteFile(filepath.Join(o.Dir, "tokens.csv"), []byte(token+",admin,admin,system:masters\n"), 0o600); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := cluster.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -198,13 +199,4 @@ func writeServiceAccountKeys(dir string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "sa.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

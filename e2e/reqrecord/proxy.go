@@ -109,21 +109,17 @@ func (p *Proxy) forward(_ any, ss grpc.ServerStream) error {
 		return err
 	}
 	call := p.rec.begin(method)
-	upDone := make(chan error, 1)
+	// Requests flow up until the client ends its side or the stream fails; the answer loop
+	// below reports how the call ended.
 	go func() {
 		for {
 			f := &frame{}
 			if err := ss.RecvMsg(f); err != nil {
 				cs.CloseSend()
-				if errors.Is(err, io.EOF) {
-					err = nil
-				}
-				upDone <- err
 				return
 			}
 			call.request(f.b)
 			if err := cs.SendMsg(f); err != nil {
-				upDone <- nil // the answer side reports the stream's error
 				return
 			}
 		}

@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// Metrics is what the lab and upgradelab assess read from a member's /metrics (every etcd
-// since 3.4 serves these three; ours too).
+// Metrics is what the lab, upgradelab assess and the soak read from a member's /metrics (every
+// etcd since 3.4 serves these; ours too).
 type Metrics struct {
 	// QuotaBytes is etcd_server_quota_backend_bytes (0: not served). 3.5 reports its quota
 	// only here, not in Status.
@@ -22,6 +22,8 @@ type Metrics struct {
 	SnapshotsSaved int64 `json:"snapshotsSaved"`
 	// StartTime is process_start_time_seconds (0: not served): a restart shows as a new one.
 	StartTime float64 `json:"startTime,omitempty"`
+	// Goroutines is go_goroutines (0: not served), which the soak follows for leaks.
+	Goroutines int64 `json:"goroutines,omitempty"`
 }
 
 // SavedSnapshotSince says whether the member saved a snapshot after before was read: its count
@@ -57,6 +59,9 @@ func GetMetrics(ctx context.Context, hc *http.Client, base string) (Metrics, err
 	}
 	if m := first(families, "process_start_time_seconds"); m != nil && m.Gauge != nil {
 		out.StartTime = m.Gauge.GetValue()
+	}
+	if m := first(families, "go_goroutines"); m != nil && m.Gauge != nil {
+		out.Goroutines = int64(m.Gauge.GetValue())
 	}
 	return out, nil
 }

@@ -54,6 +54,27 @@ func endpoints(ss []*server) []string {
 	return eps
 }
 
+// startClusters starts a fresh three-member cluster of each subject, side by side, with an
+// empty sample for each; stop ends every member started (also after an error).
+func startClusters(subs []subject, pprof bool) (clusters [][]*server, smps map[string]sample, stop func(), err error) {
+	smps = map[string]sample{}
+	clusters = make([][]*server, len(subs))
+	stop = func() {
+		for _, ss := range clusters {
+			for _, s := range ss {
+				s.stop()
+			}
+		}
+	}
+	for i, sub := range subs {
+		if clusters[i], err = startCluster(sub.label, sub.bin, 3, pprof); err != nil {
+			return clusters, smps, stop, err
+		}
+		smps[sub.label] = newSample()
+	}
+	return clusters, smps, stop, nil
+}
+
 // clusterWorkloads run on a fresh three-member cluster, the clients spread over its members.
 func clusterWorkloads(scale int) []workload {
 	val := strings.Repeat("v", 256)
@@ -74,22 +95,10 @@ func clusterWorkloads(scale int) []workload {
 // three-member workloads on them in pairs, as benchSingle does. With profDir set it saves each
 // member's CPU profile of each workload.
 func benchCluster(subs []subject, o options, profDir string) (map[string]sample, error) {
-	smps := map[string]sample{}
-	clusters := make([][]*server, len(subs))
-	defer func() {
-		for _, ss := range clusters {
-			for _, s := range ss {
-				s.stop()
-			}
-		}
-	}()
-	for i, sub := range subs {
-		ss, err := startCluster(sub.label, sub.bin, 3, profDir != "")
-		clusters[i] = ss
-		if err != nil {
-			return smps, err
-		}
-		smps[sub.label] = newSample()
+	clusters, smps, stop, err := startClusters(subs, profDir != "")
+	defer stop()
+	if err != nil {
+		return smps, err
 	}
 	for wi, w := range clusterWorkloads(o.scale) {
 		for _, i := range pairOrder(len(subs), wi) {

@@ -106,22 +106,10 @@ func benchOffered(subs []subject, o options, profDir string) (map[string]sample,
 // per request is all three members', so the peer path (replication to the followers, their
 // applies) counts with the leader's work.
 func benchOffered3(subs []subject, o options, profDir string) (map[string]sample, error) {
-	smps := map[string]sample{}
-	clusters := make([][]*server, len(subs))
-	defer func() {
-		for _, ss := range clusters {
-			for _, s := range ss {
-				s.stop()
-			}
-		}
-	}()
-	for i, sub := range subs {
-		ss, err := startCluster(sub.label, sub.bin, 3, profDir != "")
-		clusters[i] = ss
-		if err != nil {
-			return smps, err
-		}
-		smps[sub.label] = newSample()
+	clusters, smps, stop, err := startClusters(subs, profDir != "")
+	defer stop()
+	if err != nil {
+		return smps, err
 	}
 	for wi, w := range offered3Workloads(o) {
 		for _, i := range pairOrder(len(subs), wi) {

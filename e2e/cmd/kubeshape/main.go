@@ -86,13 +86,12 @@ func run(o options) error {
 		}
 		defer os.RemoveAll(o.work)
 	}
-	m := &cluster.Member{Name: "etcd0", Bin: etcdBin, DataDir: filepath.Join(o.work, "etcd"), LogPath: filepath.Join(o.work, "etcd.log"), State: "new", LogLevel: "warn"}
-	if m.ClientURL, err = cluster.FreeURL(); err == nil {
-		m.PeerURL, err = cluster.FreeURL()
-	}
+	c, err := cluster.New(filepath.Join(o.work, "etcd"), 1, "kubeshape")
 	if err != nil {
 		return err
 	}
+	m := c.Members[0]
+	m.Bin, m.LogLevel = etcdBin, "warn"
 	if err := m.Start(); err != nil {
 		return err
 	}

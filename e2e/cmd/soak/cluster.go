@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,60 +15,37 @@ import (
 	"etcdx/upgradelab/cluster"
 )
 
-// etcdCluster is three members of one binary.
-type etcdCluster struct{ members []*cluster.Member }
+// etcdCluster is three members of one binary, started by the shared harness.
+type etcdCluster struct{ *cluster.Cluster }
 
 func startCluster(dir, bin string, extra []string) (*etcdCluster, error) {
-	c := &etcdCluster{}
-	var ic []string
-	for i := 0; i < 3; i++ {
-		name := fmt.Sprintf("s%d", i+1)
-		m := &cluster.Member{Name: name, Bin: bin, DataDir: filepath.Join(dir, name), LogPath: filepath.Join(dir, name+".log"),
-			State: "new", LogLevel: "warn", Extra: extra}
-		var err error
-		if m.ClientURL, err = cluster.FreeURL(); err == nil {
-			m.PeerURL, err = cluster.FreeURL()
-		}
-		if err != nil {
-			return c, err
-		}
-		c.members = append(c.members, m)
-		ic = append(ic, name+"="+m.PeerURL)
+	c, err := cluster.New(dir, 3, "soak")
+	if err != nil {
+		return nil, err
 	}
-	for _, m := range c.members {
-		m.InitialCluster = strings.Join(ic, ",")
+	ec := &etcdCluster{c}
+	for _, m := range c.Members {
+		m.Bin, m.LogLevel, m.Extra = bin, "warn", extra
 		if err := m.Start(); err != nil {
-			return c, err
+			return ec, err
 		}
 	}
-	for _, m := range c.members {
+	for _, m := range c.Members {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err := m.WaitHealthy(ctx)
 		cancel()
 		if err != nil {
-			return c, fmt.Errorf("%s not healthy (log %s): %w", m.Name, m.LogPath, err)
+			return ec, fmt.Errorf("%s not healthy (log %s): %w", m.Name, m.LogPath, err)
 		}
 	}
-	return c, nil
+	return ec, nil
 }
 
-func (c *etcdCluster) endpoints() []string {
-	var eps []string
-	for _, m := range c.members {
-		eps = append(eps, m.ClientURL)
-	}
-	return eps
-}
-
-func (c *etcdCluster) stop() {
-	for _, m := range c.members {
-		m.Stop(10 * time.Second)
-	}
-}
+func (c *etcdCluster) stop() { c.StopAll() }
 
 // defragAll defragments each member in turn, as an operator's maintenance job does.
 func (c *etcdCluster) defragAll(ctx context.Context) {
-	for _, m := range c.members {
+	for _, m := range c.Members {
 		cl, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 5 * time.Second})
 		if err != nil {
 			continue
@@ -111,13 +86,15 @@ func (s sample) String() string {
 
 func (c *etcdCluster) sample(ctx context.Context, at time.Duration, res kubeload.Result) sample {
 	s := sample{At: at, Load: res}
-	for _, m := range c.members {
+	for _, m := range c.Members {
 		r := memberReading{
-			RSS:        procStatus(m.Pid(), "VmRSS"),
-			FDs:        countDir(fmt.Sprintf("/proc/%d/fd", m.Pid()), ""),
-			Goroutines: metric(m.ClientURL, "go_goroutines"),
-			WALFiles:   countDir(filepath.Join(m.DataDir, "member", "wal"), ".wal"),
-			SnapFiles:  countDir(filepath.Join(m.DataDir, "member", "snap"), ".snap"),
+			RSS:       procStatus(m.Pid(), "VmRSS"),
+			FDs:       countDir(fmt.Sprintf("/proc/%d/fd", m.Pid()), ""),
+			WALFiles:  countDir(filepath.Join(m.DataDir, "member", "wal"), ".wal"),
+			SnapFiles: countDir(filepath.Join(m.DataDir, "member", "snap"), ".snap"),
+		}
+		if mt, err := m.Metrics(ctx); err == nil {
+			r.Goroutines = mt.Goroutines
 		}
 		if cl, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 5 * time.Second}); err == nil {
 			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -160,22 +137,4 @@ func countDir(dir, suffix string) int64 {
 		}
 	}
 	return n
-}
-
-// metric reads one unlabelled sample from the member's /metrics.
-func metric(url, name string) int64 {
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url + "/metrics")
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == name {
-			v, _ := strconv.ParseFloat(f[1], 64)
-			return int64(v)
-		}
-	}
-	return 0
 }

@@ -83,7 +83,7 @@ func run(o options) error {
 		if s.cluster, err = startCluster(filepath.Join(o.work, fmt.Sprint(i)), bins[i], kubeload.MemberFlags); err != nil {
 			return fmt.Errorf("%s: %w", s.label, err)
 		}
-		if s.load, err = kubeload.New(ctx, s.cluster.endpoints(), o.shape); err != nil {
+		if s.load, err = kubeload.New(ctx, s.cluster.Endpoints(), o.shape); err != nil {
 			return fmt.Errorf("%s: %w", s.label, err)
 		}
 		t0 := time.Now()
