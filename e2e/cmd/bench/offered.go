@@ -121,8 +121,15 @@ func benchOffered3(subs []subject, o options, profDir string) (map[string]sample
 				}
 			}
 			cpu0 := cpuTimes(ss)
+			spent := make([]costs, len(ss))
+			for m, s := range ss {
+				spent[m] = countCosts(s)
+			}
 			r, err := offer(endpoints(ss), o.conns, o.clients, w.rate, o.offeredFor, w.op)
 			r.cpu = cpuTimes(ss) - cpu0
+			for m := range spent {
+				spent[m] = spent[m].since()
+			}
 			for _, wait := range waits {
 				wait()
 			}
@@ -130,6 +137,11 @@ func benchOffered3(subs []subject, o options, profDir string) (map[string]sample
 				return smps, fmt.Errorf("%s, %s: %w", label, offeredName(w), err)
 			}
 			printResult(label, offeredName(w), r)
+			// Each member's share: the leader's and the followers' fsyncs and system calls
+			// per request differ, and the peer path shows in both.
+			for m, s := range ss {
+				spent[m].print(label+" "+s.Name, r.ops)
+			}
 			smps[label].results[offeredName(w)] = r
 		}
 	}
