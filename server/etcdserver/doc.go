@@ -19,6 +19,10 @@
 //	proposals.go     proposing through raft (propose): waiting for a leader, retrying a
 //	                 proposal raft dropped while leadership moved, proposals forwarded by
 //	                 followers
+//	batcher.go       a leader's proposals gathered while the raft loop is busy and stepped
+//	                 into raft as one per Ready (one append per follower, not one per entry)
+//	handover.go      the gate that orders proposals stepped without raft's answer against
+//	                 leadership transfers
 //	v3.go            the KV and lease requests of the v3 API (Range, Put, Txn, Compact, Lease*)
 //	rangeencoded.go  Range for the gRPC API, answered in its wire encoding (rangewire)
 //	rangestream.go   RangeStream (3.7): a range in chunks, each from a read view of its own

@@ -29,6 +29,8 @@ func (s *Server) MoveLeader(ctx context.Context, target uint64) error {
 
 func (s *Server) transferTo(ctx context.Context, target uint64) error {
 	start := time.Now()
+	s.handover.begin()
+	defer func() { s.handover.end(time.Now(), s.cfg.electionTimeout()) }()
 	s.node.TransferLeadership(ctx, s.id, target)
 	t := time.NewTicker(s.cfg.heartbeat())
 	defer t.Stop()

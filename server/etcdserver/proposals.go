@@ -68,11 +68,24 @@ func (s *Server) proposeRetrying(ctx context.Context, data []byte) error {
 	}
 }
 
-// processRemoteProposal proposes entries a follower forwarded to us. Stepping them into raft
-// directly would lose them silently during a leadership transfer (raft gives no answer for a
-// forwarded message); proposing them here gets raft's answer, so they can be retried, and once this
-// member is a follower again raft forwards them on to the new leader.
+// processRemoteProposal hands raft entries a follower forwarded to us. While this member leads
+// and no leadership transfer can be in flight, they join the next batch (proposalBatcher).
+// Otherwise stepping them would lose them silently should raft be handing leadership over (raft
+// gives no answer for a stepped message): proposeForwarded proposes each instead.
 func (s *Server) processRemoteProposal(m raftpb.Message) {
+	if s.lead.Load() == s.id && s.handover.steady(time.Now()) {
+		for _, e := range m.Entries {
+			s.batcher.add(e.Data, proposalOrigin{from: m.From})
+		}
+		return
+	}
+	s.proposeForwarded(m)
+}
+
+// proposeForwarded proposes each entry of a forwarded message on its own, which gets raft's
+// answer, so it can be retried, and once this member is a follower again raft forwards it on to
+// the new leader.
+func (s *Server) proposeForwarded(m raftpb.Message) {
 	// Once the member has begun to stop, forwarded proposals are dropped (the follower's client
 	// retries); counting one in after the stop began waiting would race with that wait.
 	s.remoteMu.Lock()
@@ -195,7 +208,11 @@ func (s *Server) proposeAndWait(ctx context.Context, id uint64, data []byte) (*a
 		pctx, span = tracer.Start(ctx, "raft proposal")
 		defer span.End()
 	}
-	if err := s.proposeRetrying(cctx, data); err != nil {
+	if s.lead.Load() == s.id && s.handover.steady(time.Now()) {
+		// A leader's proposals go in batches (proposalBatcher); one that cannot be stepped is
+		// proposed on its own, and its failure comes back through the wait.
+		s.batcher.add(data, proposalOrigin{ctx: cctx, id: id})
+	} else if err := s.proposeRetrying(cctx, data); err != nil {
 		s.waits.trigger(id, nil)
 		s.m.proposalsFailed.Inc()
 		span.RecordError(err)
@@ -206,6 +223,11 @@ func (s *Server) proposeAndWait(ctx context.Context, id uint64, data []byte) (*a
 	case x := <-ch:
 		if x == nil {
 			return nil, ErrStopped
+		}
+		if f, ok := x.(proposalFailure); ok {
+			s.m.proposalsFailed.Inc()
+			span.RecordError(f.err)
+			return nil, s.proposeErr(ctx, f.err)
 		}
 		res := x.(*applyResult)
 		if traced {

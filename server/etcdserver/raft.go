@@ -24,11 +24,13 @@ func (s *Server) raftLoop() {
 		case <-ticker.C:
 			s.node.Tick()
 		case rd := <-s.node.Ready():
+			s.batcher.loopBusy()
 			if !s.handleReady(rd, &st) {
 				return
 			}
 			failpoint.At(failpoint.RaftBeforeAdvance)
 			s.node.Advance()
+			s.batcher.loopFree()
 			// Let the request goroutines run before the next Ready: on a member with one CPU
 			// (GOMAXPROCS=1) the loop otherwise took the next Ready at once, with the one or two
 			// proposals made meanwhile, and paid an fsync for each (1.4 entries per WAL fsync

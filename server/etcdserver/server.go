@@ -132,6 +132,10 @@ type Server struct {
 	remoteProposals sync.WaitGroup
 	remoteMu        sync.Mutex
 	remoteClosed    bool
+	// handover says when proposals may be stepped into raft without waiting for its answer;
+	// batcher gathers a leader's proposals into one step per Ready.
+	handover handoverGate
+	batcher  *proposalBatcher
 
 	// draining closes when the member stops taking client work; long-lived streams end on it.
 	draining  chan struct{}
@@ -154,7 +158,8 @@ func (s *Server) Start() {
 	go s.readLoop()
 	go s.leaseLoop()
 	go s.publish()
-	s.wg.Add(6)
+	s.wg.Add(7)
+	go func() { defer s.wg.Done(); s.batchProposals() }()
 	go func() { defer s.wg.Done(); s.snapshotSaver() }()
 	go func() { defer s.wg.Done(); s.monitorFDs() }()
 	go func() { defer s.wg.Done(); s.watchBackend() }()

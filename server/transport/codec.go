@@ -54,18 +54,40 @@ type decoder interface {
 	decode() (raftpb.Message, error)
 }
 
-type messageEncoder struct{ w io.Writer }
+type messageEncoder struct {
+	w   io.Writer
+	buf []byte
+}
 
 func (e *messageEncoder) encode(m *raftpb.Message) error {
-	b, err := m.Marshal()
-	if err != nil {
+	n := m.Size()
+	e.buf = reserve(e.buf[:0], 8+n)
+	binary.BigEndian.PutUint64(e.buf, uint64(n))
+	if _, err := m.MarshalTo(e.buf[8:]); err != nil {
 		return fmt.Errorf("marshal raft message: %w", err)
 	}
-	if _, err := e.w.Write(binary.BigEndian.AppendUint64(nil, uint64(len(b)))); err != nil {
-		return err
-	}
-	_, err = e.w.Write(b)
+	_, err := e.w.Write(e.buf)
+	e.buf = release(e.buf)
 	return err
+}
+
+// reserve returns b extended by n bytes, reusing its capacity when it suffices.
+func reserve(b []byte, n int) []byte {
+	if cap(b)-len(b) < n {
+		nb := make([]byte, len(b), len(b)+n)
+		copy(nb, b)
+		b = nb
+	}
+	return b[:len(b)+n]
+}
+
+// release keeps an encoder's buffer for the next message unless a rare big one (a snapshot's
+// head, a catch-up append) grew it: that memory goes back.
+func release(b []byte) []byte {
+	if cap(b) > 1<<20 {
+		return nil
+	}
+	return b[:0]
 }
 
 type messageDecoder struct {
@@ -110,29 +132,32 @@ func (e *msgAppV2Encoder) encode(m *raftpb.Message) error {
 		e.buf = append(e.buf, msgAppV2Entries)
 		e.buf = binary.BigEndian.AppendUint64(e.buf, uint64(len(m.Entries)))
 		for i := range m.Entries {
-			b, err := m.Entries[i].Marshal()
-			if err != nil {
+			n := m.Entries[i].Size()
+			e.buf = binary.BigEndian.AppendUint64(e.buf, uint64(n))
+			at := len(e.buf)
+			e.buf = reserve(e.buf, n)
+			if _, err := m.Entries[i].MarshalTo(e.buf[at:]); err != nil {
 				return fmt.Errorf("marshal raft entry: %w", err)
 			}
-			e.buf = binary.BigEndian.AppendUint64(e.buf, uint64(len(b)))
-			e.buf = append(e.buf, b...)
 			e.index++
 		}
 		e.buf = binary.BigEndian.AppendUint64(e.buf, m.Commit)
 	default:
-		b, err := m.Marshal()
-		if err != nil {
+		n := m.Size()
+		e.buf = append(e.buf, msgAppV2Message)
+		e.buf = binary.BigEndian.AppendUint64(e.buf, uint64(n))
+		at := len(e.buf)
+		e.buf = reserve(e.buf, n)
+		if _, err := m.MarshalTo(e.buf[at:]); err != nil {
 			return fmt.Errorf("marshal raft message: %w", err)
 		}
-		e.buf = append(e.buf, msgAppV2Message)
-		e.buf = binary.BigEndian.AppendUint64(e.buf, uint64(len(b)))
-		e.buf = append(e.buf, b...)
 		e.term, e.index = m.Term, m.Index
 		if n := len(m.Entries); n > 0 {
 			e.index = m.Entries[n-1].Index
 		}
 	}
 	_, err := e.w.Write(e.buf)
+	e.buf = release(e.buf)
 	return err
 }
 

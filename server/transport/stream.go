@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.etcd.io/raft/v3/raftpb"
 
 	"etcdx/server/failpoint"
@@ -64,12 +65,16 @@ type streamWriter struct {
 	msgc  chan raftpb.Message
 	connc chan *outgoingConn
 
+	// sent is the peer's sent-bytes counter, looked up once: every flush adds to it.
+	sent prometheus.Counter
+
 	mu      sync.Mutex
 	working bool
 }
 
 func newStreamWriter(p *peer, typ streamType) *streamWriter {
-	return &streamWriter{p: p, typ: typ, msgc: make(chan raftpb.Message, streamBufSize), connc: make(chan *outgoingConn)}
+	return &streamWriter{p: p, typ: typ, msgc: make(chan raftpb.Message, streamBufSize), connc: make(chan *outgoingConn),
+		sent: p.t.m.sentBytes.WithLabelValues(hexID(p.id))}
 }
 
 func (sw *streamWriter) isWorking() bool {
@@ -172,7 +177,6 @@ const stopFlushLimit = 500 * time.Millisecond
 // write encodes m, and whatever else is queued (up to a batch), then flushes within timeout.
 // queued is how many more messages are waiting.
 func (sw *streamWriter) write(c *outgoingConn, enc encoder, m *raftpb.Message, queued int, timeout time.Duration) error {
-	t := sw.p.t
 	c.rc.SetWriteDeadline(time.Now().Add(timeout))
 	size := m.Size()
 	if err := enc.encode(m); err != nil {
@@ -191,7 +195,7 @@ func (sw *streamWriter) write(c *outgoingConn, enc encoder, m *raftpb.Message, q
 	if err := c.rc.Flush(); err != nil {
 		return err
 	}
-	t.m.sentBytes.WithLabelValues(hexID(sw.p.id)).Add(float64(size))
+	sw.sent.Add(float64(size))
 	return nil
 }
 
