@@ -441,3 +441,40 @@ func TestSizeFollowsFile(t *testing.T) {
 		t.Fatalf("Size() after replacing with an 8 MB file is %d", replaced)
 	}
 }
+
+// TestSeqPutPacksPages: records written in key order with SeqPut take fewer pages than with Put
+// (bbolt splits a full page in half unless told that no key will land in it again).
+func TestSeqPutPacksPages(t *testing.T) {
+	inUse := func(seq bool) int64 {
+		b, err := Open(Config{Path: filepath.Join(t.TempDir(), "db"), Buckets: [][]byte{testBucket}, BatchInterval: 100 * 3600e9})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		value := make([]byte, 200)
+		for i := 0; i < 20000; i++ {
+			tx := b.Batch()
+			key := binary.BigEndian.AppendUint64(nil, uint64(i))
+			put := tx.Put
+			if seq {
+				put = tx.SeqPut
+			}
+			err := put(testBucket, key, value)
+			if uerr := tx.Unlock(); err == nil {
+				err = uerr
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		return b.SizeInUse()
+	}
+	put, seq := inUse(false), inUse(true)
+	t.Logf("in use after 20000 ordered records: Put %d bytes, SeqPut %d", put, seq)
+	if float64(seq) > 0.7*float64(put) {
+		t.Fatalf("SeqPut left %d bytes in use against Put's %d: pages not packed", seq, put)
+	}
+}

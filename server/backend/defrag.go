@@ -36,6 +36,8 @@ const (
 	defragTxBytes = 4 << 20
 	// defragFillPercent packs the copy's pages as upstream's defrag does (keys arrive in order).
 	defragFillPercent = 0.9
+	// seqFillPercent is how full SeqPut leaves a page it splits (upstream's for sequential puts).
+	seqFillPercent = 0.9
 	// defragFinalWrites is how many recorded writes may be left for the step writes wait for.
 	defragFinalWrites = 2000
 	// defragRounds bounds the catch-up rounds: under writes faster than the copy takes them the

@@ -10,28 +10,46 @@ import (
 )
 
 // proposalBatcher gathers what this leader proposes (its own clients' requests and the entries
-// its followers forward) while the raft loop is busy with a Ready, and steps it into raft as one
-// proposal when the loop is free. Raft sends an append to every follower for each proposal it
-// steps, and each follower answers each: k proposals in one Ready cost k appends and k answers
-// per follower, and as many trips through raft's loop on both sides. Batched, they cost one.
+// its followers forward) and steps it into raft as one proposal. Raft sends an append to every
+// follower for each proposal it steps, and each follower writes and answers each: k proposals
+// stepped one by one cost k appends, k answers and up to k WAL fsyncs on every member; batched,
+// they cost one of each.
 //
-// Nothing waits longer than it would have: an entry stepped while the loop is busy only reaches
-// the WAL and the followers with the next Ready, which the loop takes after it is free again, and
-// at an idle loop an entry is stepped at once.
+// When a batch is stepped:
+//   - while the raft loop is busy with a Ready, entries gather until it has advanced (an entry
+//     stepped meanwhile would only reach the WAL with the next Ready anyway);
+//   - on a leader with followers, one batch is in flight at a time: the next is stepped once the
+//     last is committed (group commit at the pace of a replication round). A lone request, at
+//     an idle member or from a client that waits for each answer, finds nothing in flight and
+//     is stepped at once; under load a request waits at most for the round under way, and the
+//     rounds carry everything that arrived meanwhile. Should a round not commit (a lost quorum),
+//     the batch is stepped after maxHold anyway.
 //
 // Only a leader batches, and only while no leadership transfer can be in flight (handoverGate):
 // raft then never drops a proposal, so nothing needs raft's answer. A batch that finds this member
 // no longer leading, or a transfer begun, has each entry proposed on its own by the retrying path.
 type proposalBatcher struct {
-	// busy is true from when the raft loop takes a Ready until it has advanced past it; added
-	// wakes the batcher when an entry is queued, freed when the loop has advanced.
+	// committed is the member's commit index (the raft loop keeps it).
+	committed *atomic.Uint64
+	// maxHold bounds how long a batch waits for the round in flight.
+	maxHold time.Duration
+
+	// busy is true from when the raft loop takes a Ready until it has advanced past it; frees
+	// counts the times it advanced.
 	busy  atomic.Bool
-	added chan struct{}
-	freed chan struct{}
+	frees atomic.Uint64
+	// wake carries every event the batcher may act on: an entry queued, the loop advanced.
+	wake chan struct{}
 
 	mu      sync.Mutex
 	entries []raftpb.Entry
 	origins []proposalOrigin
+	// inFlight is true from a step until its round commits: stepped (not yet seen appended, so
+	// its last index unknown), or appended up to inFlightTo, which followers replicate.
+	stepped    bool
+	replicated bool
+	inFlightTo uint64
+	lastStep   time.Time
 }
 
 // proposalOrigin says who is waiting on a batched entry, for when it must be proposed alone.
@@ -47,8 +65,8 @@ type proposalOrigin struct {
 // in place of an apply result.
 type proposalFailure struct{ err error }
 
-func newProposalBatcher() *proposalBatcher {
-	return &proposalBatcher{added: make(chan struct{}, 1), freed: make(chan struct{}, 1)}
+func newProposalBatcher(committed *atomic.Uint64, maxHold time.Duration) *proposalBatcher {
+	return &proposalBatcher{committed: committed, maxHold: maxHold, wake: make(chan struct{}, 1)}
 }
 
 // add queues an entry for the next batch.
@@ -57,24 +75,14 @@ func (b *proposalBatcher) add(data []byte, o proposalOrigin) {
 	b.entries = append(b.entries, raftpb.Entry{Data: data})
 	b.origins = append(b.origins, o)
 	b.mu.Unlock()
-	poke(b.added)
+	b.poke()
 }
 
-func poke(c chan struct{}) {
+func (b *proposalBatcher) poke() {
 	select {
-	case c <- struct{}{}:
+	case b.wake <- struct{}{}:
 	default:
 	}
-}
-
-// take hands over what is queued; the batch's slices are then raft's (it numbers the entries in
-// place), so the queue starts new ones.
-func (b *proposalBatcher) take() ([]raftpb.Entry, []proposalOrigin) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	es, os := b.entries, b.origins
-	b.entries, b.origins = nil, nil
-	return es, os
 }
 
 // loopBusy and loopFree are called by the raft loop around each Ready.
@@ -82,34 +90,85 @@ func (b *proposalBatcher) loopBusy() { b.busy.Store(true) }
 
 func (b *proposalBatcher) loopFree() {
 	b.busy.Store(false)
-	poke(b.freed)
+	b.frees.Add(1)
+	b.poke()
+}
+
+// appended tells the batcher, from the raft loop, that this leader appended entries up to last;
+// replicated when it sent them to followers (with none, a round is one Ready: nothing to pace).
+func (b *proposalBatcher) appended(last uint64, replicated bool) {
+	b.mu.Lock()
+	b.stepped, b.replicated, b.inFlightTo = false, replicated, last
+	b.mu.Unlock()
+}
+
+// reset forgets the round in flight (leadership changed: its entries may never commit).
+func (b *proposalBatcher) reset() { b.appended(0, false) }
+
+// take hands over what is queued if a batch may be stepped at now; the batch's slices are then
+// raft's (it numbers the entries in place), so the queue starts new ones. hold is how long until
+// the batch may go regardless, when it is held.
+func (b *proposalBatcher) take(now time.Time) (es []raftpb.Entry, os []proposalOrigin, hold time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.entries) == 0 {
+		return nil, nil, 0
+	}
+	inFlight := b.stepped || (b.replicated && b.committed.Load() < b.inFlightTo)
+	if inFlight {
+		if waited := now.Sub(b.lastStep); waited < b.maxHold {
+			return nil, nil, b.maxHold - waited
+		}
+	}
+	es, os = b.entries, b.origins
+	b.entries, b.origins = nil, nil
+	b.stepped, b.lastStep = true, now
+	return es, os, 0
 }
 
 // batchProposals steps batches into raft until the member stops.
 func (s *Server) batchProposals() {
-	s.batcher.run(s.stopping, func(es []raftpb.Entry, os []proposalOrigin) {
-		if !s.stepBatch(es) {
-			s.proposeEach(es, os)
+	s.batcher.run(s.stopping, func(es []raftpb.Entry, os []proposalOrigin) bool {
+		if s.stepBatch(es) {
+			return true
 		}
+		s.proposeEach(es, os)
+		return false
 	})
 }
 
-// run hands each batch to step: at once while the raft loop is idle, else once it has advanced.
-func (b *proposalBatcher) run(stop <-chan struct{}, step func([]raftpb.Entry, []proposalOrigin)) {
+// run hands each batch to step when take allows it, looking again at every event and when a
+// held batch's maxHold runs out.
+// step reports whether raft took the batch (false: its entries went their own way, and nothing
+// is in flight).
+func (b *proposalBatcher) run(stop <-chan struct{}, step func([]raftpb.Entry, []proposalOrigin) bool) {
+	held := time.NewTimer(time.Hour)
+	held.Stop()
+	var frees uint64
 	for {
 		select {
-		case <-b.added:
-			if b.busy.Load() {
-				continue // gather until the loop has advanced
+		case <-b.wake:
+			// While the loop is busy, gather until it has advanced (it wakes us then). Once it
+			// has, go even if it already took its next Ready: waiting for a moment it is idle
+			// could wait long, and the batch joins the Ready after.
+			if f := b.frees.Load(); b.busy.Load() && f == frees {
+				continue
+			} else {
+				frees = f
 			}
-		case <-b.freed:
-			// Step what gathered even if the loop has already taken its next Ready: it goes
-			// into the one after, and waiting for a moment the loop is idle could wait long.
+		case <-held.C:
 		case <-stop:
 			return
 		}
-		if es, os := b.take(); len(es) > 0 {
-			step(es, os)
+		es, os, hold := b.take(time.Now())
+		if hold > 0 {
+			held.Reset(hold)
+			continue
+		}
+		if len(es) > 0 && !step(es, os) {
+			b.mu.Lock()
+			b.stepped = false
+			b.mu.Unlock()
 		}
 	}
 }

@@ -1,78 +1,166 @@
 package etcdserver
 
 import (
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
 )
 
-// batchRun runs a batcher whose steps arrive on the returned channel.
-func batchRun(t *testing.T) (*proposalBatcher, <-chan []raftpb.Entry) {
+// batchRig runs a batcher whose steps arrive on steps; raft takes every batch unless refuse is
+// set.
+type batchRig struct {
+	b         *proposalBatcher
+	committed atomic.Uint64
+	refuse    atomic.Bool
+	steps     chan []string
+}
+
+func newBatchRig(t *testing.T, maxHold time.Duration) *batchRig {
 	t.Helper()
-	b := newProposalBatcher()
-	stop := make(chan struct{})
-	steps := make(chan []raftpb.Entry, 16)
-	done := make(chan struct{})
+	r := &batchRig{steps: make(chan []string, 16)}
+	r.b = newProposalBatcher(&r.committed, maxHold)
+	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		b.run(stop, func(es []raftpb.Entry, os []proposalOrigin) {
+		r.b.run(stop, func(es []raftpb.Entry, os []proposalOrigin) bool {
 			if len(es) != len(os) {
 				t.Errorf("%d entries but %d origins", len(es), len(os))
 			}
-			steps <- es
+			var ds []string
+			for _, e := range es {
+				ds = append(ds, string(e.Data))
+			}
+			taken := !r.refuse.Load()
+			r.steps <- ds
+			return taken
 		})
 	}()
 	t.Cleanup(func() { close(stop); <-done })
-	return b, steps
+	return r
 }
 
-func datas(es []raftpb.Entry) []string {
-	var out []string
-	for _, e := range es {
-		out = append(out, string(e.Data))
+func (r *batchRig) add(ds ...string) {
+	for _, d := range ds {
+		r.b.add([]byte(d), proposalOrigin{id: 1})
 	}
-	return out
+}
+
+// next is the next batch stepped, failing after a generous bound.
+func (r *batchRig) next(t *testing.T) []string {
+	t.Helper()
+	select {
+	case ds := <-r.steps:
+		return ds
+	case <-time.After(10 * time.Second):
+		t.Fatal("no batch stepped")
+		return nil
+	}
+}
+
+// none checks that no batch is stepped while the batcher has had its chance to.
+func (r *batchRig) none(t *testing.T, why string) {
+	t.Helper()
+	select {
+	case ds := <-r.steps:
+		t.Fatalf("stepped %q %s", ds, why)
+	case <-time.After(20 * time.Millisecond):
+	}
+}
+
+func same(a []string, b ...string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func TestBatcherStepsAtOnceWhileTheLoopIsIdle(t *testing.T) {
-	b, steps := batchRun(t)
-	b.add([]byte("a"), proposalOrigin{id: 1})
-	if got := datas(<-steps); len(got) != 1 || got[0] != "a" {
+	r := newBatchRig(t, time.Hour)
+	r.add("a")
+	if got := r.next(t); !same(got, "a") {
 		t.Fatalf("stepped %q, want [a]", got)
+	}
+	// A single member's round is one Ready: nothing is held for it.
+	r.b.appended(7, false)
+	r.add("b")
+	if got := r.next(t); !same(got, "b") {
+		t.Fatalf("stepped %q, want [b]", got)
 	}
 }
 
 func TestBatcherGathersWhileTheLoopIsBusy(t *testing.T) {
-	b, steps := batchRun(t)
-	b.loopBusy()
-	for _, d := range []string{"a", "b", "c"} {
-		b.add([]byte(d), proposalOrigin{id: 1})
-	}
-	select {
-	case es := <-steps:
-		t.Fatalf("stepped %q while the loop was busy", datas(es))
-	default:
-	}
-	b.loopFree()
-	if got := datas(<-steps); len(got) != 3 || got[0] != "a" || got[2] != "c" {
+	r := newBatchRig(t, time.Hour)
+	r.b.loopBusy()
+	r.add("a", "b", "c")
+	r.none(t, "while the loop was busy")
+	r.b.loopFree()
+	if got := r.next(t); !same(got, "a", "b", "c") {
 		t.Fatalf("stepped %q, want [a b c] in one batch", got)
 	}
-	// The loop is busy again before the batcher looked: what gathered since is still stepped
-	// when the loop frees, and the batch raft took is not written to again.
-	b.loopBusy()
-	b.add([]byte("d"), proposalOrigin{from: 2})
-	b.loopFree()
-	b.loopBusy()
-	got := <-steps
-	if d := datas(got); len(d) != 1 || d[0] != "d" {
-		t.Fatalf("stepped %q, want [d]", d)
+	r.b.appended(3, false)
+	// The loop advanced and took its next Ready before the batcher looked: what gathered is
+	// stepped all the same.
+	r.b.loopBusy()
+	r.add("d")
+	r.b.loopFree()
+	r.b.loopBusy()
+	if got := r.next(t); !same(got, "d") {
+		t.Fatalf("stepped %q, want [d]", got)
 	}
-	b.add([]byte("e"), proposalOrigin{id: 3})
-	b.loopFree()
-	if d := datas(<-steps); len(d) != 1 || d[0] != "e" {
-		t.Fatalf("stepped %q, want [e]", d)
+}
+
+// With followers, one batch is in flight at a time: the next waits for the last to commit.
+func TestBatcherHoldsTheNextBatchUntilTheRoundCommits(t *testing.T) {
+	r := newBatchRig(t, time.Hour)
+	r.committed.Store(10)
+	r.add("a")
+	if got := r.next(t); !same(got, "a") {
+		t.Fatalf("stepped %q, want [a]", got)
 	}
-	if string(got[0].Data) != "d" || len(got) != 1 {
-		t.Fatalf("a stepped batch changed afterwards: %q", datas(got))
+	r.add("b") // stepped, not yet appended: held
+	r.none(t, "before the last batch was appended")
+	r.b.appended(11, true)
+	r.b.loopFree()
+	r.add("c")
+	r.none(t, "before the last batch committed")
+	r.committed.Store(11)
+	r.b.loopFree()
+	if got := r.next(t); !same(got, "b", "c") {
+		t.Fatalf("stepped %q, want [b c]", got)
+	}
+}
+
+func TestBatcherStepsAHeldBatchAfterMaxHold(t *testing.T) {
+	r := newBatchRig(t, 50*time.Millisecond)
+	r.add("a")
+	r.next(t)
+	r.b.appended(1, true) // never commits
+	start := time.Now()
+	r.add("b")
+	if got := r.next(t); !same(got, "b") {
+		t.Fatalf("stepped %q, want [b]", got)
+	}
+	if waited := time.Since(start); waited < 40*time.Millisecond {
+		t.Fatalf("a held batch went after %v, before maxHold", waited)
+	}
+}
+
+// A batch raft did not take (its entries proposed one by one instead) leaves nothing in flight.
+func TestBatcherRefusedBatchHoldsNothing(t *testing.T) {
+	r := newBatchRig(t, time.Hour)
+	r.refuse.Store(true)
+	r.add("a")
+	r.next(t)
+	r.refuse.Store(false)
+	r.add("b")
+	if got := r.next(t); !same(got, "b") {
+		t.Fatalf("stepped %q, want [b]", got)
 	}
 }

@@ -88,6 +88,9 @@ func (s *Server) handleReady(rd raft.Ready, st *readyState) bool {
 		msgs = s.divertSnapshots(rd.Messages)
 		s.heartbeats.observe(msgs, s)
 	}
+	if st.leader && len(rd.Entries) > 0 {
+		s.batcher.appended(rd.Entries[len(rd.Entries)-1].Index, sendsAppends(msgs))
+	}
 	if sendEarly {
 		failpoint.At(failpoint.RaftBeforeLeaderSend)
 		s.peerStats.sending(msgs, time.Now())
@@ -196,6 +199,16 @@ func (s *Server) queueApply(b applyBatch) bool {
 	}
 }
 
+// sendsAppends reports whether msgs replicate entries to anyone.
+func sendsAppends(msgs []raftpb.Message) bool {
+	for i := range msgs {
+		if msgs[i].Type == raftpb.MsgApp {
+			return true
+		}
+	}
+	return false
+}
+
 func hasConfChange(ents []raftpb.Entry) bool {
 	for _, e := range ents {
 		if e.Type == raftpb.EntryConfChange || e.Type == raftpb.EntryConfChangeV2 {
@@ -224,6 +237,7 @@ func (s *Server) onSoftState(ss *raft.SoftState) {
 			s.m.leaderChanges.Inc()
 		}
 		s.log.Info("leader changed", "member-id", fmt.Sprintf("%x", s.id), "leader", fmt.Sprintf("%x", ss.Lead), "state", ss.RaftState.String())
+		s.batcher.reset()
 		if ss.Lead == s.id {
 			s.les.Promote(s.cfg.electionTimeout())
 		} else {

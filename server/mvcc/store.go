@@ -392,7 +392,8 @@ func (t *TxnWrite) store(rev schema.Revision, tombstone bool, kv *mvccpb.KeyValu
 		return fmt.Errorf("mvcc: encode: %w", err)
 	}
 	rb := schema.RevisionKey(rev, tombstone)
-	if err := t.batch.Put(schema.Key, rb, b); err != nil {
+	// Revisions only grow: the key bucket is written in order.
+	if err := t.batch.SeqPut(schema.Key, rb, b); err != nil {
 		return err
 	}
 	t.s.buf[string(rb)] = b
