@@ -5,6 +5,8 @@ import (
 	"image/color"
 	"math"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -102,11 +104,11 @@ func newReport(o options, sides []*side, took time.Duration) string {
 	var b strings.Builder
 	ours, up := sides[0], sides[1]
 	fmt.Fprintf(&b, "# Soak: a Kubernetes-shaped load for %v, ours beside upstream\n\n", took.Round(time.Minute))
-	fmt.Fprintf(&b, "Run by `make soak HOURS=%g` on %s: %d CPUs, %s. Three members of ours and three of %s at once on this\n", o.hours, time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), runtime.Version(), up.label)
+	fmt.Fprintf(&b, "Run by `make soak HOURS=%g` on %s: %d CPUs, %s, our server built at %s. Three members of ours and three of %s at once on this\n", o.hours, time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), runtime.Version(), builtAt(o.ours), up.label)
 	fmt.Fprintf(&b, "machine, each under the Kubernetes-shaped load of docs/performance.md's kube part (e2e/kubeload) at N = %d nodes, members\n", o.nodes)
 	fmt.Fprintf(&b, "with %s; the load compacts every %v as kube-apiserver does, and every member is defragmented, one at a time, every %v.\n", strings.Join(kubeload.MemberFlags, " "), o.shape.Compaction, o.defragEvery)
 	fmt.Fprintf(&b, "Every %v each member is sampled. The slope of each series is the least-squares fit over the last half hour, per hour;\n", o.sample)
-	fmt.Fprintf(&b, "a series grows when its slope is above %.0f%% of its mean per hour. The plot (%s) shows every series on both sides.\n\n", growthThreshold*100, o.plot)
+	fmt.Fprintf(&b, "a series grows when its slope is above %.0f%% of its mean per hour. The plot (%s) shows every series on both sides.\n\n", growthThreshold*100, relativeTo(o.out, o.plot))
 	fmt.Fprintf(&b, "| series | ours at the end | ours slope per hour | upstream at the end | upstream slope per hour | verdict |\n|---|---|---|---|---|---|\n")
 	last := func(sd *side, sr series) float64 {
 		if len(sd.samples) == 0 {
@@ -193,4 +195,26 @@ func writePlot(path string, sides []*side) error {
 	defer f.Close()
 	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(f)
 	return err
+}
+
+// builtAt is the Git SHA a binary of ours reports in --version ("unknown" if it says none).
+func builtAt(bin string) string {
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if sha, ok := strings.CutPrefix(line, "Git SHA: "); ok {
+			return strings.TrimSpace(sha)
+		}
+	}
+	return "unknown"
+}
+
+// relativeTo is path as a link from the report at report (the plot sits beside it).
+func relativeTo(report, path string) string {
+	if rel, err := filepath.Rel(filepath.Dir(report), path); err == nil {
+		return rel
+	}
+	return path
 }
