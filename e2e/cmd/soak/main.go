@@ -56,6 +56,12 @@ type side struct {
 }
 
 func run(o options) error {
+	// The report is written after hours of load: make sure it has somewhere to go first.
+	for _, f := range []string{o.out, o.plot} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			return fmt.Errorf("the report's directory: %w", err)
+		}
+	}
 	dir, unreachable, err := e2e.BuildUpstream(o.upstreamVersion)
 	if err != nil || unreachable != "" {
 		return fmt.Errorf("upstream etcd %s: %v %s", o.upstreamVersion, err, unreachable)
