@@ -102,6 +102,13 @@ func (b *proposalBatcher) appended(last uint64, replicated bool) {
 	b.mu.Unlock()
 }
 
+// refused records that raft did not take the last batch: nothing of it is in flight.
+func (b *proposalBatcher) refused() {
+	b.mu.Lock()
+	b.stepped = false
+	b.mu.Unlock()
+}
+
 // reset forgets the round in flight (leadership changed: its entries may never commit).
 func (b *proposalBatcher) reset() { b.appended(0, false) }
 
@@ -138,9 +145,8 @@ func (s *Server) batchProposals() {
 }
 
 // run hands each batch to step when take allows it, looking again at every event and when a
-// held batch's maxHold runs out.
-// step reports whether raft took the batch (false: its entries went their own way, and nothing
-// is in flight).
+// held batch's maxHold runs out. step reports whether raft took the batch (false: its entries
+// went their own way, and nothing is in flight).
 func (b *proposalBatcher) run(stop <-chan struct{}, step func([]raftpb.Entry, []proposalOrigin) bool) {
 	held := time.NewTimer(time.Hour)
 	held.Stop()
@@ -151,11 +157,11 @@ func (b *proposalBatcher) run(stop <-chan struct{}, step func([]raftpb.Entry, []
 			// While the loop is busy, gather until it has advanced (it wakes us then). Once it
 			// has, go even if it already took its next Ready: waiting for a moment it is idle
 			// could wait long, and the batch joins the Ready after.
-			if f := b.frees.Load(); b.busy.Load() && f == frees {
+			f := b.frees.Load()
+			if b.busy.Load() && f == frees {
 				continue
-			} else {
-				frees = f
 			}
+			frees = f
 		case <-held.C:
 		case <-stop:
 			return
@@ -166,9 +172,7 @@ func (b *proposalBatcher) run(stop <-chan struct{}, step func([]raftpb.Entry, []
 			continue
 		}
 		if len(es) > 0 && !step(es, os) {
-			b.mu.Lock()
-			b.stepped = false
-			b.mu.Unlock()
+			b.refused()
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package etcdserver
 
 import (
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -69,17 +70,8 @@ func (r *batchRig) none(t *testing.T, why string) {
 	}
 }
 
-func same(a []string, b ...string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
+// same reports whether a batch holds exactly want, in order.
+func same(got []string, want ...string) bool { return slices.Equal(got, want) }
 
 func TestBatcherStepsAtOnceWhileTheLoopIsIdle(t *testing.T) {
 	r := newBatchRig(t, time.Hour)

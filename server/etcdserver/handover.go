@@ -45,6 +45,10 @@ func (g *handoverGate) end(now time.Time, abandonAfter time.Duration) {
 func (g *handoverGate) steady(now time.Time) bool {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
+	return g.steadyLocked(now)
+}
+
+func (g *handoverGate) steadyLocked(now time.Time) bool {
 	return g.transfers == 0 && !now.Before(g.until)
 }
 
@@ -53,7 +57,7 @@ func (g *handoverGate) steady(now time.Time) bool {
 func (g *handoverGate) stepIfSteady(now time.Time, step func()) bool {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	if g.transfers > 0 || now.Before(g.until) {
+	if !g.steadyLocked(now) {
 		return false
 	}
 	step()
