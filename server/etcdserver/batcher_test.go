@@ -21,7 +21,7 @@ type batchRig struct {
 func newBatchRig(t *testing.T, maxHold time.Duration) *batchRig {
 	t.Helper()
 	r := &batchRig{steps: make(chan []string, 16)}
-	r.b = newProposalBatcher(&r.committed, maxHold)
+	r.b = newProposalBatcher(&r.committed, maxHold, 0)
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -154,5 +154,73 @@ func TestBatcherRefusedBatchHoldsNothing(t *testing.T) {
 	r.add("b")
 	if got := r.next(t); !same(got, "b") {
 		t.Fatalf("stepped %q, want [b]", got)
+	}
+}
+
+// The pacing rule, on take's clock: after a step of lastSize entries whose round (up to index
+// 10) has committed, with queued entries waiting, since after the step.
+func TestBatcherPacesRoundsUnderLoad(t *testing.T) {
+	const pace, maxHold = 2 * time.Millisecond, time.Hour
+	for _, tc := range []struct {
+		name       string
+		replicated bool
+		lastSize   int
+		queued     int
+		since      time.Duration
+		wantHold   time.Duration // 0: the batch goes now
+	}{
+		{"a lone client's next request goes at once", true, 1, 1, 100 * time.Microsecond, 0},
+		{"under load a small batch waits out the pace", true, 5, 3, 500 * time.Microsecond, 1500 * time.Microsecond},
+		{"a full batch goes at once", true, 5, fullBatch, 500 * time.Microsecond, 0},
+		{"once the pace has passed it goes", true, 5, 3, pace, 0},
+		{"no followers: a round is one Ready, nothing to pace", false, 5, 3, 500 * time.Microsecond, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var committed atomic.Uint64
+			committed.Store(10)
+			b := newProposalBatcher(&committed, maxHold, pace)
+			step := time.Unix(1000, 0)
+			for range tc.lastSize {
+				b.add([]byte("x"), proposalOrigin{id: 1})
+			}
+			if es, _, hold := b.take(step); len(es) != tc.lastSize || hold != 0 {
+				t.Fatalf("first take: %d entries, hold %v", len(es), hold)
+			}
+			b.appended(10, tc.replicated)
+			for range tc.queued {
+				b.add([]byte("y"), proposalOrigin{id: 2})
+			}
+			es, _, hold := b.take(step.Add(tc.since))
+			if hold != tc.wantHold {
+				t.Fatalf("hold %v, want %v", hold, tc.wantHold)
+			}
+			want := tc.queued
+			if tc.wantHold > 0 {
+				want = 0 // held: the queue stays
+			}
+			if len(es) != want {
+				t.Fatalf("took %d entries, want %d", len(es), want)
+			}
+		})
+	}
+}
+
+func TestPaceWait(t *testing.T) {
+	const pace = 2 * time.Millisecond
+	for _, tc := range []struct {
+		lastSize int
+		since    time.Duration
+		want     time.Duration
+	}{
+		{0, 0, 0},                      // nothing before: go
+		{1, 100 * time.Microsecond, 0}, // a lone client's round: go
+		{2, 100 * time.Microsecond, 1900 * time.Microsecond},
+		{50, 1500 * time.Microsecond, 500 * time.Microsecond},
+		{50, pace, 0},      // the pace has passed
+		{50, time.Hour, 0}, // idle since
+	} {
+		if got := paceWait(pace, tc.lastSize, tc.since); got != tc.want {
+			t.Errorf("paceWait(%v, %d, %v) = %v, want %v", pace, tc.lastSize, tc.since, got, tc.want)
+		}
 	}
 }

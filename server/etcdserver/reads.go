@@ -12,6 +12,8 @@ import (
 type notifier struct {
 	c   chan struct{}
 	err error
+	// waiters counts the reads that joined (under the server's readMu).
+	waiters int
 }
 
 func newNotifier() *notifier { return &notifier{c: make(chan struct{})} }
@@ -26,6 +28,7 @@ func (n *notifier) notify(err error) {
 func (s *Server) LinearizableReadNotify(ctx context.Context) error {
 	s.readMu.Lock()
 	nc := s.readNotifier
+	nc.waiters++
 	s.readMu.Unlock()
 	select {
 	case s.readWake <- struct{}{}:
@@ -41,18 +44,37 @@ func (s *Server) LinearizableReadNotify(ctx context.Context) error {
 	}
 }
 
+// readLoop runs one ReadIndex round at a time for every read that arrived before it started.
+// Rounds are paced as the proposal batches are (roundPace): when the last round served several
+// reads on a cluster of several members, the next starts no sooner than roundPace after it, so
+// a round (a heartbeat to every follower and their answers) serves more reads under load; a
+// lone reader's round starts at once.
 func (s *Server) readLoop() {
 	defer s.wg.Done()
+	pace := time.NewTimer(time.Hour)
+	pace.Stop()
+	var lastStart time.Time
+	lastWaiters := 0
 	for {
 		select {
 		case <-s.readWake:
 		case <-s.stopping:
 			return
 		}
+		if wait := paceWait(roundPace, lastWaiters, time.Since(lastStart)); wait > 0 && len(s.mem.List()) > 1 {
+			pace.Reset(wait)
+			select {
+			case <-pace.C:
+			case <-s.stopping:
+				return
+			}
+		}
 		s.readMu.Lock()
 		nr := s.readNotifier
 		s.readNotifier = newNotifier()
+		lastWaiters = nr.waiters
 		s.readMu.Unlock()
+		lastStart = time.Now()
 		nr.notify(s.readIndexRound())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -61,8 +62,9 @@ const (
 // cluster until a window misses one, then the gap between the last N that held and the first
 // that missed is halved (geometrically) ko.bisect times, each probe on a fresh cluster filled
 // straight to its N. Every window is recorded (kubeStepKey), the figures at the largest N too.
-func benchKube(ko kubeOptions) func(label, bin string, o options, _ string) (sample, error) {
-	return func(label, bin string, o options, _ string) (sample, error) {
+func benchKube(ko kubeOptions) func(label, bin string, o options, profDir string) (sample, error) {
+	return func(label, bin string, o options, profDir string) (sample, error) {
+		prof := kubeProfiler{dir: profDir, d: o.profileFor}
 		smp := newSample()
 		steps := map[int]kubeStep{}
 		keep := func(st kubeStep) {
@@ -72,9 +74,9 @@ func benchKube(ko kubeOptions) func(label, bin string, o options, _ string) (sam
 			}
 		}
 		pass, fail := 0, 0
-		err := onKubeCluster(label, bin, ko, func(ss []*server, l *kubeload.Load) error {
+		err := onKubeCluster(label, bin, ko, prof.on(), func(ss []*server, l *kubeload.Load) error {
 			for n := ko.start; n <= ko.most; n = int(math.Ceil(float64(n) * ko.factor)) {
-				st, err := kubeWindow(label, ss, l, n, ko)
+				st, err := kubeWindow(label, ss, l, n, ko, prof)
 				if err != nil {
 					return err
 				}
@@ -92,8 +94,8 @@ func benchKube(ko kubeOptions) func(label, bin string, o options, _ string) (sam
 		}
 		for i := 0; i < ko.bisect && fail > 0 && pass > 0 && fail-pass > max(1, pass/50); i++ {
 			mid := int(math.Round(math.Sqrt(float64(pass) * float64(fail))))
-			err := onKubeCluster(label, bin, ko, func(ss []*server, l *kubeload.Load) error {
-				st, err := kubeWindow(label, ss, l, mid, ko)
+			err := onKubeCluster(label, bin, ko, prof.on(), func(ss []*server, l *kubeload.Load) error {
+				st, err := kubeWindow(label, ss, l, mid, ko, prof)
 				if err == nil {
 					keep(st)
 				}
@@ -122,8 +124,9 @@ func benchKube(ko kubeOptions) func(label, bin string, o options, _ string) (sam
 }
 
 // onKubeCluster runs fn on a fresh three-member cluster with the load's clients and watches.
-func onKubeCluster(label, bin string, ko kubeOptions, fn func([]*server, *kubeload.Load) error) error {
-	ss, err := startClusterWith(label, bin, 3, false, kubeload.MemberFlags...)
+// pprof starts them with their profiling endpoints.
+func onKubeCluster(label, bin string, ko kubeOptions, pprof bool, fn func([]*server, *kubeload.Load) error) error {
+	ss, err := startClusterWith(label, bin, 3, pprof, kubeload.MemberFlags...)
 	defer func() {
 		for _, s := range ss {
 			s.stop()
@@ -140,9 +143,33 @@ func onKubeCluster(label, bin string, ko kubeOptions, fn func([]*server, *kubelo
 	return fn(ss, l)
 }
 
+// kubeProfiler saves each member's CPU profile of the start of each window in dir, when set.
+type kubeProfiler struct {
+	dir string
+	d   time.Duration
+}
+
+func (p kubeProfiler) on() bool { return p.dir != "" }
+
+// start begins the members' profiles of the window at n nodes; the returned func waits for them.
+func (p kubeProfiler) start(label string, ss []*server, n int) func() {
+	if !p.on() {
+		return func() {}
+	}
+	var waits []func()
+	for _, s := range ss {
+		waits = append(waits, s.profile(filepath.Join(p.dir, fileName(fmt.Sprintf("%s-%s-kube-%d", label, s.Name, n))+".cpu.pprof"), p.d))
+	}
+	return func() {
+		for _, w := range waits {
+			w()
+		}
+	}
+}
+
 // kubeWindow grows the load to n nodes (not timed), runs it ko.warmup unmeasured (what the
 // growth left behind settles), then measures one ko.window.
-func kubeWindow(label string, ss []*server, l *kubeload.Load, n int, ko kubeOptions) (kubeStep, error) {
+func kubeWindow(label string, ss []*server, l *kubeload.Load, n int, ko kubeOptions, prof kubeProfiler) (kubeStep, error) {
 	ctx := context.Background()
 	t0 := time.Now()
 	if err := l.Populate(ctx, n); err != nil {
@@ -153,8 +180,10 @@ func kubeWindow(label string, ss []*server, l *kubeload.Load, n int, ko kubeOpti
 		l.Run(ctx, ko.warmup)
 	}
 	cpu0 := cpuTimes(ss)
+	profiled := prof.start(label, ss, n)
 	res := l.Run(ctx, ko.window)
 	st := kubeStep{res: res, cpu: cpuTimes(ss) - cpu0}
+	profiled()
 	for _, s := range ss {
 		_, now := s.memory()
 		st.rss += now

@@ -90,6 +90,9 @@ func oneAtATime(name string, profileIn func(round int) string, fn func(label, bi
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "bench:", err)
+	if root := os.TempDir(); strings.HasPrefix(filepath.Base(root), tempRootPrefix) {
+		os.RemoveAll(root) // the run's root (underTempRoot): os.Exit skips its deferred removal
+	}
 	os.Exit(1)
 }
 
@@ -133,7 +136,7 @@ func main() {
 	parts := flag.String("parts", "single,onecpu,offered,offered3,cluster,availability,keys,watch,defrag,bigread,startup,kube", "which parts to run: kube (the largest Kubernetes cluster, in nodes, three members carry within Kubernetes' SLOs: docs/kube-shape.md's load, stepped up), single (one member's throughput), onecpu (one member's write throughput on one CPU with GOMAXPROCS=1, the clients on the others), offered (one member's CPU per request and latency at a fixed open-loop rate), offered3 (the same on three members, all members' CPU), cluster (three members' throughput), availability (rolling restart, catch-up), keys (memory per key, compaction pause), watch (watch delivery), defrag (online defrag under load, offline etcdutl defrag), bigread (memory serving 1 GiB: RangeStream, paginated and unary Range), startup (time until a member on a big data dir serves)")
 	rounds := flag.Int("rounds", 3, "rounds of the availability, keys and watch parts, alternating which implementation goes first")
 	throughputRounds := flag.Int("throughput-rounds", 7, "rounds of the single and cluster parts")
-	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member, open-loop and three-member workloads (with --pin-member-cpu also execution traces of the single-member ones) and of the watch delivery and the bigread reads, and an execution trace of the compaction's start with its slow requests (first round), in this directory")
+	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member, open-loop, three-member and Kubernetes-shaped (each window's start, every member) workloads (with --pin-member-cpu also execution traces of the single-member ones) and of the watch delivery and the bigread reads, and an execution trace of the compaction's start with its slow requests (first round), in this directory")
 	flag.DurationVar(&o.profileFor, "pprof-seconds", 3*time.Second, "length of each CPU profile")
 	flag.Parse()
 	if o.pinCPU >= 0 {
@@ -162,6 +165,11 @@ func main() {
 		}
 		*upstream = filepath.Join(dir, "etcd")
 	}
+	done, err := underTempRoot()
+	if err != nil {
+		fail(err)
+	}
+	defer done()
 	if *profDir != "" {
 		if err := os.MkdirAll(*profDir, 0o755); err != nil {
 			fail(err)
