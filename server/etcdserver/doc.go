@@ -10,7 +10,8 @@
 //	                 existing one or restarting from the WAL and snapshots
 //	raft.go          the raft loop: ticks, persisting each Ready, sending, handing committed
 //	                 entries to the applier; raft's logger
-//	reads.go         linearizable reads: ReadIndex rounds shared by the reads waiting on them
+//	reads.go         linearizable reads: ReadIndex rounds shared by the reads waiting on them,
+//	                 paced under load as the batches are
 //	leases.go        the leader's lease loop: revoking expired leases, checkpointing TTLs
 //	snapshot_take.go raft snapshots of the log: when they are due, in memory every 1,000 entries
 //	                 (or 4 MiB of them) with the log trimmed behind them, to disk by a
@@ -20,7 +21,8 @@
 //	                 proposal raft dropped while leadership moved, proposals forwarded by
 //	                 followers
 //	batcher.go       a leader's proposals gathered while the raft loop is busy and stepped
-//	                 into raft as one per Ready (one append per follower, not one per entry)
+//	                 into raft as one per Ready (one append per follower, not one per entry),
+//	                 one batch in flight, rounds paced under load (paceWait)
 //	handover.go      the gate that orders proposals stepped without raft's answer against
 //	                 leadership transfers
 //	v3.go            the KV and lease requests of the v3 API (Range, Put, Txn, Compact, Lease*)

@@ -90,7 +90,7 @@ func oneAtATime(name string, profileIn func(round int) string, fn func(label, bi
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "bench:", err)
-	if root := os.TempDir(); strings.HasPrefix(filepath.Base(root), tempRootPrefix) {
+	if root := os.Getenv("TMPDIR"); root != "" && strings.HasPrefix(filepath.Base(root), tempRootPrefix) {
 		os.RemoveAll(root) // the run's root (underTempRoot): os.Exit skips its deferred removal
 	}
 	os.Exit(1)
