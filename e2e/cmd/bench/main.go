@@ -135,6 +135,7 @@ func main() {
 	flag.IntVar(&ko.rounds, "kube-rounds", 1, "rounds of the kube part (each about half an hour per implementation)")
 	parts := flag.String("parts", "single,onecpu,offered,offered3,cluster,availability,keys,watch,defrag,bigread,startup,kube", "which parts to run: kube (the largest Kubernetes cluster, in nodes, three members carry within Kubernetes' SLOs: docs/kube-shape.md's load, stepped up), single (one member's throughput), onecpu (one member's write throughput on one CPU with GOMAXPROCS=1, the clients on the others), offered (one member's CPU per request and latency at a fixed open-loop rate), offered3 (the same on three members, all members' CPU), cluster (three members' throughput), availability (rolling restart, catch-up), keys (memory per key, compaction pause), watch (watch delivery), defrag (online defrag under load, offline etcdutl defrag), bigread (memory serving 1 GiB: RangeStream, paginated and unary Range), startup (time until a member on a big data dir serves)")
 	rounds := flag.Int("rounds", 3, "rounds of the availability, keys and watch parts, alternating which implementation goes first")
+	upstreamFirst := flag.Bool("upstream-first", false, "upstream goes first in the first round (a one-round run of a long part, such as kube, otherwise always starts with ours)")
 	throughputRounds := flag.Int("throughput-rounds", 7, "rounds of the single and cluster parts")
 	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member, open-loop, three-member and Kubernetes-shaped (each window's start, every member) workloads (with --pin-member-cpu also execution traces of the single-member ones) and of the watch delivery and the bigread reads, and an execution trace of the compaction's start with its slow requests (first round), in this directory")
 	flag.DurationVar(&o.profileFor, "pprof-seconds", 3*time.Second, "length of each CPU profile")
@@ -226,7 +227,7 @@ func main() {
 	start := time.Now()
 	for round := 0; round < max(*rounds, *throughputRounds); round++ {
 		order := subjects
-		if round%2 == 1 {
+		if (round%2 == 1) != *upstreamFirst {
 			order = []subject{subjects[1], subjects[0]}
 		}
 		got := map[string]sample{}
@@ -261,6 +262,9 @@ func main() {
 		command: fmt.Sprintf("go run ./cmd/bench --ours %s --upstream-version %s --clients %d --conns %d --scale %d --rounds %d --throughput-rounds %d --parts %s --keys %d --watchers %d --events %d --catchup-bytes %d --defrag-bytes %d --bigread-objects %d --startup-keys %d --startup-bytes %d --offered-put %d --offered-txn %d --offered-get %d --offered-serializable %d --offered3-put %d --offered3-txn %d --offered3-get %d --offered3-serializable %d --offered-for %v --pin-member-cpu %d --kube-start %d --kube-factor %.2f --kube-bisect %d --kube-warmup %v --kube-window %v --kube-rounds %d",
 			*ours, upstreamVersion, o.clients, o.conns, o.scale, *rounds, *throughputRounds, *parts, o.keys, o.watchers, o.events, o.catchupBytes, o.defragBytes, o.bigReadObjects, o.startupKeys, o.startupBytes,
 			o.offeredPut, o.offeredTxn, o.offeredGet, o.offeredSerializable, o.offered3Put, o.offered3Txn, o.offered3Get, o.offered3Serializable, o.offeredFor, o.pinCPU, ko.start, ko.factor, ko.bisect, ko.warmup, ko.window, ko.rounds)}
+	if *upstreamFirst {
+		rep.command += " --upstream-first"
+	}
 	if err := os.WriteFile(*out, []byte(keepUnmeasured(rep.markdown(), *out)+handWritten(*out)), 0o644); err != nil {
 		fail(err)
 	}
