@@ -61,7 +61,7 @@ func (s *Server) readLoop() {
 		case <-s.stopping:
 			return
 		}
-		if wait := paceWait(roundPace, lastWaiters, time.Since(lastStart)); wait > 0 && len(s.mem.List()) > 1 {
+		if wait := paceWait(roundPace, lastWaiters, time.Since(lastStart)); wait > 0 && s.mem.Count() > 1 {
 			pace.Reset(wait)
 			select {
 			case <-pace.C:

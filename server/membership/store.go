@@ -164,6 +164,13 @@ func (m *Membership) List() []Member {
 	return out
 }
 
+// Count is the number of members, learners included, without copying them.
+func (m *Membership) Count() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.members)
+}
+
 // IsRemoved reports whether id was removed from the cluster (it may never come back).
 func (m *Membership) IsRemoved(id uint64) bool {
 	m.mu.RLock()
