@@ -47,6 +47,7 @@ func (s *Server) rangeChunks(ctx context.Context, req *pb.RangeRequest, send fun
 		total = math.MaxInt64
 	}
 	req.Limit = min(firstChunkKeys, total)
+	start := req.Key
 	var headerRev, sent int64
 	for {
 		if err := ctx.Err(); err != nil {
@@ -77,11 +78,11 @@ func (s *Server) rangeChunks(ctx context.Context, req *pb.RangeRequest, send fun
 		if done {
 			resp.Header, resp.More, resp.Count = &pb.ResponseHeader{Revision: headerRev}, more, sent
 			if more {
-				rest, err := s.readRange(&pb.RangeRequest{Key: next, RangeEnd: req.RangeEnd, Revision: req.Revision, CountOnly: true})
+				count, err := s.streamCount(start, next, req, sent)
 				if err != nil {
 					return err
 				}
-				resp.Count += rest.Count
+				resp.Count = count
 			}
 		}
 		if err := send(resp); err != nil {
@@ -100,6 +101,25 @@ func (s *Server) readEncoded(r *pb.RangeRequest) (*rangewire.Response, error) {
 	v := s.kv.Read()
 	defer v.End()
 	return s.encodeRange(v, r, true)
+}
+
+// streamCount is the Count of a stream that sent its first sent keys from start on and would go
+// on at next: a plain range (neither sorted nor filtered, so the keys sent are the first live
+// keys) counts through the store's page counts, which carry the count from one page of a
+// paginated list to the next (kube-apiserver reads each page of 10,000 as a stream); the others
+// count the keys left.
+func (s *Server) streamCount(start, next []byte, req *pb.RangeRequest, sent int64) (int64, error) {
+	if rangeSorted(req) || rangeFiltered(req) {
+		rest, err := s.readRange(&pb.RangeRequest{Key: next, RangeEnd: req.RangeEnd, Revision: req.Revision, CountOnly: true})
+		if err != nil {
+			return 0, err
+		}
+		return sent + rest.Count, nil
+	}
+	v := s.kv.Read()
+	defer v.End()
+	n, err := v.PageCount(start, next, gteRange(req.RangeEnd), req.Revision, int(sent))
+	return int64(n), err
 }
 
 // readRange answers one range from a read view of its own.

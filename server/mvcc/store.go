@@ -798,6 +798,27 @@ func (t *TxnRead) RangeRecords(key, end []byte, ro RangeOptions, fn func(recs []
 	})
 }
 
+// PageCount is the Count of a range [key, end) at rev read in chunks: sent keys were read
+// from key on, and the rest start at next. When the range is the next page of a paginated read
+// its count is carried from the page before (see pageCounts); otherwise the keys from next on
+// are counted. Either way the page that would start at next gets what is left after this one,
+// so a list of N keys read page by page walks the index about once, not once per page. rev is
+// a revision the chunks were read at (so neither future nor compacted when they were).
+func (t *TxnRead) PageCount(key, next, end []byte, rev int64, sent int) (int, error) {
+	if rev > t.rev {
+		return 0, ErrFutureRev
+	}
+	if rev < t.s.compactRev {
+		return 0, ErrCompacted
+	}
+	total, ok := t.s.pages.take(pageStart{key: string(key), end: string(end), rev: rev})
+	if !ok {
+		total = sent + t.s.idx.count(next, end, rev)
+	}
+	t.s.pages.put(pageStart{key: string(next), end: string(end), rev: rev}, total-sent)
+	return total, nil
+}
+
 // End closes the view.
 func (t *TxnRead) End() {
 	t.s.metrics.openReads.Add(-1)

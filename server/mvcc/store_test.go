@@ -475,3 +475,94 @@ func TestTombstoneAtCompactedRevisionStays(t *testing.T) {
 		t.Fatalf("a still indexed after compacting past its deletion: %+v", ki)
 	}
 }
+
+// TestStreamedPagesCountCarryOver: a list whose pages are each read as a stream (chunks that
+// only ask whether more follow, then PageCount for the page's Count, as a RangeStream with a
+// limit answers) gets every page's Count right while writes go on, and each page after the
+// first takes its count from the one before, whether that page was streamed or read whole; a
+// revision compacted since answers ErrCompacted.
+func TestStreamedPagesCountCarryOver(t *testing.T) {
+	_, s := openStore(t, filepath.Join(t.TempDir(), "db"))
+	for i := 0; i < 100; i++ {
+		put(t, s, fmt.Sprintf("obj/%03d", i), "v")
+	}
+	rev := s.Rev()
+	end := []byte("obj0")
+	start := []byte("obj/")
+	const page, chunk = 7, 3
+	pages := 0
+	for {
+		_, carried := s.pages.m[pageStart{key: string(start), end: string(end), rev: rev}]
+		var count int
+		next := start
+		if pages%4 == 3 {
+			// Every fourth page is read whole, as a unary Range with a limit reads it.
+			v := s.Read()
+			res, err := v.RangeRecords(start, end, RangeOptions{Rev: rev, Limit: page}, func([][]byte) error { return nil })
+			v.End()
+			if err != nil {
+				t.Fatal(err)
+			}
+			count = res.Count
+			next = append(bytes.Clone(res.LastKey), 0)
+		} else {
+			sent, more := 0, true
+			for more && sent < page {
+				limit := min(chunk, page-sent)
+				v := s.Read()
+				res, err := v.RangeRecords(next, end, RangeOptions{Rev: rev, Limit: int64(limit), CountToLimit: true}, func(recs [][]byte) error { sent += len(recs); return nil })
+				v.End()
+				if err != nil {
+					t.Fatal(err)
+				}
+				more = res.Count > limit // at most one past the limit: whether more follow
+				next = append(bytes.Clone(res.LastKey), 0)
+			}
+			count = sent
+			if more {
+				v := s.Read()
+				n, err := v.PageCount(start, next, end, rev, sent)
+				v.End()
+				if err != nil {
+					t.Fatal(err)
+				}
+				count = n
+			}
+		}
+		if pages > 0 && !carried {
+			t.Fatalf("page %d (from %q) found no count carried from page %d", pages, start, pages-1)
+		}
+		if want := s.idx.count(start, end, rev); count != want {
+			t.Fatalf("page %d (from %q): Count %d, a fresh count says %d", pages, start, count, want)
+		}
+		pages++
+		if count <= page {
+			break
+		}
+		start = next
+		// Writes after the list's revision change nothing it reads.
+		k := fmt.Sprintf("obj/%03d", (pages*37)%120)
+		if pages%2 == 0 {
+			w := s.Write()
+			if _, err := w.DeleteRange([]byte(k), nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.End(); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			put(t, s, k, "w")
+		}
+	}
+	if pages != 15 {
+		t.Fatalf("read %d pages of 7 from 100 keys, want 15", pages)
+	}
+	if _, err := s.Compact(s.Rev()); err != nil {
+		t.Fatal(err)
+	}
+	v := s.Read()
+	defer v.End()
+	if _, err := v.PageCount(start, []byte("obj/099\x00"), end, rev, 1); !errors.Is(err, ErrCompacted) {
+		t.Fatalf("PageCount at a compacted revision: %v, want ErrCompacted", err)
+	}
+}
