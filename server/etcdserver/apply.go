@@ -359,6 +359,7 @@ func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest, ind
 // kvView is what requests read through: a write transaction or a read-only view.
 type kvView interface {
 	Range(key, end []byte, ro mvcc.RangeOptions) (*mvcc.RangeResult, error)
+	KeyRevisions(key []byte) (create, mod, version int64, ok bool)
 	Rev() int64
 }
 

@@ -208,6 +208,15 @@ func (t *txnRun) op(op *pb.RequestOp) (*pb.ResponseOp, error) {
 // evalCompares reports whether every compare holds against the view.
 func evalCompares(v kvView, cmps []*pb.Compare) (bool, error) {
 	for _, c := range cmps {
+		if revisionCompare(c) {
+			// One key's revisions or version: the index has them, the stored record is not read.
+			var kv mvccpb.KeyValue
+			kv.CreateRevision, kv.ModRevision, kv.Version, _ = v.KeyRevisions(c.Key)
+			if !compareKV(c, &kv) {
+				return false, nil
+			}
+			continue
+		}
 		rr, err := v.Range(c.Key, gteRange(c.RangeEnd), mvcc.RangeOptions{})
 		if err != nil {
 			return false, err
@@ -228,6 +237,16 @@ func evalCompares(v kvView, cmps []*pb.Compare) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// revisionCompare says c compares one key's create or mod revision or version, which a missing
+// key has as 0.
+func revisionCompare(c *pb.Compare) bool {
+	switch c.Target {
+	case pb.Compare_CREATE, pb.Compare_MOD, pb.Compare_VERSION:
+		return len(c.RangeEnd) == 0
+	}
+	return false
 }
 
 func compareKV(c *pb.Compare, kv *mvccpb.KeyValue) bool {

@@ -150,6 +150,15 @@ func (s *Store) rangeLocked(key, end []byte, ro RangeOptions, curRev int64, tx *
 	})
 }
 
+// keyRevisions is key's create and mod revisions and version at rev, from the index alone.
+func (s *Store) keyRevisions(key []byte, rev int64) (create, mod, version int64, ok bool) {
+	m, c, v, err := s.idx.get(key, rev)
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	return c.Main, m.Main, v, true
+}
+
 // revisions is the index's revisions for a range, with the count carried from the previous page
 // when the range is the next page of one read in a view (a write transaction's own revision is
 // still changing, so its counts are neither taken nor kept).
@@ -332,6 +341,14 @@ func (t *TxnWrite) Range(key, end []byte, ro RangeOptions) (*RangeResult, error)
 		r.Rev = t.Rev()
 	}
 	return r, err
+}
+
+// KeyRevisions is what the index knows of key in the transaction: the create and mod
+// revisions and the version its record carries, or !ok when it does not exist. A Txn's compare
+// on those needs no read of the stored record (Kubernetes compares every update's mod revision).
+func (t *TxnWrite) KeyRevisions(key []byte) (create, mod, version int64, ok bool) {
+	t.ranges++ // counted as the range it replaces
+	return t.s.keyRevisions(key, t.Rev())
 }
 
 // Put writes key=value with a lease (0: none).
@@ -773,6 +790,12 @@ func (t *TxnRead) Rev() int64 { return t.rev }
 
 // CompactRev is the revision the store was compacted to (-1: never): reads below it fail.
 func (t *TxnRead) CompactRev() int64 { return t.s.compactRev }
+
+// KeyRevisions is TxnWrite.KeyRevisions in the view.
+func (t *TxnRead) KeyRevisions(key []byte) (create, mod, version int64, ok bool) {
+	t.ranges++
+	return t.s.keyRevisions(key, t.rev)
+}
 
 // Range reads in the view.
 func (t *TxnRead) Range(key, end []byte, ro RangeOptions) (*RangeResult, error) {

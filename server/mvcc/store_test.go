@@ -566,3 +566,63 @@ func TestStreamedPagesCountCarryOver(t *testing.T) {
 		t.Fatalf("PageCount at a compacted revision: %v, want ErrCompacted", err)
 	}
 }
+
+// TestKeyRevisionsAsTheRecord: what the index tells of a key (create and mod revisions,
+// version) is what its stored record carries, in a read view and in a write transaction before
+// and after it changes the key, through updates, deletes, re-creations and a compaction; a key
+// Range finds nothing for is not found. Txn compares on revisions and versions rely on it.
+func TestKeyRevisionsAsTheRecord(t *testing.T) {
+	_, s := openStore(t, filepath.Join(t.TempDir(), "db"))
+	rng := rand.New(rand.NewPCG(7, 11))
+	keys := []string{"a", "b", "c", "d", "e"}
+	type view interface {
+		Range(key, end []byte, ro RangeOptions) (*RangeResult, error)
+		KeyRevisions(key []byte) (create, mod, version int64, ok bool)
+	}
+	check := func(where string, v view) {
+		t.Helper()
+		for _, k := range append(keys, "never") {
+			rr, err := v.Range([]byte(k), nil, RangeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, m, ver, ok := v.KeyRevisions([]byte(k))
+			if len(rr.KVs) == 0 {
+				if ok || c != 0 || m != 0 || ver != 0 {
+					t.Fatalf("%s: %q has no record, the index says %d/%d/%d %t", where, k, c, m, ver, ok)
+				}
+				continue
+			}
+			kv := rr.KVs[0]
+			if !ok || c != kv.CreateRevision || m != kv.ModRevision || ver != kv.Version {
+				t.Fatalf("%s: %q record %d/%d/%d, the index says %d/%d/%d %t", where, k, kv.CreateRevision, kv.ModRevision, kv.Version, c, m, ver, ok)
+			}
+		}
+	}
+	for step := 0; step < 200; step++ {
+		k := []byte(keys[rng.IntN(len(keys))])
+		w := s.Write()
+		check(fmt.Sprintf("step %d, write txn before", step), w)
+		if rng.IntN(3) == 0 {
+			if _, err := w.DeleteRange(k, nil); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := w.Put(k, []byte(fmt.Sprint(step)), 0); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("step %d, write txn after", step), w)
+		if err := w.End(); err != nil {
+			t.Fatal(err)
+		}
+		if step == 120 {
+			done, err := s.Compact(s.Rev() - 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-done
+		}
+		v := s.Read()
+		check(fmt.Sprintf("step %d, read view", step), v)
+		v.End()
+	}
+}

@@ -143,7 +143,8 @@ func onKubeCluster(label, bin string, ko kubeOptions, pprof bool, fn func([]*ser
 	return fn(ss, l)
 }
 
-// kubeProfiler saves each member's CPU profile of the start of each window in dir, when set.
+// kubeProfiler saves each member's CPU profile and what it allocated (the collector's work) in
+// the start of each window in dir, when set.
 type kubeProfiler struct {
 	dir string
 	d   time.Duration
@@ -158,7 +159,8 @@ func (p kubeProfiler) start(label string, ss []*server, n int) func() {
 	}
 	var waits []func()
 	for _, s := range ss {
-		waits = append(waits, s.profile(filepath.Join(p.dir, fileName(fmt.Sprintf("%s-%s-kube-%d", label, s.Name, n))+".cpu.pprof"), p.d))
+		name := filepath.Join(p.dir, fileName(fmt.Sprintf("%s-%s-kube-%d", label, s.Name, n)))
+		waits = append(waits, s.profile(name+".cpu.pprof", p.d), s.allocs(name+".allocs.pprof", p.d))
 	}
 	return func() {
 		for _, w := range waits {

@@ -171,6 +171,9 @@ func cpuTimes(ss []*server) time.Duration {
 // --enable-pprof); it returns at once and the returned function waits for the file.
 func (s *server) profile(path string, d time.Duration) func() { return s.record("profile", path, d) }
 
+// allocs is profile for what the member allocates in d (a delta of the allocation profile).
+func (s *server) allocs(path string, d time.Duration) func() { return s.record("allocs", path, d) }
+
 // trace is profile for a Go execution trace (go tool trace), which shows what each goroutine
 // waited for.
 func (s *server) trace(path string, d time.Duration) func() { return s.record("trace", path, d) }

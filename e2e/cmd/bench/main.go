@@ -137,7 +137,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds of the availability, keys and watch parts, alternating which implementation goes first")
 	upstreamFirst := flag.Bool("upstream-first", false, "upstream goes first in the first round (a one-round run of a long part, such as kube, otherwise always starts with ours)")
 	throughputRounds := flag.Int("throughput-rounds", 7, "rounds of the single and cluster parts")
-	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member, open-loop, three-member and Kubernetes-shaped (each window's start, every member) workloads (with --pin-member-cpu also execution traces of the single-member ones) and of the watch delivery and the bigread reads, and an execution trace of the compaction's start with its slow requests (first round), in this directory")
+	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member, open-loop, three-member and Kubernetes-shaped (each window's start, every member, with what it allocated) workloads (with --pin-member-cpu also execution traces of the single-member ones) and of the watch delivery and the bigread reads, and an execution trace of the compaction's start with its slow requests (first round), in this directory")
 	flag.DurationVar(&o.profileFor, "pprof-seconds", 3*time.Second, "length of each CPU profile")
 	flag.Parse()
 	if o.pinCPU >= 0 {
