@@ -19,7 +19,8 @@ type gogoMessage interface {
 // decode through their generated methods directly. gRPC's codec goes through the protobuf v2
 // adapter and marshals a large response into a pooled buffer of the next size up (1 MiB for a
 // 300 KiB range response), which held resident memory at nearly twice upstream's under large
-// ranges; an exact-size buffer is garbage once sent. Other messages use gRPC's codec. traffic,
+// ranges: a large message gets a buffer of its exact size, garbage once sent, and only a small
+// one a pooled buffer. Other messages use gRPC's codec. traffic,
 // when set, counts the bytes of every message.
 type codec struct{ traffic *TrafficCounter }
 
@@ -48,7 +49,24 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 		}
 		return out, err
 	}
-	buf := make([]byte, m.Size())
+	size := m.Size()
+	if size <= pooledMarshalMax && !mem.IsBelowBufferPoolingThreshold(size) {
+		// gRPC frees what Marshal returns once it is written: the buffer of a message of a few
+		// KiB (a watch event of a Kubernetes object) goes back to the pool for the next one
+		// instead of to the collector. The smallest are cheaper allocated at their size.
+		pool := mem.DefaultBufferPool()
+		bp := pool.Get(size)
+		n, err := m.MarshalToSizedBuffer(*bp)
+		if err == nil && n == size {
+			c.traffic.countSent(n)
+			return mem.BufferSlice{mem.NewBuffer(bp, pool)}, nil
+		}
+		pool.Put(bp)
+		if err != nil {
+			return nil, fmt.Errorf("marshal %T: %w", v, err)
+		}
+	}
+	buf := make([]byte, size)
 	n, err := m.MarshalToSizedBuffer(buf)
 	if err != nil {
 		return nil, fmt.Errorf("marshal %T: %w", v, err)
@@ -56,6 +74,11 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	c.traffic.countSent(n)
 	return mem.BufferSlice{mem.SliceBuffer(buf[len(buf)-n:])}, nil
 }
+
+// pooledMarshalMax is the largest message marshalled into a pooled buffer. gRPC's pool hands out
+// buffers of a few sizes (the next one up); past this a message gets one of its exact size, so a
+// large range answer never holds a buffer near twice its size.
+const pooledMarshalMax = 32 << 10
 
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	c.traffic.countReceived(data.Len())

@@ -83,3 +83,32 @@ func TestCodecCountsTraffic(t *testing.T) {
 		t.Fatalf("received bytes %v, want %v", got, req.Size())
 	}
 }
+
+// TestCodecPoolsOnlyMidSizedMessages: messages of a few KiB are marshalled into a pooled buffer
+// that gRPC's Free returns, the smallest and the large ones into buffers of their own size; each
+// encodes as the generated Marshal does, also into a buffer the pool hands out again dirty.
+func TestCodecPoolsOnlyMidSizedMessages(t *testing.T) {
+	for _, tc := range []struct {
+		value  int
+		pooled bool
+	}{{10, false}, {5 << 10, true}, {20 << 10, true}, {2 << 10, true}, {40 << 10, false}} {
+		for round := 0; round < 3; round++ {
+			ev := &pb.WatchResponse{Header: &pb.ResponseHeader{Revision: int64(round + 1)}, WatchId: 3, Events: []*mvccpb.Event{
+				{Kv: &mvccpb.KeyValue{Key: []byte("/registry/pods/ns/p"), Value: bytes.Repeat([]byte{byte('a' + round)}, tc.value), ModRevision: 9}},
+			}}
+			data, err := codec{}.Marshal(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := ev.Marshal()
+			if got := data.Materialize(); !bytes.Equal(got, want) {
+				t.Fatalf("value %d, round %d: encoding differs from the generated Marshal", tc.value, round)
+			}
+			_, own := data[0].(mem.SliceBuffer)
+			if len(data) != 1 || own == tc.pooled {
+				t.Fatalf("value %d: %d buffers, pooled %t; want one, pooled %t", tc.value, len(data), !own, tc.pooled)
+			}
+			data.Free()
+		}
+	}
+}
