@@ -58,6 +58,10 @@ func keepUnmeasured(doc, path string) string {
 			found := false
 			for heading, sec := range from {
 				if strings.HasPrefix(heading, prefix) {
+					// The kube section's tables are one run's steps: never mixed with another's.
+					if old, ok := oldSecs[heading]; ok && from[heading] != old && !strings.HasPrefix(heading, "## Kubernetes-shaped load") {
+						sec = keepUnmeasuredRows(sec, old)
+					}
 					b.WriteString(strings.TrimRight(sec, "\n") + "\n")
 					found = true
 				}
@@ -68,6 +72,56 @@ func keepUnmeasured(doc, path string) string {
 		}
 	}
 	return b.String()
+}
+
+// keptTag marks a table row kept from an earlier run, with that run's time.
+const keptTag = " <sup>run of "
+
+// keepUnmeasuredRows is the section sec with the table rows of old's that sec lacks (a run of
+// some parts measures some workloads of a table only) added after its own, each tagged with the
+// run it comes from, so a partial run replaces its rows and no other.
+func keepUnmeasuredRows(sec, old string) string {
+	rowName := func(line string) string {
+		name, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " |")
+		name, _, _ = strings.Cut(name, keptTag)
+		return name
+	}
+	isRow := func(line string) bool {
+		return strings.HasPrefix(line, "| ") && !strings.HasPrefix(line, "| workload |") && !strings.HasPrefix(line, "| figure |") && !strings.HasPrefix(line, "| N |")
+	}
+	lines := strings.Split(strings.TrimRight(sec, "\n"), "\n")
+	have, last := map[string]bool{}, -1
+	for i, l := range lines {
+		if isRow(l) {
+			have[rowName(l)], last = true, i
+		}
+	}
+	if last < 0 {
+		return sec
+	}
+	oldRun := ""
+	for _, l := range strings.Split(old, "\n") {
+		if rest, ok := strings.CutPrefix(l, "Run of "); ok {
+			oldRun, _, _ = strings.Cut(rest, " UTC")
+			break
+		}
+	}
+	var kept []string
+	for _, l := range strings.Split(old, "\n") {
+		if !isRow(l) || have[rowName(l)] {
+			continue
+		}
+		if !strings.Contains(l, keptTag) && oldRun != "" {
+			name := rowName(l)
+			l = "| " + name + keptTag + oldRun + "</sup>" + strings.TrimPrefix(l, "| "+name)
+		}
+		kept = append(kept, l)
+	}
+	if len(kept) == 0 {
+		return sec
+	}
+	out := append(append(append([]string{}, lines[:last+1]...), kept...), lines[last+1:]...)
+	return strings.Join(out, "\n") + "\n"
 }
 
 // figure is how the report shows one single figure.
