@@ -150,6 +150,21 @@ func (s *Store) rangeLocked(key, end []byte, ro RangeOptions, curRev int64, tx *
 	})
 }
 
+// readableRev is the revision a read asks for (0: curRev), or why it cannot be read: a future
+// or a compacted one.
+func (s *Store) readableRev(rev, curRev int64) (int64, error) {
+	if rev > curRev {
+		return 0, ErrFutureRev
+	}
+	if rev <= 0 {
+		rev = curRev
+	}
+	if rev < s.compactRev {
+		return 0, ErrCompacted
+	}
+	return rev, nil
+}
+
 // keyRevisions is key's create and mod revisions and version at rev, from the index alone.
 func (s *Store) keyRevisions(key []byte, rev int64) (create, mod, version int64, ok bool) {
 	m, c, v, err := s.idx.get(key, rev)
@@ -185,15 +200,9 @@ func (s *Store) revisions(out []keyRev, key, end []byte, rev int64, ro RangeOpti
 // (valid only during fn: they may point into the database's memory map) in key order, and the
 // result, which fn may fill in.
 func (s *Store) recordsLocked(key, end []byte, ro RangeOptions, curRev int64, tx *bolt.Tx, fn func(res *RangeResult, krs []keyRev, vals [][]byte) error) (*RangeResult, error) {
-	rev := ro.Rev
-	if rev > curRev {
-		return &RangeResult{Rev: curRev}, ErrFutureRev
-	}
-	if rev <= 0 {
-		rev = curRev
-	}
-	if rev < s.compactRev {
-		return &RangeResult{Rev: curRev}, ErrCompacted
+	rev, err := s.readableRev(ro.Rev, curRev)
+	if err != nil {
+		return &RangeResult{Rev: curRev}, err
 	}
 	if ro.Count {
 		return &RangeResult{Rev: curRev, Count: s.idx.count(key, end, rev)}, nil
@@ -828,11 +837,8 @@ func (t *TxnRead) RangeRecords(key, end []byte, ro RangeOptions, fn func(recs []
 // so a list of N keys read page by page walks the index about once, not once per page. rev is
 // a revision the chunks were read at (so neither future nor compacted when they were).
 func (t *TxnRead) PageCount(key, next, end []byte, rev int64, sent int) (int, error) {
-	if rev > t.rev {
-		return 0, ErrFutureRev
-	}
-	if rev < t.s.compactRev {
-		return 0, ErrCompacted
+	if _, err := t.s.readableRev(rev, t.rev); err != nil {
+		return 0, err
 	}
 	total, ok := t.s.pages.take(pageStart{key: string(key), end: string(end), rev: rev})
 	if !ok {
