@@ -89,7 +89,7 @@ var All = []Point{
 	{RaftBeforeSaveSnap, "3.5", "", "a follower's Ready with the leader's snapshot: before the snapshot file and its WAL record are written"},
 	{RaftAfterSaveSnap, "3.5", "", "after the leader's snapshot is on disk, before the Ready's entries are"},
 	{RaftBeforeSave, "3.5", "", "before a Ready's hard state and entries are written to the WAL"},
-	{RaftBeforeSaveWaitWalSync, "3.5", "3.5", "3.5's point for a Ready that commits entries it also brings: before their WAL write, which the apply waits for"},
+	{RaftBeforeSaveWaitWalSync, "3.5", "3.5", "3.5's point for a Ready that commits entries it also brings, or brings a lone member's entries: before their WAL write, which the apply waits for"},
 	{RaftAfterSave, "3.5", "", "after the WAL write (fsynced), before the entries reach raft's log in memory"},
 	{RaftBeforeApplySnap, "3.5", "", "before the leader's snapshot is applied to raft's log in memory"},
 	{RaftAfterApplySnap, "3.5", "", "after the leader's snapshot is applied to raft's log in memory"},
