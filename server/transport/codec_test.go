@@ -3,10 +3,12 @@ package transport
 import (
 	"bytes"
 	"encoding/binary"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 
 	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 func TestMsgAppV2RoundTrip(t *testing.T) {
@@ -77,6 +79,72 @@ func TestMessageCodecLimits(t *testing.T) {
 	for _, bad := range [][]byte{{1, 0, 0, 0, 0, 0, 0, 0, 9}, {0xff}, {2, 0, 0, 0, 0, 0, 0, 0, 50, 1}} {
 		if _, err := (&msgAppV2Decoder{r: bytes.NewReader(bad)}).decode(); err == nil {
 			t.Errorf("decoded % x without error", bad)
+		}
+	}
+}
+
+// TestDecodeEntryAsRaftpb holds decodeEntry to raftpb's own Unmarshal: the same entry from the
+// same bytes, for entries of every shape (empty and absent data, big numbers, each type), for
+// entries with fields raftpb does not know, and errors for bytes raftpb refuses.
+func TestDecodeEntryAsRaftpb(t *testing.T) {
+	rng := rand.New(rand.NewPCG(47, 1))
+	var cases [][]byte
+	for i := 0; i < 500; i++ {
+		e := raftpb.Entry{Term: rng.Uint64() >> rng.IntN(64), Index: rng.Uint64() >> rng.IntN(64), Type: raftpb.EntryType(rng.IntN(3))}
+		switch rng.IntN(3) {
+		case 0: // no data
+		case 1:
+			e.Data = []byte{}
+		default:
+			e.Data = make([]byte, rng.IntN(3000))
+			for j := range e.Data {
+				e.Data[j] = byte(rng.Uint32())
+			}
+		}
+		b, err := e.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, b)
+	}
+	// A field raftpb does not know (7, bytes) and a varint one (9), before and after the data.
+	unknown := protowire.AppendTag(nil, 7, protowire.BytesType)
+	unknown = protowire.AppendBytes(unknown, []byte("later field"))
+	unknown = protowire.AppendTag(unknown, 9, protowire.VarintType)
+	unknown = protowire.AppendVarint(unknown, 1<<40)
+	withData, _ := (&raftpb.Entry{Term: 2, Index: 5, Data: []byte("put")}).Marshal()
+	cases = append(cases, append(append([]byte{}, unknown...), withData...), append(append([]byte{}, withData...), unknown...))
+	// A negative type, as a 10-byte varint.
+	cases = append(cases, protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), uint64(1<<64-1)))
+	for i, b := range cases {
+		var want, got raftpb.Entry
+		if err := want.Unmarshal(b); err != nil {
+			t.Fatalf("case %d: raftpb: %v", i, err)
+		}
+		if err := decodeEntry(b, &got); err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if len(want.Data) == 0 && len(got.Data) == 0 && (want.Data == nil) == (got.Data == nil) {
+			want.Data, got.Data = nil, nil
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("case %d:\n got %+v\nwant %+v", i, got, want)
+		}
+	}
+	bad := [][]byte{
+		{0x08},       // type without its value
+		{0x22, 0x05}, // data shorter than its length
+		{0x0a, 0x00}, // type as bytes
+		{0x20, 0x01}, // data as a varint
+		{0x80},       // a truncated tag
+	}
+	for _, b := range bad {
+		var want, got raftpb.Entry
+		if err := want.Unmarshal(b); err == nil {
+			t.Fatalf("% x: raftpb took it", b)
+		}
+		if err := decodeEntry(b, &got); err == nil {
+			t.Errorf("% x: decoded without error", b)
 		}
 	}
 }

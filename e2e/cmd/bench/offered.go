@@ -242,15 +242,26 @@ func (c costs) print(label string, ops int) {
 	if ops > 0 && c.calls.reads+c.calls.writes > 0 {
 		// Socket and file calls alike: the kernel's share of a request's CPU time, and (each
 		// socket write a read for the client) of the client's.
-		fmt.Printf("%-12s %-40s %.2f read and %.2f write system calls per request\n", label, "",
-			float64(c.calls.reads)/float64(ops), float64(c.calls.writes)/float64(ops))
+		fmt.Printf("%-12s %-40s %.2f read and %.2f write system calls per request (%s and %s each)\n", label, "",
+			float64(c.calls.reads)/float64(ops), float64(c.calls.writes)/float64(ops),
+			perCall(c.calls.readBytes, c.calls.reads), perCall(c.calls.writeBytes, c.calls.writes))
 	}
 }
 
-type syscallCounts struct{ reads, writes int64 }
+// syscallCounts are a process's read and write system calls and the bytes they moved (sockets
+// and files alike, as /proc/PID/io counts them).
+type syscallCounts struct{ reads, writes, readBytes, writeBytes int64 }
 
 func (c syscallCounts) less(d syscallCounts) syscallCounts {
-	return syscallCounts{c.reads - d.reads, c.writes - d.writes}
+	return syscallCounts{c.reads - d.reads, c.writes - d.writes, c.readBytes - d.readBytes, c.writeBytes - d.writeBytes}
+}
+
+// perCall is the bytes per call, as "N B".
+func perCall(bytes, calls int64) string {
+	if calls <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d B", bytes/calls)
 }
 
 // syscalls reads the member's counts; zero when they cannot be read.
@@ -265,6 +276,10 @@ func (s *server) syscalls() syscallCounts {
 			c.reads, _ = strconv.ParseInt(v, 10, 64)
 		} else if v, ok := strings.CutPrefix(line, "syscw: "); ok {
 			c.writes, _ = strconv.ParseInt(v, 10, 64)
+		} else if v, ok := strings.CutPrefix(line, "rchar: "); ok {
+			c.readBytes, _ = strconv.ParseInt(v, 10, 64)
+		} else if v, ok := strings.CutPrefix(line, "wchar: "); ok {
+			c.writeBytes, _ = strconv.ParseInt(v, 10, 64)
 		}
 	}
 	return c
