@@ -1,14 +1,17 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/anishathalye/porcupine"
 
+	"etcdx/pkg/judge"
 	"etcdx/pkg/register"
 )
 
@@ -96,19 +99,20 @@ func appliedIn(ref map[int64][]Event) register.Writes {
 }
 
 // CheckRevisions: each client's acknowledged operations, one after another in real time, report
-// revisions that never go down (a linearizable store's revision only grows).
+// revisions that never go down (a linearizable store's revision only grows): judge.Monotonic on
+// the history's acknowledged operations in the order they were called.
 func CheckRevisions(ops []Op) error {
-	last := map[int]Op{}
 	sorted := append([]Op(nil), ops...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Call < sorted[j].Call })
+	byClient := map[int][]judge.Seen{}
 	for _, op := range sorted {
 		if op.Rev == 0 || op.Return == math.MaxInt64 {
 			continue
 		}
-		if prev, ok := last[op.Client]; ok && op.Rev < prev.Rev {
-			return fmt.Errorf("client %d saw revision %d after %d (%s then %s)", op.Client, op.Rev, prev.Rev, describe(prev), describe(op))
-		}
-		last[op.Client] = op
+		byClient[op.Client] = append(byClient[op.Client], judge.Seen{Op: describe(op), Revision: op.Rev})
+	}
+	if fs := judge.Monotonic(byClient); len(fs) > 0 {
+		return errors.New(strings.Join(judge.Strings(fs), "; "))
 	}
 	return nil
 }
@@ -118,18 +122,6 @@ func describe(op Op) string {
 		return fmt.Sprintf("put(%s, %s)", op.Key, op.Value)
 	}
 	return fmt.Sprintf("get(%s) -> %q", op.Key, op.Value)
-}
-
-// LostWrites are the acknowledged ledger writes that have is missing or holds another value.
-func LostWrites(acked, have map[string]string) []string {
-	var lost []string
-	for k, v := range acked {
-		if have[k] != v {
-			lost = append(lost, k)
-		}
-	}
-	sort.Strings(lost)
-	return lost
 }
 
 // Event is one change a watcher delivered.

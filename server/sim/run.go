@@ -15,6 +15,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
+	"etcdx/pkg/judge"
 	"etcdx/pkg/register"
 	"etcdx/server/failpoint"
 	"etcdx/server/mvcc"
@@ -633,7 +634,7 @@ func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionS
 	}
 	// Every member holds every acknowledged ledger write, and the same keyspace.
 	acked := h.Acked()
-	hashes := map[uint32][]string{}
+	hashes := map[string]judge.MemberHash{}
 	for _, m := range c.Members() {
 		s := m.Server()
 		r, err := s.KV().Range([]byte("ledger/"), []byte("ledger0"), mvcc.RangeOptions{})
@@ -645,18 +646,18 @@ func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionS
 		for _, kv := range r.KVs {
 			have[string(kv.Key)] = string(kv.Value)
 		}
-		if lost := LostWrites(acked, have); len(lost) > 0 {
+		if lost := judge.LostWrites(acked, have); len(lost) > 0 {
 			res.failf("%s lost %d of %d acknowledged writes: %s", m.Name, len(lost), len(acked), strings.Join(lost[:min(5, len(lost))], ", "))
 		}
-		hash, _, _, _, err := s.KV().HashKV(final)
+		hash, _, _, compacted, err := s.KV().HashKV(final)
 		if err != nil {
 			res.failf("hashkv on %s: %v", m.Name, err)
 			continue
 		}
-		hashes[hash] = append(hashes[hash], m.Name)
+		hashes[m.Name] = judge.MemberHash{Hash: hash, CompactRevision: compacted, Revision: final}
 	}
-	if len(hashes) > 1 {
-		res.failf("members disagree at revision %d: %v", final, hashes)
+	for _, f := range judge.Hashes(hashes) {
+		res.failf("%s", f)
 	}
 	// Watches: the store's own history from revision 1 is the reference.
 	w.mu.Lock()

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"etcdx/pkg/judge"
 	"etcdx/server/failpoint"
 	"flag"
 	"fmt"
@@ -146,7 +147,7 @@ func TestChecksCatchPlantedBugs(t *testing.T) {
 		}
 	})
 	t.Run("lost write", func(t *testing.T) {
-		if lost := LostWrites(map[string]string{"a": "1", "b": "2"}, map[string]string{"a": "1", "b": "3"}); len(lost) != 1 || lost[0] != "b" {
+		if lost := judge.LostWrites(map[string]string{"a": "1", "b": "2"}, map[string]string{"a": "1", "b": "3"}); len(lost) != 1 || lost[0] != "b" {
 			t.Fatalf("lost = %v", lost)
 		}
 	})

@@ -3,11 +3,12 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"etcdx/pkg/judge"
 )
 
 // Ledger records the writes a cluster acknowledged. Each ledger key is written once, so reading
@@ -69,19 +70,6 @@ func CheckAcked(ctx context.Context, cli *clientv3.Client, prefix string, acked 
 			res.AppliedTwice = append(res.AppliedTwice, kv)
 		}
 	}
-	res.Lost = LostKeys(acked, have)
+	res.Lost = judge.LostWrites(acked, have)
 	return res, nil
-}
-
-// LostKeys returns the acknowledged keys that are missing from have or hold another value,
-// sorted.
-func LostKeys(acked, have map[string]string) []string {
-	var lost []string
-	for k, v := range acked {
-		if got, ok := have[k]; !ok || got != v {
-			lost = append(lost, k)
-		}
-	}
-	sort.Strings(lost)
-	return lost
 }

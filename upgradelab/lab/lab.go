@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"etcdx/pkg/judge"
 	"etcdx/upgradelab/cluster"
 	"etcdx/upgradelab/plan"
 	"etcdx/upgradelab/runtimes"
@@ -107,9 +108,9 @@ type Report struct {
 	// Rehearsal is what a run from a copy of real data found (nil for other runs).
 	Rehearsal *RehearsalReport `json:"rehearsal,omitempty"`
 	// Problems are what the watch, revision and lease checks found.
-	Problems      []string                       `json:"problems,omitempty"`
-	Hashes        map[string]workload.MemberHash `json:"hashes,omitempty"`
-	FinalVersions map[string]any                 `json:"finalVersions,omitempty"`
+	Problems      []string                    `json:"problems,omitempty"`
+	Hashes        map[string]judge.MemberHash `json:"hashes,omitempty"`
+	FinalVersions map[string]any              `json:"finalVersions,omitempty"`
 
 	// WorkloadStart is when traffic began; Series holds it per second from then on.
 	WorkloadStart time.Time        `json:"workloadStart"`

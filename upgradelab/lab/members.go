@@ -10,10 +10,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"etcdx/pkg/judge"
 	"etcdx/upgradelab/cluster"
 	"etcdx/upgradelab/plan"
 	"etcdx/upgradelab/runtimes"
-	"etcdx/upgradelab/workload"
 )
 
 // members is the run's cluster as the lab tracks it: the members in it now (in order), the
@@ -190,7 +190,7 @@ func names(ms []runtimes.Member) string {
 
 // hashes asks every member that can answer for its HashKV at one revision, the cluster's
 // current one, waiting for members still applying up to it.
-func (r *run) hashes(ctx context.Context) (map[string]workload.MemberHash, error) {
+func (r *run) hashes(ctx context.Context) (map[string]judge.MemberHash, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	resp, err := r.cli.Get(ctx, "hashkv-probe")
@@ -198,7 +198,7 @@ func (r *run) hashes(ctx context.Context) (map[string]workload.MemberHash, error
 		return nil, fmt.Errorf("hashkv: read the revision: %w", err)
 	}
 	rev := resp.Header.Revision
-	out := map[string]workload.MemberHash{}
+	out := map[string]judge.MemberHash{}
 	for _, m := range r.c.list {
 		if !m.Running(ctx) || m.Frozen() || m.Partitioned() {
 			continue
@@ -206,7 +206,7 @@ func (r *run) hashes(ctx context.Context) (map[string]workload.MemberHash, error
 		for {
 			h, err := r.cli.HashKV(ctx, m.ClientURL(), rev)
 			if err == nil {
-				out[m.Name()] = workload.MemberHash{Hash: h.Hash, CompactRevision: h.CompactRevision, Revision: rev}
+				out[m.Name()] = judge.MemberHash{Hash: h.Hash, CompactRevision: h.CompactRevision, Revision: rev}
 				break
 			}
 			if ctx.Err() != nil {

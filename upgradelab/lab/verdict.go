@@ -8,7 +8,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"etcdx/upgradelab/workload"
+	"etcdx/pkg/judge"
 )
 
 // Findings are what the end-of-run checks gathered from the cluster and the workload; Judge
@@ -17,7 +17,7 @@ type Findings struct {
 	// Problems are the workload's own checks (watch, revisions, leases, ...).
 	Problems []string
 	// Hashes are the members' hashes at one revision; HashErr, why they could not be read.
-	Hashes  map[string]workload.MemberHash
+	Hashes  map[string]judge.MemberHash
 	HashErr error
 	// Lost are acknowledged writes missing or changed (at most a few named); LostErr, why the
 	// ledger could not be read back.
@@ -39,8 +39,8 @@ func Judge(f Findings) error {
 	if f.HashErr != nil {
 		errs = append(errs, f.HashErr)
 	} else {
-		for _, p := range workload.CheckHashes(f.Hashes) {
-			errs = append(errs, errors.New(p))
+		for _, p := range judge.Hashes(f.Hashes) {
+			errs = append(errs, errors.New(p.String()))
 		}
 	}
 	if f.LostErr != nil {

@@ -8,12 +8,12 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"etcdx/upgradelab/workload"
+	"etcdx/pkg/judge"
 )
 
 func TestJudge(t *testing.T) {
-	same := map[string]workload.MemberHash{"m1": {Hash: 7, Revision: 10}, "m2": {Hash: 7, Revision: 10}}
-	differ := map[string]workload.MemberHash{"m1": {Hash: 7, Revision: 10}, "m2": {Hash: 8, Revision: 10}}
+	same := map[string]judge.MemberHash{"m1": {Hash: 7, Revision: 10}, "m2": {Hash: 7, Revision: 10}}
+	differ := map[string]judge.MemberHash{"m1": {Hash: 7, Revision: 10}, "m2": {Hash: 8, Revision: 10}}
 	clean := Findings{Hashes: same, Linearizable: porcupine.Ok, HistoryOps: 100, Timeout: time.Minute}
 	with := func(change func(*Findings)) Findings { f := clean; change(&f); return f }
 	cases := []struct {

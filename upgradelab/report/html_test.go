@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"etcdx/pkg/judge"
 	"etcdx/upgradelab/cluster"
 	"etcdx/upgradelab/lab"
 	"etcdx/upgradelab/plan"
@@ -42,7 +43,7 @@ func sampleRun(t0 time.Time) lab.Report {
 		Series:       []workload.Point{{T: 0, OK: 100, Writes: 70, P99: 5}, {T: 1, OK: 20, Failed: 3, Writes: 10, P99: 900, Max: 1000}},
 		Availability: workload.Availability{Requests: 123, Failed: 3, LongestStall: 3 * time.Second},
 		AckedWrites:  80, Linearizable: "Ok", HistoryOps: 50, LostWrites: []string{},
-		Hashes: map[string]workload.MemberHash{"m1": {Hash: 7}, "m2": {Hash: 7}},
+		Hashes: map[string]judge.MemberHash{"m1": {Hash: 7}, "m2": {Hash: 7}},
 	}
 }
 

@@ -2,8 +2,6 @@ package workload
 
 import (
 	"fmt"
-	"sort"
-	"strings"
 )
 
 // The checkers below judge recorded histories; they hold no connections, so each can be
@@ -66,60 +64,4 @@ func inRanges(rev int64, rs []RevRange) bool {
 		}
 	}
 	return false
-}
-
-// RevisionSeen is the header revision of one linearizable request of a client.
-type RevisionSeen struct {
-	Op       string
-	Revision int64
-}
-
-// CheckMonotonic finds, per client, a linearizable request that saw an older revision than an
-// earlier one of the same client: the store went back in time for it.
-func CheckMonotonic(byClient map[int][]RevisionSeen) []string {
-	var problems []string
-	var clients []int
-	for c := range byClient {
-		clients = append(clients, c)
-	}
-	sort.Ints(clients)
-	for _, c := range clients {
-		var last RevisionSeen
-		for _, r := range byClient[c] {
-			if r.Revision < last.Revision {
-				problems = append(problems, fmt.Sprintf("client %d: %s saw revision %d after %s saw %d", c, r.Op, r.Revision, last.Op, last.Revision))
-				break
-			}
-			last = r
-		}
-	}
-	return problems
-}
-
-// MemberHash is a member's HashKV at a revision.
-type MemberHash struct {
-	Hash            uint32
-	CompactRevision int64
-	Revision        int64
-}
-
-// CheckHashes requires every member's hash of the keyspace at one revision to agree.
-func CheckHashes(byMember map[string]MemberHash) []string {
-	if len(byMember) < 2 {
-		return nil
-	}
-	groups := map[MemberHash][]string{}
-	for m, h := range byMember {
-		groups[h] = append(groups[h], m)
-	}
-	if len(groups) == 1 {
-		return nil
-	}
-	var parts []string
-	for h, ms := range groups {
-		sort.Strings(ms)
-		parts = append(parts, fmt.Sprintf("%s: hash %d (compacted at %d) at revision %d", strings.Join(ms, ","), h.Hash, h.CompactRevision, h.Revision))
-	}
-	sort.Strings(parts)
-	return []string{"members disagree on the keyspace: " + strings.Join(parts, "; ")}
 }

@@ -45,25 +45,3 @@ func TestCheckWatchCatchesGapsDuplicatesAndDisorder(t *testing.T) {
 		t.Errorf("disorder: %v", p)
 	}
 }
-
-func TestCheckMonotonicCatchesTimeTravel(t *testing.T) {
-	ok := map[int][]RevisionSeen{0: {{"put", 5}, {"get", 5}, {"put", 9}}, 1: {{"get", 3}}}
-	if p := CheckMonotonic(ok); len(p) != 0 {
-		t.Errorf("monotonic: %v", p)
-	}
-	bad := map[int][]RevisionSeen{0: {{"put", 5}}, 1: {{"put", 7}, {"get", 6}, {"get", 2}}}
-	if p := CheckMonotonic(bad); len(p) != 1 || p[0] != "client 1: get saw revision 6 after put saw 7" {
-		t.Errorf("went back: %v", p)
-	}
-}
-
-func TestCheckHashesCatchesAMismatch(t *testing.T) {
-	same := map[string]MemberHash{"m1": {42, 3, 100}, "m2": {42, 3, 100}, "m3": {42, 3, 100}}
-	if p := CheckHashes(same); len(p) != 0 {
-		t.Errorf("agreeing members: %v", p)
-	}
-	same["m2"] = MemberHash{43, 3, 100}
-	if p := CheckHashes(same); len(p) != 1 || !strings.Contains(p[0], "m1,m3: hash 42") || !strings.Contains(p[0], "m2: hash 43") {
-		t.Errorf("a planted mismatch: %v", p)
-	}
-}

@@ -11,6 +11,8 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sync/errgroup"
+
+	"etcdx/pkg/judge"
 )
 
 // watcher watches the ledger for the whole run, through member restarts, and records every
@@ -304,9 +306,9 @@ func (w *Workload) Verify(ctx context.Context) Verdict {
 	}
 	w.mu.Lock()
 	acked := append([]AckedPut(nil), w.acked...)
-	revs := map[int][]RevisionSeen{}
+	revs := map[int][]judge.Seen{}
 	for c, r := range w.revs {
-		revs[c] = append([]RevisionSeen(nil), r...)
+		revs[c] = append([]judge.Seen(nil), r...)
 	}
 	v.Problems = append(v.Problems, w.anomalies...)
 	w.mu.Unlock()
@@ -325,7 +327,7 @@ func (w *Workload) Verify(ctx context.Context) Verdict {
 		}
 		v.Problems = append(v.Problems, CheckWatch(events, acked, excused, end)...)
 	}
-	v.Problems = append(v.Problems, CheckMonotonic(revs)...)
+	v.Problems = append(v.Problems, judge.Strings(judge.Monotonic(revs))...)
 	v.Problems = append(v.Problems, w.leases.verify(ctx, w.cli)...)
 	return v
 }

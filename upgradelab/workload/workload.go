@@ -15,6 +15,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"etcdx/pkg/judge"
 	"etcdx/pkg/register"
 	"etcdx/upgradelab/cluster"
 )
@@ -98,7 +99,7 @@ type Workload struct {
 	// acked are the ledger writes with the revision they were written at (for the watch
 	// check); revs the revisions each client's linearizable requests saw.
 	acked []AckedPut
-	revs  map[int][]RevisionSeen
+	revs  map[int][]judge.Seen
 	// anomalies are answers no correct cluster gives (e.g. a txn finding its fresh key taken).
 	anomalies []string
 
@@ -136,7 +137,7 @@ func Start(cli *clientv3.Client, cfg Config) *Workload {
 		cfg.ExpiringLeaseTTL = 3
 	}
 	w := &Workload{cfg: cfg, cli: cli, start: time.Now(), ledger: cluster.NewLedger(), errors: map[string]int{},
-		revs: map[int][]RevisionSeen{}, stop: make(chan struct{})}
+		revs: map[int][]judge.Seen{}, stop: make(chan struct{})}
 	// The register history NarrowUnknown reads begins after what the cluster held before the
 	// workload (a restored snapshot's own history may be compacted).
 	gctx, cancel := context.WithTimeout(context.Background(), opTimeout)
@@ -226,7 +227,7 @@ func (w *Workload) ack(id int, op string, rev int64, key, val string) {
 	defer w.mu.Unlock()
 	w.stats.Acked++
 	w.acked = append(w.acked, AckedPut{Key: key, Revision: rev})
-	w.revs[id] = append(w.revs[id], RevisionSeen{Op: op, Revision: rev})
+	w.revs[id] = append(w.revs[id], judge.Seen{Op: op, Revision: rev})
 }
 
 func (w *Workload) historyFull() bool {
@@ -305,7 +306,7 @@ func (w *Workload) writeRegister(id int, key, val string) {
 	rev, err := w.put(key, val)
 	if err == nil {
 		w.mu.Lock()
-		w.revs[id] = append(w.revs[id], RevisionSeen{Op: "put", Revision: rev})
+		w.revs[id] = append(w.revs[id], judge.Seen{Op: "put", Revision: rev})
 		w.mu.Unlock()
 	}
 	op := Op{Client: id, Key: key, Write: true, Value: val, Call: call, Return: w.now(), Rev: rev}
@@ -331,7 +332,7 @@ func (w *Workload) readRegister(id int, key string) {
 		val = string(resp.Kvs[0].Value)
 	}
 	w.mu.Lock()
-	w.revs[id] = append(w.revs[id], RevisionSeen{Op: "get", Revision: resp.Header.Revision})
+	w.revs[id] = append(w.revs[id], judge.Seen{Op: "get", Revision: resp.Header.Revision})
 	w.mu.Unlock()
 	w.record(Op{Client: id, Key: key, Value: val, Call: call, Return: ret, Rev: resp.Header.Revision})
 }

@@ -1,0 +1,64 @@
+package judge
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// Each check is shown a clean history and the same history with one planted fault; the fault
+// must fire that check and only that one.
+func TestEachPlantedFaultFiresItsCheck(t *testing.T) {
+	acked := map[string]string{"a": "1", "b": "2", "c": "3"}
+	revs := map[int][]Seen{0: {{"put", 5}, {"get", 5}, {"put", 9}}, 1: {{"get", 3}, {"get", 4}}}
+	hashes := map[string]MemberHash{"m1": {42, 3, 100}, "m2": {42, 3, 100}, "m3": {42, 3, 100}}
+	run := func(have map[string]string, revs map[int][]Seen, hashes map[string]MemberHash) []Finding {
+		var fs []Finding
+		fs = append(fs, LostWriteFindings(acked, have)...)
+		fs = append(fs, Monotonic(revs)...)
+		return append(fs, Hashes(hashes)...)
+	}
+	clean := map[string]string{"a": "1", "b": "2", "c": "3", "unacked": "x"}
+	if fs := run(clean, revs, hashes); len(fs) != 0 {
+		t.Fatalf("a clean run: %v", Strings(fs))
+	}
+	cases := []struct {
+		name   string
+		have   map[string]string
+		revs   map[int][]Seen
+		hashes map[string]MemberHash
+		want   Check
+		detail string
+	}{
+		{"a write lost", map[string]string{"a": "1", "c": "3"}, revs, hashes, LostWrite, `b: acknowledged "2", the store has none`},
+		{"a write overwritten", map[string]string{"a": "1", "b": "2", "c": "x"}, revs, hashes, LostWrite, `c: acknowledged "3", the store has "x"`},
+		{"a read back in time", clean, map[int][]Seen{0: revs[0], 1: {{"put", 7}, {"get", 6}, {"get", 2}}}, hashes, RevisionWentBack, "client 1: get saw revision 6 after put saw 7"},
+		{"a member's keyspace differs", clean, revs, map[string]MemberHash{"m1": {42, 3, 100}, "m2": {43, 3, 100}, "m3": {42, 3, 100}}, HashMismatch, "m1,m3: hash 42 (compacted at 3) at revision 100; m2: hash 43"},
+	}
+	for _, c := range cases {
+		fs := run(c.have, c.revs, c.hashes)
+		if got := Fired(fs); !reflect.DeepEqual(got, []Check{c.want}) {
+			t.Errorf("%s: fired %v, want only %s (%v)", c.name, got, c.want, Strings(fs))
+			continue
+		}
+		if len(fs) != 1 || !strings.Contains(fs[0].Detail, c.detail) {
+			t.Errorf("%s: %v, want one finding saying %q", c.name, Strings(fs), c.detail)
+		}
+	}
+}
+
+func TestLostWritesSortedKeys(t *testing.T) {
+	acked := map[string]string{"d": "4", "a": "1", "c": "3", "b": "2"}
+	if lost := LostWrites(acked, map[string]string{"a": "1", "b": "2", "c": "3", "d": "4"}); len(lost) != 0 {
+		t.Fatalf("nothing lost: %v", lost)
+	}
+	if lost := LostWrites(acked, map[string]string{"a": "1", "c": "x"}); strings.Join(lost, ",") != "b,c,d" {
+		t.Fatalf("lost %v, want b,c,d", lost)
+	}
+}
+
+func TestHashesNeedTwoMembers(t *testing.T) {
+	if fs := Hashes(map[string]MemberHash{"m1": {1, 0, 5}}); fs != nil {
+		t.Fatalf("one member cannot disagree: %v", fs)
+	}
+}
