@@ -124,38 +124,8 @@ func describe(op Op) string {
 	return fmt.Sprintf("get(%s) -> %q", op.Key, op.Value)
 }
 
-// Event is one change a watcher delivered.
-type Event struct {
-	Rev   int64
-	Key   string
-	Value string
-	// Delete marks a deletion.
-	Delete bool
-}
-
-// CheckWatch judges one watcher's events against the store's history: from its first revision
-// to the last (final), every revision appears, in order, with exactly the changes the
-// reference (the events every revision holds, from the store) has.
-func CheckWatch(name string, got []Event, reference map[int64][]Event, from, final int64) error {
-	i := 0
-	for rev := from; rev <= final; rev++ {
-		want := reference[rev]
-		for _, w := range want {
-			if i >= len(got) {
-				return fmt.Errorf("watch on %s ended before revision %d (%d events delivered)", name, rev, len(got))
-			}
-			g := got[i]
-			if g != w {
-				return fmt.Errorf("watch on %s: event %d is %+v, the store's revision %d has %+v", name, i, g, rev, w)
-			}
-			i++
-		}
-	}
-	if i < len(got) {
-		return fmt.Errorf("watch on %s delivered %d events beyond revision %d: first %+v", name, len(got)-i, final, got[i])
-	}
-	return nil
-}
+// Event is one change a watcher delivered, or the store made.
+type Event = judge.Event
 
 // VersionSample is the cluster version a member reported at At (History.now), and the level the
 // member ran as then.

@@ -668,8 +668,8 @@ func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionS
 		if n := len(l.events); n > 0 {
 			last = l.events[n-1].Rev
 		}
-		if err := CheckWatch(l.member, l.events, ref, l.from, last); err != nil {
-			res.failf("watch: %v", err)
+		for _, f := range judge.Watch("watch on "+l.member, l.events, judge.WatchReference{History: ref, From: l.from, UpTo: last}) {
+			res.failf("%s", f)
 		}
 		res.WatchEvents += len(l.events)
 	}

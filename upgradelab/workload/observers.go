@@ -24,8 +24,8 @@ type watcher struct {
 	ready chan struct{}
 
 	mu      sync.Mutex
-	events  []WatchEvent
-	excused []RevRange
+	events  []judge.Event
+	excused []judge.RevRange
 	next    int64 // the revision the watch resumes from when it has to be opened again
 	err     string
 }
@@ -49,7 +49,7 @@ func (wt *watcher) run(ctx context.Context, cli *clientv3.Client, prefix string)
 		if err == nil {
 			wt.mu.Lock()
 			wt.next = resp.Header.Revision + 1
-			wt.excused = append(wt.excused, RevRange{From: 1, To: resp.Header.Revision})
+			wt.excused = append(wt.excused, judge.RevRange{From: 1, To: resp.Header.Revision})
 			wt.mu.Unlock()
 			close(wt.ready)
 			break
@@ -67,7 +67,7 @@ func (wt *watcher) run(ctx context.Context, cli *clientv3.Client, prefix string)
 				// The revisions from here up to the compaction are gone: the watch cannot
 				// owe them. It resumes at the compaction.
 				wt.mu.Lock()
-				wt.excused = append(wt.excused, RevRange{From: wt.next, To: resp.CompactRevision - 1})
+				wt.excused = append(wt.excused, judge.RevRange{From: wt.next, To: resp.CompactRevision - 1})
 				wt.next = resp.CompactRevision
 				wt.mu.Unlock()
 				break
@@ -81,7 +81,7 @@ func (wt *watcher) run(ctx context.Context, cli *clientv3.Client, prefix string)
 			wt.mu.Lock()
 			for _, ev := range resp.Events {
 				if ev.Type == mvccpb.PUT {
-					wt.events = append(wt.events, WatchEvent{Key: string(ev.Kv.Key), ModRevision: ev.Kv.ModRevision})
+					wt.events = append(wt.events, judge.Event{Key: string(ev.Kv.Key), Rev: ev.Kv.ModRevision})
 				}
 				wt.next = ev.Kv.ModRevision + 1
 			}
@@ -305,7 +305,7 @@ func (w *Workload) Verify(ctx context.Context) Verdict {
 		}
 	}
 	w.mu.Lock()
-	acked := append([]AckedPut(nil), w.acked...)
+	acked := append([]judge.Event(nil), w.acked...)
 	revs := map[int][]judge.Seen{}
 	for c, r := range w.revs {
 		revs[c] = append([]judge.Seen(nil), r...)
@@ -319,13 +319,13 @@ func (w *Workload) Verify(ctx context.Context) Verdict {
 		caught := w.watch.seen(wctx, end)
 		cancel()
 		w.watch.mu.Lock()
-		events, excused, werr := append([]WatchEvent(nil), w.watch.events...), w.watch.excused, w.watch.err
+		events, excused, werr := append([]judge.Event(nil), w.watch.events...), w.watch.excused, w.watch.err
 		w.watch.mu.Unlock()
 		v.WatchEvents = len(events)
 		if !caught {
 			v.Problems = append(v.Problems, fmt.Sprintf("the watcher did not reach revision %d within 30s (last error: %s)", end, werr))
 		}
-		v.Problems = append(v.Problems, CheckWatch(events, acked, excused, end)...)
+		v.Problems = append(v.Problems, judge.Strings(judge.Watch("the watcher", events, judge.WatchReference{Acked: acked, From: 1, UpTo: end, Excused: excused}))...)
 	}
 	v.Problems = append(v.Problems, judge.Strings(judge.Monotonic(revs))...)
 	v.Problems = append(v.Problems, w.leases.verify(ctx, w.cli)...)

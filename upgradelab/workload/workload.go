@@ -98,7 +98,7 @@ type Workload struct {
 	errors  map[string]int
 	// acked are the ledger writes with the revision they were written at (for the watch
 	// check); revs the revisions each client's linearizable requests saw.
-	acked []AckedPut
+	acked []judge.Event
 	revs  map[int][]judge.Seen
 	// anomalies are answers no correct cluster gives (e.g. a txn finding its fresh key taken).
 	anomalies []string
@@ -226,7 +226,7 @@ func (w *Workload) ack(id int, op string, rev int64, key, val string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.stats.Acked++
-	w.acked = append(w.acked, AckedPut{Key: key, Revision: rev})
+	w.acked = append(w.acked, judge.Event{Key: key, Rev: rev})
 	w.revs[id] = append(w.revs[id], judge.Seen{Op: op, Revision: rev})
 }
 
