@@ -1,11 +1,9 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -101,7 +99,7 @@ func appliedIn(ref map[int64][]Event) register.Writes {
 // CheckRevisions: each client's acknowledged operations, one after another in real time, report
 // revisions that never go down (a linearizable store's revision only grows): judge.Monotonic on
 // the history's acknowledged operations in the order they were called.
-func CheckRevisions(ops []Op) error {
+func CheckRevisions(ops []Op) []judge.Finding {
 	sorted := append([]Op(nil), ops...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Call < sorted[j].Call })
 	byClient := map[int][]judge.Seen{}
@@ -111,10 +109,7 @@ func CheckRevisions(ops []Op) error {
 		}
 		byClient[op.Client] = append(byClient[op.Client], judge.Seen{Op: describe(op), Revision: op.Rev})
 	}
-	if fs := judge.Monotonic(byClient); len(fs) > 0 {
-		return errors.New(strings.Join(judge.Strings(fs), "; "))
-	}
-	return nil
+	return judge.Monotonic(byClient)
 }
 
 func describe(op Op) string {
@@ -129,35 +124,4 @@ type Event = judge.Event
 
 // VersionSample is the cluster version a member reported at At (History.now), and the level the
 // member ran as then.
-type VersionSample struct {
-	At             int64
-	Cluster, Level string
-}
-
-// CheckClusterVersions checks what one member reported over a run: the cluster version never
-// above the member's level, and never lowered but by a downgrade (to its target, after the
-// harness asked for it).
-func CheckClusterVersions(name string, seen []VersionSample, dg DowngradeWindow) error {
-	prev := ""
-	for _, v := range seen {
-		if v.Cluster == "" {
-			continue
-		}
-		if prev != "" && lessVersion(v.Cluster, prev) && (dg.Target == "" || v.At < dg.From || v.Cluster != dg.Target) {
-			return fmt.Errorf("%s lowered the cluster version from %s to %s", name, prev, v.Cluster)
-		}
-		if lessVersion(v.Level, v.Cluster) {
-			return fmt.Errorf("%s reported cluster version %s, above its level %s", name, v.Cluster, v.Level)
-		}
-		prev = v.Cluster
-	}
-	return nil
-}
-
-// lessVersion compares major.minor versions.
-func lessVersion(a, b string) bool {
-	var am, an, bm, bn int
-	fmt.Sscanf(a, "%d.%d", &am, &an)
-	fmt.Sscanf(b, "%d.%d", &bm, &bn)
-	return am < bm || am == bm && an < bn
-}
+type VersionSample = judge.VersionSample

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"etcdx/pkg/judge"
 )
 
 // leaseLog records, for each lease a client granted and attached a key to, its TTL and the
@@ -111,16 +113,13 @@ func runLeaseClient(c *Cluster, h *History, log *leaseLog, rng *rand.Rand, stop 
 	}
 }
 
-// checkLeases: a lease's key is deleted (it expired) no earlier than its TTL after the last
-// keep-alive the cluster acknowledged, at most once, and no keep-alive is acknowledged for it
-// after its key was seen deleted.
+// checkLeases: judge.Leases on what the lease client recorded and every watch's sight of a
+// lease key's deletion.
 func checkLeases(w *watchers, log *leaseLog, res *Result) {
 	w.mu.Lock()
 	logs := append([]watchLog(nil), w.got...)
 	w.mu.Unlock()
-	deletedAt := map[int64]int64{} // lease -> first moment a watch saw its key deleted
-	deletions := map[int64]int64{} // lease -> revisions its key was deleted at, counted once each
-	seenRev := map[[2]int64]bool{} // {lease, revision}
+	deleted := map[int64][]judge.LeaseDeletion{}
 	for _, l := range logs {
 		for i, ev := range l.events {
 			if !ev.Delete || !strings.HasPrefix(ev.Key, "lease/") {
@@ -130,34 +129,16 @@ func checkLeases(w *watchers, log *leaseLog, res *Result) {
 			if err != nil {
 				continue
 			}
-			lid := int64(id)
-			if at, ok := deletedAt[lid]; !ok || l.at[i] < at {
-				deletedAt[lid] = l.at[i]
-			}
-			if !seenRev[[2]int64{lid, ev.Rev}] {
-				seenRev[[2]int64{lid, ev.Rev}] = true
-				deletions[lid]++
-			}
+			deleted[int64(id)] = append(deleted[int64(id)], judge.LeaseDeletion{At: l.at[i], Rev: ev.Rev})
 		}
 	}
 	log.mu.Lock()
-	defer log.mu.Unlock()
-	for id, rec := range log.leases {
-		at, ok := deletedAt[id]
-		if !ok {
-			continue
-		}
-		res.LeasesExpired++
-		if early := time.Duration(rec.kept) + rec.ttl - time.Duration(at); early > 0 {
-			res.failf("lease %016x expired early: its key was deleted %v before its %v TTL ran out since the last acknowledged keep-alive", id, early.Round(time.Millisecond), rec.ttl)
-		}
-		if deletions[id] > 1 {
-			res.failf("lease %016x expired %d times", id, deletions[id])
-		}
-		for _, r := range rec.renewals {
-			if r > at {
-				res.failf("lease %016x: a keep-alive sent %v after its key was deleted was acknowledged", id, time.Duration(r-at).Round(time.Millisecond))
-			}
-		}
+	recs := make(map[int64]judge.LeaseRecord, len(log.leases))
+	for id, r := range log.leases {
+		recs[id] = judge.LeaseRecord{TTL: r.ttl, Kept: r.kept, Renewals: append([]int64(nil), r.renewals...)}
 	}
+	log.mu.Unlock()
+	fs, expired := judge.Leases(recs, deleted)
+	res.LeasesExpired += expired
+	res.found(fs...)
 }

@@ -8,6 +8,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"etcdx/pkg/judge"
 	"etcdx/server/version"
 )
 
@@ -86,10 +87,7 @@ type lifecycle struct {
 
 // DowngradeWindow says from when (History.now) the cluster version may go down, and to what.
 // The zero window allows no lowering.
-type DowngradeWindow struct {
-	Target string
-	From   int64
-}
+type DowngradeWindow = judge.DowngradeWindow
 
 func newLifecycle(p Path, c *Cluster, h *History, rng *rand.Rand) *lifecycle {
 	return &lifecycle{path: p, c: c, h: h, order: rng.Perm(len(c.Members()))}

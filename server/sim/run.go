@@ -188,8 +188,10 @@ type Result struct {
 	// LeasesExpired, leases whose expiry the lease check judged; Delays, failpoint delays set
 	// (none in a build without failpoints).
 	Ops, Acked, WatchEvents, LeasesExpired, Delays int
-	// Failures are the checks that failed.
+	// Failures are the checks that failed; Findings, those of pkg/judge's checks among them,
+	// which name their check.
 	Failures []string
+	Findings []judge.Finding
 }
 
 // Failed reports whether a check failed.
@@ -197,6 +199,14 @@ func (r *Result) Failed() bool { return len(r.Failures) > 0 }
 
 func (r *Result) failf(format string, args ...any) {
 	r.Failures = append(r.Failures, fmt.Sprintf(format, args...))
+}
+
+// found records what one of pkg/judge's checks found.
+func (r *Result) found(fs ...judge.Finding) {
+	for _, f := range fs {
+		r.Findings = append(r.Findings, f)
+		r.Failures = append(r.Failures, f.String())
+	}
 }
 
 // Run runs one seeded simulation: a cluster under client load and the seed's fault schedule,
@@ -281,7 +291,7 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 		}
 		for len(restarts) > 0 && !time.Now().Before(restarts[0].at) {
 			if err := c.Restart(restarts[0].m); err != nil {
-				res.failf("restart %s: %v", restarts[0].m.Name, err)
+				res.found(judge.Finding{Check: judge.MemberStartRefused, Detail: fmt.Sprintf("restart %s: %v", restarts[0].m.Name, err)})
 			}
 			restarts = restarts[1:]
 		}
@@ -332,7 +342,7 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 			}
 			for _, m := range c.Members() {
 				if err := c.Restart(m); err != nil {
-					res.failf("start %s after the power cut: %v", m.Name, err)
+					res.found(judge.Finding{Check: judge.MemberStartRefused, Detail: fmt.Sprintf("start %s after the power cut: %v", m.Name, err)})
 				}
 			}
 		case "faults":
@@ -383,7 +393,7 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 	net.MendAll()
 	for _, p := range restarts {
 		if err := c.Restart(p.m); err != nil {
-			res.failf("restart %s: %v", p.m.Name, err)
+			res.found(judge.Finding{Check: judge.MemberStartRefused, Detail: fmt.Sprintf("restart %s: %v", p.m.Name, err)})
 		}
 	}
 	for _, m := range joins {
@@ -401,7 +411,7 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 		deadline := time.Now().Add(memberChangeBound)
 		for !c.Promote(ctx, l) {
 			if time.Now().After(deadline) {
-				res.failf("learner %s could not be promoted within %v of the faults ending", l.Name, memberChangeBound)
+				res.found(judge.Finding{Check: judge.LearnerNotPromotable, Detail: fmt.Sprintf("learner %s could not be promoted within %v of the faults ending", l.Name, memberChangeBound)})
 				break
 			}
 			time.Sleep(100 * time.Millisecond)
@@ -610,11 +620,9 @@ func (v *versionSampler) run(stop <-chan struct{}) {
 // check runs every check on the quiet cluster and the recorded history.
 func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionSampler, dg DowngradeWindow, res *Result) {
 	ops := h.Ops()
-	if err := CheckRevisions(ops); err != nil {
-		res.failf("revisions: %v", err)
-	}
+	res.found(CheckRevisions(ops)...)
 	if drifts := c.Drifts(); len(drifts) > 0 {
-		res.failf("membership: a member found its v3 store out of line with its v2 store: %v", drifts)
+		res.found(judge.Finding{Check: judge.MembershipDrift, Detail: fmt.Sprintf("a member found its v3 store out of line with its v2 store: %v", drifts)})
 	}
 	final, err := settle(ctx, c)
 	if err != nil {
@@ -630,7 +638,7 @@ func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionS
 	}
 	resolved := register.ResolveUnknown(ops, appliedIn(ref).Applied)
 	if err := CheckLinearizable(resolved, time.Minute); err != nil {
-		res.failf("linearizability: %v", err)
+		res.found(judge.Finding{Check: judge.NotLinearizable, Detail: err.Error()})
 	}
 	// Every member holds every acknowledged ledger write, and the same keyspace.
 	acked := h.Acked()
@@ -647,7 +655,7 @@ func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionS
 			have[string(kv.Key)] = string(kv.Value)
 		}
 		if lost := judge.LostWrites(acked, have); len(lost) > 0 {
-			res.failf("%s lost %d of %d acknowledged writes: %s", m.Name, len(lost), len(acked), strings.Join(lost[:min(5, len(lost))], ", "))
+			res.found(judge.Finding{Check: judge.LostWrite, Detail: fmt.Sprintf("%s lost %d of %d acknowledged writes: %s", m.Name, len(lost), len(acked), strings.Join(lost[:min(5, len(lost))], ", "))})
 		}
 		hash, _, _, compacted, err := s.KV().HashKV(final)
 		if err != nil {
@@ -656,9 +664,7 @@ func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionS
 		}
 		hashes[m.Name] = judge.MemberHash{Hash: hash, CompactRevision: compacted, Revision: final}
 	}
-	for _, f := range judge.Hashes(hashes) {
-		res.failf("%s", f)
-	}
+	res.found(judge.Hashes(hashes)...)
 	// Watches: the store's own history from revision 1 is the reference.
 	w.mu.Lock()
 	logs := append([]watchLog(nil), w.got...)
@@ -668,17 +674,13 @@ func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionS
 		if n := len(l.events); n > 0 {
 			last = l.events[n-1].Rev
 		}
-		for _, f := range judge.Watch("watch on "+l.member, l.events, judge.WatchReference{History: ref, From: l.from, UpTo: last}) {
-			res.failf("%s", f)
-		}
+		res.found(judge.Watch("watch on "+l.member, l.events, judge.WatchReference{History: ref, From: l.from, UpTo: last})...)
 		res.WatchEvents += len(l.events)
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for name, seen := range v.seen {
-		if err := CheckClusterVersions(name, seen, dg); err != nil {
-			res.failf("cluster version: %v", err)
-		}
+		res.found(judge.ClusterVersions(name, seen, dg)...)
 	}
 }
 
