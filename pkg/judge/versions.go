@@ -8,14 +8,25 @@ const (
 	// ClusterVersionLowered: a member reported a lower cluster version than before, other than
 	// to a downgrade's target after the downgrade was asked for.
 	ClusterVersionLowered Check = "cluster-version-lowered"
+	// StorageVersionAboveLevel: a member's storage version (its bbolt schema) above the level it
+	// runs as: a binary serving data newer than itself.
+	StorageVersionAboveLevel Check = "storage-version-above-level"
+	// StorageVersionAheadOfCluster: a member migrated its storage above the cluster version (an
+	// upgrade's migration before the cluster version reached it; a downgrade's target may be
+	// below the storage version only until the member migrates down).
+	StorageVersionAheadOfCluster Check = "storage-version-ahead-of-cluster"
+	// StorageVersionNotFollowing: once the cluster has settled, a member's storage version is not
+	// the cluster version (or its own level, when that is lower).
+	StorageVersionNotFollowing Check = "storage-version-not-following"
 )
 
 // VersionSample is what a member reported at At (any clock the harness keeps, the same for the
-// downgrade window): its cluster version ("" before it knows one) and the level it ran as, as
-// major.minor.
+// downgrade window): its cluster version ("" before it knows one), the level it ran as and its
+// storage version ("" where its level keeps none: 3.5), as major.minor. Cluster and Storage
+// must be read together (one snapshot of the member's version state).
 type VersionSample struct {
-	At             int64
-	Cluster, Level string
+	At                      int64
+	Cluster, Level, Storage string
 }
 
 // DowngradeWindow says from when (At's clock) the cluster version may go down, and to what
@@ -26,7 +37,8 @@ type DowngradeWindow struct {
 }
 
 // ClusterVersions checks what the member called name reported over a run, in order:
-// ClusterVersionAboveLevel and ClusterVersionLowered, the first of each.
+// ClusterVersionAboveLevel, ClusterVersionLowered, StorageVersionAboveLevel and
+// StorageVersionAheadOfCluster, the first of each.
 func ClusterVersions(name string, seen []VersionSample, dg DowngradeWindow) []Finding {
 	var out []Finding
 	fired := map[Check]bool{}
@@ -48,8 +60,39 @@ func ClusterVersions(name string, seen []VersionSample, dg DowngradeWindow) []Fi
 			add(ClusterVersionAboveLevel, "reported cluster version %s, above its level %s", v.Cluster, v.Level)
 		}
 		prev = v.Cluster
+		if v.Storage == "" {
+			continue
+		}
+		if lessVersion(v.Level, v.Storage) {
+			add(StorageVersionAboveLevel, "holds storage version %s, above its level %s", v.Storage, v.Level)
+		}
+		downgrading := dg.Target != "" && v.At >= dg.From && v.Cluster == dg.Target
+		if lessVersion(v.Cluster, v.Storage) && !downgrading {
+			add(StorageVersionAheadOfCluster, "holds storage version %s, above cluster version %s", v.Storage, v.Cluster)
+		}
 	}
 	return out
+}
+
+// StorageSettled checks a member's versions once the cluster has settled (every member applied
+// the same revision): its storage version is the cluster version, or its level where that is
+// lower, and never below 3.5 (StorageVersionNotFollowing). Members whose level keeps no storage
+// version, and members that know no cluster version, have nothing to check.
+func StorageSettled(name string, v VersionSample) []Finding {
+	if v.Storage == "" || v.Cluster == "" {
+		return nil
+	}
+	want := v.Cluster
+	if lessVersion(v.Level, want) {
+		want = v.Level
+	}
+	if lessVersion(want, "3.5") {
+		want = "3.5"
+	}
+	if v.Storage != want {
+		return []Finding{{StorageVersionNotFollowing, fmt.Sprintf("%s holds storage version %s where cluster version %s and its level %s want %s", name, v.Storage, v.Cluster, v.Level, want)}}
+	}
+	return nil
 }
 
 // lessVersion compares major.minor versions.

@@ -35,3 +35,50 @@ func TestClusterVersionsPlantedFaults(t *testing.T) {
 		}
 	}
 }
+
+func TestStorageVersionsPlantedFaults(t *testing.T) {
+	at := func(ms int64, cluster, level, storage string) VersionSample {
+		return VersionSample{At: ms * int64(time.Millisecond), Cluster: cluster, Level: level, Storage: storage}
+	}
+	dg := DowngradeWindow{Target: "3.6", From: 5 * int64(time.Millisecond)}
+	cases := []struct {
+		name string
+		seen []VersionSample
+		dg   DowngradeWindow
+		want []Check
+	}{
+		{"a 3.5 member keeps none", []VersionSample{at(1, "3.5", "3.5", "")}, DowngradeWindow{}, nil},
+		{"follows an upgrade", []VersionSample{at(1, "3.6", "3.7", "3.6"), at(2, "3.7", "3.7", "3.6"), at(3, "3.7", "3.7", "3.7")}, DowngradeWindow{}, nil},
+		{"follows a downgrade", []VersionSample{at(1, "3.7", "3.7", "3.7"), at(6, "3.6", "3.7", "3.7"), at(7, "3.6", "3.7", "3.6"), at(8, "3.6", "3.6", "3.6")}, dg, nil},
+		{"migrated up before the cluster version", []VersionSample{at(1, "3.6", "3.7", "3.7")}, DowngradeWindow{}, []Check{StorageVersionAheadOfCluster}},
+		{"above the cluster version before the downgrade", []VersionSample{at(1, "3.7", "3.7", "3.7"), at(4, "3.6", "3.7", "3.7")}, dg, []Check{ClusterVersionLowered, StorageVersionAheadOfCluster}},
+		{"a binary on newer storage", []VersionSample{at(8, "3.6", "3.6", "3.7")}, dg, []Check{StorageVersionAboveLevel}},
+	}
+	for _, c := range cases {
+		fs := ClusterVersions("m1", c.seen, c.dg)
+		if got := Fired(fs); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: fired %v, want %v (%v)", c.name, got, c.want, Strings(fs))
+		}
+	}
+	settled := []struct {
+		name string
+		v    VersionSample
+		ok   bool
+	}{
+		{"at the cluster version", at(9, "3.7", "3.7", "3.7"), true},
+		{"at its level, below the cluster's", at(9, "3.7", "3.6", "3.6"), true},
+		{"a 3.5 member", at(9, "3.5", "3.5", ""), true},
+		{"no cluster version yet", at(9, "", "3.7", "3.5"), true},
+		{"left behind an upgrade", at(9, "3.7", "3.7", "3.6"), false},
+		{"left above a finished downgrade", at(9, "3.6", "3.7", "3.7"), false},
+	}
+	for _, c := range settled {
+		fs := StorageSettled("m1", c.v)
+		if ok := len(fs) == 0; ok != c.ok {
+			t.Errorf("%s: %v", c.name, Strings(fs))
+		}
+		if !c.ok && !reflect.DeepEqual(Fired(fs), []Check{StorageVersionNotFollowing}) {
+			t.Errorf("%s: fired %v", c.name, Fired(fs))
+		}
+	}
+}

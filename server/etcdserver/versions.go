@@ -76,6 +76,17 @@ func (s *Server) ClusterVersion() version.Level {
 	return c
 }
 
+// Versions are the cluster version and the storage version (as StorageVersion) read together:
+// a harness comparing the two needs one moment's pair (the storage version follows the cluster
+// version in the apply that changed it).
+func (s *Server) Versions() (cluster, storage version.Level) {
+	c, _, st := s.vers.get()
+	if !version.StorageVersion.Built(s.cfg.Level) {
+		st = version.Level{}
+	}
+	return c, st
+}
+
 // StorageVersion is the schema level of this member's backend. A 3.5 binary has no notion of it
 // and reports zero, as upstream 3.5 reports nothing.
 func (s *Server) StorageVersion() version.Level {

@@ -17,6 +17,7 @@ import (
 
 	"etcdx/pkg/judge"
 	"etcdx/pkg/register"
+	"etcdx/server/etcdserver"
 	"etcdx/server/failpoint"
 	"etcdx/server/mvcc"
 )
@@ -608,13 +609,26 @@ func (v *versionSampler) run(stop <-chan struct{}) {
 			default:
 				continue // still replaying its log: not serving what it holds yet
 			}
-			if cv := s.ClusterVersion(); !cv.IsZero() {
+			if sample, ok := v.sample(s); ok {
 				v.mu.Lock()
-				v.seen[m.Name] = append(v.seen[m.Name], VersionSample{At: v.h.now(), Cluster: cv.String(), Level: s.Level().String()})
+				v.seen[m.Name] = append(v.seen[m.Name], sample)
 				v.mu.Unlock()
 			}
 		}
 	}
+}
+
+// sample is what a member reports now; false before it knows a cluster version.
+func (v *versionSampler) sample(s *etcdserver.Server) (VersionSample, bool) {
+	cv, sv := s.Versions()
+	if cv.IsZero() {
+		return VersionSample{}, false
+	}
+	out := VersionSample{At: v.h.now(), Cluster: cv.String(), Level: s.Level().String()}
+	if !sv.IsZero() {
+		out.Storage = sv.String()
+	}
+	return out, true
 }
 
 // check runs every check on the quiet cluster and the recorded history.
@@ -628,6 +642,14 @@ func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionS
 	if err != nil {
 		res.failf("settle: %v", err)
 		return
+	}
+	// Settled, every member's storage version is where the cluster version puts it.
+	for _, m := range c.Members() {
+		if s := m.Server(); s != nil {
+			if sample, ok := v.sample(s); ok {
+				res.found(judge.StorageSettled(m.Name, sample)...)
+			}
+		}
 	}
 	// The store's own history, from revision 1: what the watches are compared with, and what
 	// tells the writes of unknown outcome that took effect from those that did not.
