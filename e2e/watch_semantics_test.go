@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -95,5 +96,68 @@ func TestRequireLeaderWatchOnAMemberCutOff(t *testing.T) {
 	case wr, ok := <-lax:
 		t.Fatalf("the watch without require-leader ended: %v %v", ok, wr.Err())
 	default:
+	}
+}
+
+// A watch from a revision the member has not reached gets no progress notification until it
+// does, neither the periodic one nor an asked-for one, as upstream 3.7.3's (progressIfSync): the
+// client library resumes a broken watch after the last progress revision it saw, so ours' old
+// notification at the member's revision, below the start, made a resumed watch deliver events
+// from before its start (upstream's robustness suite: "broke Resumable", a member behind after a
+// restart). Once the member reaches the start, the watch gets that revision's event first.
+func TestNoProgressBeforeTheStartRevisionAsUpstream(t *testing.T) {
+	for _, side := range []struct{ name, bin string }{{"ours", ""}, {"upstream", UpstreamBinary(t, "etcd")}} {
+		t.Run(side.name, func(t *testing.T) {
+			m := NewMember(t, "--watch-progress-notify-interval", "200ms")
+			if side.bin != "" {
+				m.Bin = side.bin
+			}
+			m.Start()
+			c := m.Client()
+			if _, err := c.Put(Ctx(t), "k", "1"); err != nil { // revision 2
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			wch := c.Watch(ctx, "k", clientv3.WithRev(6), clientv3.WithProgressNotify())
+			asked := time.NewTicker(300 * time.Millisecond)
+			defer asked.Stop()
+			quiet := time.After(1500 * time.Millisecond)
+		wait:
+			for {
+				select {
+				case wr := <-wch:
+					t.Fatalf("at revision 2, a watch from 6 got a response: revision %d, progress %v, %d events", wr.Header.Revision, wr.IsProgressNotify(), len(wr.Events))
+				case <-asked.C:
+					if err := c.RequestProgress(ctx); err != nil {
+						t.Fatal(err)
+					}
+				case <-quiet:
+					break wait
+				}
+			}
+			for i := 2; i <= 5; i++ { // revisions 3 to 6
+				if _, err := c.Put(Ctx(t), "k", fmt.Sprint(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for {
+				select {
+				case wr := <-wch:
+					if wr.IsProgressNotify() {
+						if wr.Header.Revision < 6 {
+							t.Fatalf("progress at revision %d before the event of revision 6", wr.Header.Revision)
+						}
+						continue
+					}
+					if len(wr.Events) != 1 || wr.Events[0].Kv.ModRevision != 6 || string(wr.Events[0].Kv.Value) != "5" {
+						t.Fatalf("first events %+v, want the put of revision 6", wr.Events)
+					}
+					return
+				case <-time.After(10 * time.Second):
+					t.Fatal("no event of revision 6")
+				}
+			}
+		})
 	}
 }

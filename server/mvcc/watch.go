@@ -33,6 +33,12 @@ type watcher struct {
 	id       int64
 	key, end []byte
 	minRev   int64 // next revision this watcher needs
+	// startRev is the revision the watch asked to start from (0: the next change). Until the
+	// store reaches it, the watcher gets no progress notification: a client library resumes a
+	// broken watch after the last progress revision it saw, so a notification below the start
+	// would have it resume before the start and deliver events the watch never asked for
+	// (upstream's progressIfSync holds them back alike).
+	startRev int64
 	filters  []EventFilter
 	ws       *WatchStream
 	synced   bool
@@ -306,7 +312,7 @@ func (ws *WatchStream) Watch(id int64, key, end []byte, startRev int64, filters 
 	} else if _, taken := ws.watchers[id]; taken {
 		return -1, ErrWatchIDInUse
 	}
-	w := &watcher{id: id, key: key, end: end, filters: filters, ws: ws}
+	w := &watcher{id: id, key: key, end: end, filters: filters, ws: ws, startRev: max(startRev, 0)}
 	if startRev <= 0 || startRev > s.currentRev {
 		w.synced = true
 		w.minRev = s.currentRev + 1
@@ -340,12 +346,13 @@ func (ws *WatchStream) Cancel(id int64) error {
 }
 
 // RequestProgress sends an empty response at the current revision for watcher id if it is
-// synced (an unsynced watcher will soon send real events, which carry progress anyway).
+// synced (an unsynced watcher will soon send real events, which carry progress anyway) and the
+// store has reached the revision it starts from.
 func (ws *WatchStream) RequestProgress(id int64) {
 	s := ws.g.s
 	defer ws.lockStoreAndGroups()()
 	w, ok := ws.watchers[id]
-	if !ok || !w.synced {
+	if !ok || !w.synced || s.currentRev < w.startRev {
 		return
 	}
 	select {
@@ -354,13 +361,13 @@ func (ws *WatchStream) RequestProgress(id int64) {
 	}
 }
 
-// RequestProgressAll sends one stream-wide progress notification if every watcher is synced,
-// and reports whether it did.
+// RequestProgressAll sends one stream-wide progress notification if every watcher is synced and
+// the store has reached every watcher's start revision, and reports whether it did.
 func (ws *WatchStream) RequestProgressAll() bool {
 	s := ws.g.s
 	defer ws.lockStoreAndGroups()()
 	for _, w := range ws.watchers {
-		if !w.synced {
+		if !w.synced || s.currentRev < w.startRev {
 			return false
 		}
 	}

@@ -206,3 +206,56 @@ func indexOf(evs []Event, e Event) int {
 	}
 	return -1
 }
+
+// TestNoProgressBeforeTheStartRevision: a watch that starts from a revision the store has not
+// reached (a client resuming on a member that is behind) gets no progress notification until
+// the store reaches it, neither its own nor the stream's: the client library resumes a broken
+// watch after the last progress revision it saw, and a notification below the start had it
+// resume there and receive events from before the start (upstream's robustness suite caught it:
+// "broke Resumable", a watch from revision 932 delivering 914 after a member's restart). Once
+// the store reaches the start, progress flows as for any synced watcher.
+func TestNoProgressBeforeTheStartRevision(t *testing.T) {
+	_, s := openStore(t, filepath.Join(t.TempDir(), "db"))
+	put(t, s, "a", "1") // revision 2
+	ws := s.NewWatchStream()
+	defer ws.Close()
+	now, err := ws.Watch(0, []byte("b"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead, err := ws.Watch(0, []byte("a"), nil, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectNone := func(when string) {
+		select {
+		case r := <-ws.Chan():
+			t.Fatalf("%s: a response at revision %d (watch %d, %d events), before the start revision 5", when, r.Revision, r.WatchID, len(r.Events))
+		default:
+		}
+	}
+	for rev := 2; rev < 5; rev++ {
+		ws.RequestProgress(ahead)
+		if ws.RequestProgressAll() {
+			t.Fatalf("at revision %d the stream-wide progress went out", rev)
+		}
+		expectNone(fmt.Sprintf("at revision %d", rev))
+		put(t, s, "a", fmt.Sprint(rev)) // revisions 3, 4, 5: the watch skips 3 and 4
+	}
+	r := <-ws.Chan()
+	if r.WatchID != ahead || len(r.Events) != 1 || r.Events[0].KV.ModRevision != 5 {
+		t.Fatalf("at the start revision: %+v, want the event of revision 5", r)
+	}
+	ws.RequestProgress(ahead)
+	if r := <-ws.Chan(); r.WatchID != ahead || r.Revision != 5 || len(r.Events) != 0 {
+		t.Fatalf("progress at revision 5: %+v", r)
+	}
+	// The watch of the next change had its progress all along.
+	ws.RequestProgress(now)
+	if r := <-ws.Chan(); r.WatchID != now || r.Revision != 5 {
+		t.Fatalf("progress of the watch from now: %+v", r)
+	}
+	if !ws.RequestProgressAll() {
+		t.Fatal("every watcher synced and started: the stream-wide progress must go out")
+	}
+}
