@@ -30,16 +30,27 @@ type VersionSample struct {
 }
 
 // DowngradeWindow says from when (At's clock) the cluster version may go down, and to what
-// (Target, major.minor). The zero window allows no lowering.
+// (Target, major.minor): a downgrade enabled then. The zero window allows no lowering.
 type DowngradeWindow struct {
 	Target string
 	From   int64
 }
 
-// ClusterVersions checks what the member called name reported over a run, in order:
+// downgrading reports whether one of windows allows the cluster version cluster at at.
+func downgrading(windows []DowngradeWindow, at int64, cluster string) bool {
+	for _, w := range windows {
+		if w.Target != "" && at >= w.From && cluster == w.Target {
+			return true
+		}
+	}
+	return false
+}
+
+// ClusterVersions checks what the member called name reported over a run (with the downgrades
+// enabled during it), in order:
 // ClusterVersionAboveLevel, ClusterVersionLowered, StorageVersionAboveLevel and
 // StorageVersionAheadOfCluster, the first of each.
-func ClusterVersions(name string, seen []VersionSample, dg DowngradeWindow) []Finding {
+func ClusterVersions(name string, seen []VersionSample, windows []DowngradeWindow) []Finding {
 	var out []Finding
 	fired := map[Check]bool{}
 	add := func(c Check, format string, a ...any) {
@@ -53,7 +64,7 @@ func ClusterVersions(name string, seen []VersionSample, dg DowngradeWindow) []Fi
 		if v.Cluster == "" {
 			continue
 		}
-		if prev != "" && lessVersion(v.Cluster, prev) && (dg.Target == "" || v.At < dg.From || v.Cluster != dg.Target) {
+		if prev != "" && lessVersion(v.Cluster, prev) && !downgrading(windows, v.At, v.Cluster) {
 			add(ClusterVersionLowered, "lowered the cluster version from %s to %s", prev, v.Cluster)
 		}
 		if lessVersion(v.Level, v.Cluster) {
@@ -66,8 +77,7 @@ func ClusterVersions(name string, seen []VersionSample, dg DowngradeWindow) []Fi
 		if lessVersion(v.Level, v.Storage) {
 			add(StorageVersionAboveLevel, "holds storage version %s, above its level %s", v.Storage, v.Level)
 		}
-		downgrading := dg.Target != "" && v.At >= dg.From && v.Cluster == dg.Target
-		if lessVersion(v.Cluster, v.Storage) && !downgrading {
+		if lessVersion(v.Cluster, v.Storage) && !downgrading(windows, v.At, v.Cluster) {
 			add(StorageVersionAheadOfCluster, "holds storage version %s, above cluster version %s", v.Storage, v.Cluster)
 		}
 	}

@@ -26,7 +26,7 @@ func TestClusterVersionsPlantedFaults(t *testing.T) {
 		{"both, each once", []VersionSample{at(1, "3.7", "3.6"), at(2, "3.6", "3.6"), at(3, "3.7", "3.6"), at(4, "3.5", "3.6")}, DowngradeWindow{}, []Check{ClusterVersionAboveLevel, ClusterVersionLowered}},
 	}
 	for _, c := range cases {
-		fs := ClusterVersions("m1", c.seen, c.dg)
+		fs := ClusterVersions("m1", c.seen, []DowngradeWindow{c.dg})
 		if got := Fired(fs); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: fired %v, want %v (%v)", c.name, got, c.want, Strings(fs))
 		}
@@ -55,7 +55,7 @@ func TestStorageVersionsPlantedFaults(t *testing.T) {
 		{"a binary on newer storage", []VersionSample{at(8, "3.6", "3.6", "3.7")}, dg, []Check{StorageVersionAboveLevel}},
 	}
 	for _, c := range cases {
-		fs := ClusterVersions("m1", c.seen, c.dg)
+		fs := ClusterVersions("m1", c.seen, []DowngradeWindow{c.dg})
 		if got := Fired(fs); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: fired %v, want %v (%v)", c.name, got, c.want, Strings(fs))
 		}
@@ -80,5 +80,18 @@ func TestStorageVersionsPlantedFaults(t *testing.T) {
 		if !c.ok && !reflect.DeepEqual(Fired(fs), []Check{StorageVersionNotFollowing}) {
 			t.Errorf("%s: fired %v", c.name, Fired(fs))
 		}
+	}
+}
+
+func TestClusterVersionsSeveralDowngrades(t *testing.T) {
+	ms := int64(time.Millisecond)
+	windows := []DowngradeWindow{{Target: "3.6", From: 5 * ms}, {Target: "3.5", From: 10 * ms}}
+	ok := []VersionSample{{At: 1 * ms, Cluster: "3.7", Level: "3.7"}, {At: 6 * ms, Cluster: "3.6", Level: "3.7"}, {At: 11 * ms, Cluster: "3.5", Level: "3.6"}}
+	if fs := ClusterVersions("m1", ok, windows); len(fs) != 0 {
+		t.Fatalf("two downgrades, each after it was enabled: %v", Strings(fs))
+	}
+	early := []VersionSample{{At: 1 * ms, Cluster: "3.7", Level: "3.7"}, {At: 6 * ms, Cluster: "3.6", Level: "3.7"}, {At: 8 * ms, Cluster: "3.5", Level: "3.6"}}
+	if got := Fired(ClusterVersions("m1", early, windows)); !reflect.DeepEqual(got, []Check{ClusterVersionLowered}) {
+		t.Fatalf("the second downgrade before it was enabled: fired %v", got)
 	}
 }

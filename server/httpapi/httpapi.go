@@ -43,11 +43,12 @@ type Versions struct {
 	Implementation string `json:"implementation,omitempty"`
 }
 
-// VersionSource reports the replicated cluster version and the local storage version; zero
-// levels mean "not decided" and "not reported" (a 3.5 binary has no storage version).
+// VersionSource reports the replicated cluster version and the local storage version, read
+// together (the storage version follows the cluster version in one apply: read apart, an answer
+// could show the new storage version beside the old cluster version); zero levels mean "not
+// decided" and "not reported" (a 3.5 binary has no storage version).
 type VersionSource interface {
-	ClusterVersion() version.Level
-	StorageVersion() version.Level
+	Versions() (cluster, storage version.Level)
 }
 
 // allowOnly answers 405 with an Allow header, as upstream, unless r uses one of methods.
@@ -67,10 +68,11 @@ func VersionHandler(vs VersionSource) http.Handler {
 			return
 		}
 		v := Versions{Server: buildinfo.Version, Cluster: NotDecided, Implementation: buildinfo.Identity()}
-		if cv := vs.ClusterVersion(); !cv.IsZero() {
+		cv, st := vs.Versions()
+		if !cv.IsZero() {
 			v.Cluster = cv.Full()
 		}
-		if st := vs.StorageVersion(); !st.IsZero() {
+		if !st.IsZero() {
 			v.Storage = st.Full()
 		}
 		w.Header().Set("Content-Type", "application/json")

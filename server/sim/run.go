@@ -702,7 +702,7 @@ func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionS
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for name, seen := range v.seen {
-		res.found(judge.ClusterVersions(name, seen, dg)...)
+		res.found(judge.ClusterVersions(name, seen, []judge.DowngradeWindow{dg})...)
 	}
 }
 

@@ -507,6 +507,7 @@ func (r *Runner) check(ctx context.Context, w *workload.Workload, x *run, rep *R
 	vctx, vcancel := context.WithTimeout(ctx, 90*time.Second)
 	v := w.Verify(vctx)
 	vcancel()
+	v.Problems = append(v.Problems, judge.Strings(x.rec.judgeVersions(x.downgrades))...)
 	rep.WatchEvents, rep.Problems, f.Problems = v.WatchEvents, v.Problems, v.Problems
 	span.SetAttributes(attribute.Int("watch-events", v.WatchEvents), attribute.Int("problems", len(v.Problems)))
 	f.Hashes, f.HashErr = x.hashes(ctx)

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"etcdx/pkg/judge"
 	"etcdx/upgradelab/cluster"
 	"etcdx/upgradelab/plan"
 	"etcdx/upgradelab/runtimes"
@@ -25,6 +26,9 @@ type run struct {
 	refused int
 	// rec keeps the members' timeline.
 	rec *recorder
+	// downgrades are the downgrades enabled, each from when its step began: the cluster
+	// version may go down to a target only after it was asked for.
+	downgrades []judge.DowngradeWindow
 }
 
 // step executes s and returns what it chose or saw (e.g. which member was the leader).
@@ -412,6 +416,10 @@ func (r *run) downgrade(ctx context.Context, d *plan.Downgrade) (string, error) 
 		"enable": clientv3.DowngradeEnable, "cancel": clientv3.DowngradeCancel}[d.Action]
 	began := time.Now()
 	deadline := began.Add(r.ExpectTimeout)
+	if d.Action == "enable" && d.Error == "" {
+		// An enable the plan expects to succeed (if it fails, so does the run).
+		r.downgrades = append(r.downgrades, judge.DowngradeWindow{Target: majorMinor(d.Version, ""), From: began.UnixNano()})
+	}
 	for {
 		actx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		_, err := r.cli.Downgrade(actx, action, d.Version)

@@ -3,9 +3,12 @@ package lab
 import (
 	"context"
 	"net/http"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
+	"etcdx/pkg/judge"
 	"etcdx/upgradelab/cluster"
 	"etcdx/upgradelab/runtimes"
 )
@@ -150,4 +153,31 @@ func (rc *recorder) done() Timeline {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return rc.tl
+}
+
+// judgeVersions is pkg/judge's version checks on what every member's /version said so far
+// (cluster version never above the member's level nor lowered but to an enabled downgrade's
+// target, storage version never above the level nor the cluster version outside a downgrade),
+// as judge samples: major.minor, on the clock of UnixNano.
+func (rc *recorder) judgeVersions(downgrades []judge.DowngradeWindow) []judge.Finding {
+	rc.mu.Lock()
+	byMember := map[string][]judge.VersionSample{}
+	var names []string
+	for _, v := range rc.tl.Versions {
+		if !v.Answered || v.Server == "" || majorMinor(v.Cluster, "") == "" || strings.Contains(v.Cluster, "not") {
+			continue
+		}
+		if _, ok := byMember[v.Member]; !ok {
+			names = append(names, v.Member)
+		}
+		byMember[v.Member] = append(byMember[v.Member], judge.VersionSample{At: v.At.UnixNano(),
+			Cluster: majorMinor(v.Cluster, ""), Level: majorMinor(v.Server, ""), Storage: majorMinor(v.Storage, "")})
+	}
+	rc.mu.Unlock()
+	sort.Strings(names)
+	var out []judge.Finding
+	for _, n := range names {
+		out = append(out, judge.ClusterVersions(n, byMember[n], downgrades)...)
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -52,5 +53,33 @@ func TestJudge(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The lab judges what every member's /version said over the run with pkg/judge's version
+// checks: a downgrade the plan enabled allows the cluster version down to its target, nothing
+// else does; a member that did not answer, or had no cluster version yet, is left out.
+func TestRecorderJudgesVersions(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	rc := newRecorder()
+	for _, v := range []VersionSample{
+		{At: at(0), Member: "m1", Answered: true, Server: "3.7.3", Cluster: "not_decided"},
+		{At: at(1), Member: "m1", Answered: true, Server: "3.7.3", Cluster: "3.7.0", Storage: "3.7.0"},
+		{At: at(2), Member: "m2", Answered: false},
+		{At: at(3), Member: "m2", Answered: true, Server: "3.7.3", Cluster: "3.7.0", Storage: "3.7.0"},
+		{At: at(6), Member: "m1", Answered: true, Server: "3.7.3", Cluster: "3.6.0", Storage: "3.7.0"},
+		{At: at(7), Member: "m1", Answered: true, Server: "3.7.3", Cluster: "3.6.0", Storage: "3.6.0"},
+		{At: at(8), Member: "m1", Answered: true, Server: "3.6.16", Cluster: "3.6.0", Storage: "3.6.0"},
+	} {
+		rc.sampled(v)
+	}
+	enabled := []judge.DowngradeWindow{{Target: "3.6", From: at(5).UnixNano()}}
+	if fs := rc.judgeVersions(enabled); len(fs) != 0 {
+		t.Fatalf("a downgrade the plan enabled: %v", judge.Strings(fs))
+	}
+	fs := rc.judgeVersions(nil)
+	if got := judge.Fired(fs); !reflect.DeepEqual(got, []judge.Check{judge.ClusterVersionLowered, judge.StorageVersionAheadOfCluster}) || !strings.HasPrefix(fs[0].Detail, "m1 ") {
+		t.Fatalf("no downgrade enabled: %v", judge.Strings(fs))
 	}
 }
