@@ -94,6 +94,9 @@ func (c *Cluster) Join(m *Member) error {
 // A learner that has not caught up yet is refused (ErrLearnerNotReady): ask again later.
 func (c *Cluster) Promote(ctx context.Context, m *Member) bool {
 	id := c.IDOf(m)
+	if id == 0 {
+		return false // it never started, so it cannot have caught up
+	}
 	done, _ := c.change(ctx, m, func(ctx context.Context, via *Member) (bool, error) {
 		_, err := via.Server().PromoteMember(ctx, id)
 		if errors.Is(err, membership.ErrNotLearner) {

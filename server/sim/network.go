@@ -39,6 +39,7 @@ type Network struct {
 	members map[uint64]*endpoint
 	byHost  map[string]*endpoint // peer URL host -> member
 	cut     map[[2]uint64]bool   // {from, to}: messages from -> to are lost
+	starved map[string]bool      // peer URL hosts every message to which is lost (Starve)
 	links   map[[2]uint64]chan delivery
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -64,7 +65,7 @@ type delivery struct {
 // NewNetwork is a network whose faults are drawn from rng.
 func NewNetwork(rng *rand.Rand, f Faults) *Network {
 	return &Network{rng: rng, faults: f, members: map[uint64]*endpoint{}, byHost: map[string]*endpoint{},
-		cut: map[[2]uint64]bool{}, links: map[[2]uint64]chan delivery{}, stop: make(chan struct{})}
+		cut: map[[2]uint64]bool{}, starved: map[string]bool{}, links: map[[2]uint64]chan delivery{}, stop: make(chan struct{})}
 }
 
 // Close stops delivering and waits for the link goroutines.
@@ -105,6 +106,25 @@ func (n *Network) MendAll() {
 	n.mu.Lock()
 	n.cut = map[[2]uint64]bool{}
 	n.mu.Unlock()
+}
+
+// Starve loses every message to the member at peerURL for the rest of the run, whatever MendAll
+// does: a planted bug (a member that can never catch up) for the checks to catch. It takes the
+// URL, which a member has before it first starts; its ID comes later.
+func (n *Network) Starve(peerURL string) {
+	n.mu.Lock()
+	n.starved[hostOf(peerURL)] = true
+	n.mu.Unlock()
+}
+
+// isStarved reports whether messages to id are lost by Starve. n.mu is held.
+func (n *Network) isStarved(id uint64) bool {
+	for h := range n.starved {
+		if ep := n.byHost[h]; ep != nil && ep.id == id {
+			return true
+		}
+	}
+	return false
 }
 
 // Isolate cuts id from every other member, both ways.
@@ -230,7 +250,7 @@ func (n *Network) send(from *endpoint, m raftpb.Message) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	to := n.members[m.To]
-	if !from.up || to == nil || !to.up || n.cut[[2]uint64{from.id, m.To}] || n.rng.Float64() < n.faults.Drop {
+	if !from.up || to == nil || !to.up || n.cut[[2]uint64{from.id, m.To}] || n.isStarved(m.To) || n.rng.Float64() < n.faults.Drop {
 		if from.up && to != nil {
 			go from.raft.ReportUnreachable(m.To) // as the real transport reports a failed send
 		}
@@ -323,7 +343,7 @@ func (t *memTransport) SendSnapshot(m raftpb.Message, db io.ReadCloser) {
 		db.Close()
 		n.mu.Lock()
 		to := n.members[m.To]
-		ok := err == nil && t.ep.up && to != nil && to.up && !n.cut[[2]uint64{t.ep.id, m.To}]
+		ok := err == nil && t.ep.up && to != nil && to.up && !n.cut[[2]uint64{t.ep.id, m.To}] && !n.isStarved(m.To)
 		var r transport.Raft
 		if ok {
 			r = to.raft

@@ -40,6 +40,10 @@ type Options struct {
 	// LyingDisks makes every member's WAL disk acknowledge syncs and drop the data, and forces
 	// a power cut of every member halfway through: a planted bug the checks must catch.
 	LyingDisks bool
+	// StarveLearners replaces a member by a learner at a third of the run and loses every
+	// message to that learner: a planted bug (a learner that can never catch up) the learner
+	// check must catch.
+	StarveLearners bool
 	// JumpClocks, when set, moves every member's lease clock forward by this much, again and
 	// again through the middle of the run: a planted bug (a clock running ahead) the lease
 	// check must catch.
@@ -219,8 +223,11 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 	res := &Result{Seed: seed, Path: path, Schedule: Schedule(seed, o)}
 	if o.LyingDisks {
 		res.Schedule = append(res.Schedule, Action{At: o.Duration / 2, Kind: "powercut", describe: "cut every member's power (lying disks)"})
-		sort.SliceStable(res.Schedule, func(i, j int) bool { return res.Schedule[i].At < res.Schedule[j].At })
 	}
+	if o.StarveLearners {
+		res.Schedule = append(res.Schedule, Action{At: o.Duration / 3, Kind: "replace", Member: 0, describe: "replace member 0 by a learner that gets no message (starved learners)"})
+	}
+	sort.SliceStable(res.Schedule, func(i, j int) bool { return res.Schedule[i].At < res.Schedule[j].At })
 	net := NewNetwork(rand.New(rand.NewSource(seed+1)), Faults{})
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	c, err := NewCluster(startCtx, net, ClusterConfig{Size: o.Members, Dir: o.Dir, Log: o.Log, Level: path.From})
@@ -296,7 +303,7 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 			}
 			restarts = restarts[1:]
 		}
-		for i := 0; i < len(joins); i++ {
+		for i := 0; i < len(joins) && !o.StarveLearners; i++ { // a starved joiner never starts
 			if c.Join(joins[i]) == nil {
 				joins = append(joins[:i], joins[i+1:]...)
 				i--
@@ -359,7 +366,12 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 			case nm != nil:
 				learners = append(learners, nm)
 				res.Lifecycle = append(res.Lifecycle, fmt.Sprintf("%v replace %s by learner %s", a.At, m.Name, nm.Name))
-				if err := c.Join(nm); err != nil {
+				if o.StarveLearners {
+					// Nothing reaches it, so it cannot even start (a start would only wait
+					// out its bound): it stays a learner that never catches up.
+					net.Starve(nm.PeerURL)
+					joins = append(joins, nm)
+				} else if err := c.Join(nm); err != nil {
 					joins = append(joins, nm) // its peers are out of reach: again at the next step
 				}
 			}
@@ -398,15 +410,22 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 		}
 	}
 	for _, m := range joins {
+		if o.StarveLearners {
+			break // a starved joiner never starts
+		}
 		if err := c.Join(m); err != nil {
 			res.failf("%s could not join once the faults ended: %v", m.Name, err)
 		}
 	}
-	readyCtx, cancelReady := context.WithTimeout(ctx, 30*time.Second)
-	if err := c.WaitReady(readyCtx); err != nil {
-		res.failf("after the faults: %v", err)
+	// A starved learner (the planted bug) can never publish itself: waiting for it would only
+	// spend the bound.
+	if !o.StarveLearners {
+		readyCtx, cancelReady := context.WithTimeout(ctx, 30*time.Second)
+		if err := c.WaitReady(readyCtx); err != nil {
+			res.failf("after the faults: %v", err)
+		}
+		cancelReady()
 	}
-	cancelReady()
 	// A learner catches up once the faults are gone: it must be promotable.
 	for _, l := range learners {
 		deadline := time.Now().Add(memberChangeBound)
@@ -417,6 +436,16 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+	}
+	if o.StarveLearners {
+		// Nothing after this can settle with a member that gets no message; the planted bug
+		// is for the learner check above.
+		res.failf("starved learners: the run ends at the learner check")
+		close(stop)
+		wg.Wait()
+		close(stopObservers)
+		observers.Wait()
+		return res, nil
 	}
 	time.Sleep(o.Step)
 	close(stop)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"etcdx/pkg/judge"
 	"etcdx/server/failpoint"
+	"etcdx/server/version"
 	"flag"
 	"fmt"
 	"math"
@@ -185,6 +186,21 @@ func TestChecksCatchALyingDisk(t *testing.T) {
 	// disk that drops acknowledged appends leaves.
 	if !slices.Contains(judge.Fired(res.Findings), judge.MemberStartRefused) {
 		t.Fatalf("a lying disk, but no member refused its data dir: %v", res.Failures)
+	}
+	t.Logf("caught (seed %d): %s", res.Seed, strings.Join(res.Failures, "; "))
+}
+
+// TestChecksCatchAStarvedLearner: a member replaced by a learner that gets no message can never
+// catch up; the run must say the learner could not be promoted (judge.LearnerNotPromotable).
+func TestChecksCatchAStarvedLearner(t *testing.T) {
+	// Every member at the newest level: the version lifecycle's steps would only wait on the
+	// starved member.
+	res, err := Run(context.Background(), 5, Options{Dir: t.TempDir(), StarveLearners: true, Path: &Path{From: version.V3_7, To: version.V3_7}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(judge.Fired(res.Findings), judge.LearnerNotPromotable) {
+		t.Fatalf("a starved learner went unnoticed (lifecycle %v); failures: %v", res.Lifecycle, res.Failures)
 	}
 	t.Logf("caught (seed %d): %s", res.Seed, strings.Join(res.Failures, "; "))
 }
