@@ -264,3 +264,62 @@ func hasGo(dir string) bool {
 	m, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 	return len(m) > 0
 }
+
+// TestDocGoMapsItsFiles keeps the file maps of the packages' doc.go true: a doc.go with a
+// "The files:" section names every non-test Go file of its package, and each file it names
+// exists. (Issue 48 asks every package for one; those that have one are held to it.)
+func TestDocGoMapsItsFiles(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps := 0
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || d.Name() != "doc.go" {
+			return nil
+		}
+		doc, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		text := string(doc)
+		at := strings.Index(text, "// The files:")
+		if at < 0 {
+			return nil
+		}
+		maps++
+		section := text[at:]
+		dir := filepath.Dir(path)
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			name := filepath.Base(f)
+			if name == "doc.go" || strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			if !regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`).MatchString(section) {
+				t.Errorf("%s does not name %s", path, name)
+			}
+		}
+		for _, named := range regexp.MustCompile(`\b[a-z0-9_]+\.go\b`).FindAllString(section, -1) {
+			if _, err := os.Stat(filepath.Join(dir, named)); err != nil {
+				t.Errorf("%s names %s, which is not in its package", path, named)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if maps == 0 {
+		t.Fatal("no doc.go with a file map found: the test no longer finds them")
+	}
+}

@@ -51,4 +51,18 @@
 //	                 them), late-heartbeat detection
 //	fdmonitor.go     upstream's file descriptor gauges and their 80% warning
 //	wait.go, ids.go  waiting for applied entries; request and lease IDs
+//	peers.go         PeerNetwork: how a member reaches the others (the real network, or the
+//	                 simulation's in-memory one)
+//	peerversions.go  asking members that publish no version (upstream's) on their peer URL
+//	forcenew.go      --force-new-cluster: the log's tail dropped, every other member removed
+//	backpressure.go  upstream's too-many-requests limit; a leader's wait before renewing a lease
+//	startcheck.go    the start-up check that the WAL covers what the database applied
+//	membersync.go    the v3 store's membership brought in line with the v2 store's at start
+//	requestmetrics.go the 3.7 request-duration metric
+//	metricchildren.go the per-request metrics' children, kept instead of looked up per request
+//	v2apply.go       the v2 store a 3.5 member keeps: v2 requests applied in raft order, the
+//	                 membership mirrored under /0, the leader's SYNC, the store in snapshots
+//	v2do.go          the v2 API's requests (V2Do): local reads and watches, writes through raft
+//	v2stats.go       the raft traffic /v2/stats/self and /v2/stats/leader report
+//	v2deprecation.go the start refused on custom v2 content from the write-only stage on
 package etcdserver
