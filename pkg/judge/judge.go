@@ -22,6 +22,9 @@ const (
 	RevisionWentBack Check = "revision-went-back"
 	// HashMismatch: members disagree on the keyspace's hash at one revision.
 	HashMismatch Check = "hash-mismatch"
+	// WriteAppliedTwice: a key written once (a ledger key) shows more than one write: an entry
+	// applied twice, by a replay or a snapshot labelled older than its data.
+	WriteAppliedTwice Check = "write-applied-twice"
 )
 
 // Finding is one problem a check found.
@@ -139,4 +142,26 @@ func Hashes(byMember map[string]MemberHash) []Finding {
 	}
 	sort.Strings(parts)
 	return []Finding{{HashMismatch, "members disagree on the keyspace: " + strings.Join(parts, "; ")}}
+}
+
+// Record is what a store holds for one key: its version and the revisions that created and
+// last modified it.
+type Record struct {
+	Key                          string
+	Version, Create, ModRevision int64
+}
+
+// AppliedTwice is the rule for a key written exactly once: more than one version, or a last
+// change at another revision than its creation, means a write was applied more than once.
+func AppliedTwice(version, create, mod int64) bool { return version != 1 || create != mod }
+
+// WrittenOnce checks keys each written exactly once (WriteAppliedTwice), one finding per key.
+func WrittenOnce(name string, recs []Record) []Finding {
+	var out []Finding
+	for _, r := range recs {
+		if AppliedTwice(r.Version, r.Create, r.ModRevision) {
+			out = append(out, Finding{WriteAppliedTwice, fmt.Sprintf("%s: %s written once has version %d, created at %d, modified at %d", name, r.Key, r.Version, r.Create, r.ModRevision)})
+		}
+	}
+	return out
 }

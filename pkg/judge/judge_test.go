@@ -62,3 +62,15 @@ func TestHashesNeedTwoMembers(t *testing.T) {
 		t.Fatalf("one member cannot disagree: %v", fs)
 	}
 }
+
+func TestWrittenOncePlantedFault(t *testing.T) {
+	once := []Record{{Key: "ledger/a", Version: 1, Create: 5, ModRevision: 5}, {Key: "ledger/b", Version: 1, Create: 9, ModRevision: 9}}
+	if fs := WrittenOnce("m1", once); len(fs) != 0 {
+		t.Fatalf("keys written once: %v", Strings(fs))
+	}
+	twice := append(once, Record{Key: "ledger/c", Version: 2, Create: 11, ModRevision: 14}, Record{Key: "ledger/d", Version: 1, Create: 12, ModRevision: 15})
+	fs := WrittenOnce("m1", twice)
+	if got := Fired(fs); !reflect.DeepEqual(got, []Check{WriteAppliedTwice}) || len(fs) != 2 || !strings.Contains(fs[0].Detail, "ledger/c") || !strings.Contains(fs[1].Detail, "ledger/d") {
+		t.Fatalf("a key applied twice, one re-created: %v", Strings(fs))
+	}
+}

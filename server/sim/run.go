@@ -702,9 +702,13 @@ func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionS
 			continue
 		}
 		have := map[string]string{}
+		var recs []judge.Record
 		for _, kv := range r.KVs {
 			have[string(kv.Key)] = string(kv.Value)
+			recs = append(recs, judge.Record{Key: string(kv.Key), Version: kv.Version, Create: kv.CreateRevision, ModRevision: kv.ModRevision})
 		}
+		// Every ledger key is written once: a replay that applied an entry twice shows here.
+		res.found(judge.WrittenOnce(m.Name, recs)...)
 		if lost := judge.LostWrites(acked, have); len(lost) > 0 {
 			res.found(judge.Finding{Check: judge.LostWrite, Detail: fmt.Sprintf("%s lost %d of %d acknowledged writes: %s", m.Name, len(lost), len(acked), strings.Join(lost[:min(5, len(lost))], ", "))})
 		}

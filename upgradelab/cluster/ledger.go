@@ -66,7 +66,7 @@ func CheckAcked(ctx context.Context, cli *clientv3.Client, prefix string, acked 
 	have := make(map[string]string, len(r.Kvs))
 	for _, kv := range r.Kvs {
 		have[string(kv.Key)] = string(kv.Value)
-		if kv.Version != 1 || kv.CreateRevision != kv.ModRevision {
+		if judge.AppliedTwice(kv.Version, kv.CreateRevision, kv.ModRevision) {
 			res.AppliedTwice = append(res.AppliedTwice, kv)
 		}
 	}
