@@ -15,6 +15,9 @@ const (
 	// LeaseKeptAfterExpiry: the cluster acknowledged a keep-alive sent after the lease's key
 	// was seen deleted.
 	LeaseKeptAfterExpiry Check = "lease-kept-after-expiry"
+	// LeaseNeverExpired: a lease left without keep-alives still holds its key well after its
+	// TTL (a harness that reads the cluster live decides how long is well after).
+	LeaseNeverExpired Check = "lease-never-expired"
 )
 
 // LeaseRecord is what a client did with one lease, on the harness's clock (nanoseconds): its

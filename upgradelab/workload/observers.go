@@ -244,6 +244,10 @@ func (l *leases) close() {
 // verify requires the kept lease's key to be there with time to live, and the expiring one's
 // key gone (waiting for its expiry where the run was shorter).
 func (l *leases) verify(ctx context.Context, cli *clientv3.Client) []string {
+	var problems []string
+	found := func(c judge.Check, format string, a ...any) {
+		problems = append(problems, judge.Finding{Check: c, Detail: fmt.Sprintf(format, a...)}.String())
+	}
 	l.mu.Lock()
 	err, kept, granted, lost, lastAnswer := l.err, l.kept, l.granted, l.lost, l.lastAnswer
 	l.mu.Unlock()
@@ -253,18 +257,17 @@ func (l *leases) verify(ctx context.Context, cli *clientv3.Client) []string {
 	if kept == 0 {
 		return []string{"the workload's leases were never granted"}
 	}
-	var problems []string
 	if lost {
-		problems = append(problems, fmt.Sprintf("the cluster dropped the lease kept alive through the run (its last keep-alive answer came %s after the grant)",
-			lastAnswer.Sub(granted).Round(time.Second)))
+		found(judge.LeaseExpiredEarly, "the cluster dropped the lease kept alive through the run (its last keep-alive answer came %s after the grant)",
+			lastAnswer.Sub(granted).Round(time.Second))
 	}
 	if r, err := cli.Get(ctx, l.keptKey); err != nil {
 		problems = append(problems, fmt.Sprintf("read the kept lease's key: %v", err))
 	} else if len(r.Kvs) != 1 || clientv3.LeaseID(r.Kvs[0].Lease) != kept {
-		problems = append(problems, "the key of the lease kept alive through the run is gone")
+		found(judge.LeaseExpiredEarly, "the key of the lease kept alive through the run is gone")
 	}
 	if ttl, err := cli.TimeToLive(ctx, kept); err != nil || ttl.TTL <= 0 {
-		problems = append(problems, fmt.Sprintf("the lease kept alive through the run expired (ttl %v, %v)", ttl, err))
+		found(judge.LeaseExpiredEarly, "the lease kept alive through the run expired (ttl %v, %v)", ttl, err)
 	}
 	// Leases get a fresh TTL when leadership moves, so allow a few elections' worth.
 	deadline := granted.Add(l.ttl + 20*time.Second)
@@ -274,7 +277,7 @@ func (l *leases) verify(ctx context.Context, cli *clientv3.Client) []string {
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			problems = append(problems, fmt.Sprintf("the key of a lease left to expire (ttl %v) is still there %v after its grant", l.ttl, time.Since(granted).Round(time.Second)))
+			found(judge.LeaseNeverExpired, "the key of a lease left to expire (ttl %v) is still there %v after its grant", l.ttl, time.Since(granted).Round(time.Second))
 			break
 		}
 		time.Sleep(250 * time.Millisecond)

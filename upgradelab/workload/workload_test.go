@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"etcdx/pkg/judge"
 	"etcdx/pkg/register"
 	"etcdx/server/embed"
 )
@@ -264,7 +265,7 @@ func TestKeptLeaseOutlivesAnOutageLongerThanItsTTL(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); len(problems) < 3 && time.Now().Before(deadline); problems = l.verify(ctx, cli) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	if len(problems) != 3 || !strings.Contains(problems[0], "the cluster dropped the lease") {
+	if len(problems) != 3 || !strings.HasPrefix(problems[0], string(judge.LeaseExpiredEarly)+": the cluster dropped the lease") {
 		t.Fatalf("after a revoke: %q, want the dropped lease, its key gone and its TTL", problems)
 	}
 }
