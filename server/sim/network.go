@@ -257,7 +257,11 @@ func (n *Network) send(from *endpoint, m raftpb.Message) {
 		return
 	}
 	copies := 1
-	if n.rng.Float64() < n.faults.Duplicate {
+	// A duplicated proposal is a second proposal (raft appends what it is given, as upstream's),
+	// and a real transport delivers a message at most once: only the other messages, which raft
+	// is built to receive twice, are duplicated. (The draw is made either way, so the seeds'
+	// schedules stay as they were.)
+	if n.rng.Float64() < n.faults.Duplicate && m.Type != raftpb.MsgProp {
 		copies = 2
 	}
 	for i := 0; i < copies; i++ {
