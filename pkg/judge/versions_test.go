@@ -6,17 +6,25 @@ import (
 	"time"
 )
 
+// sampleAt is a sample at ms milliseconds; testDowngrade a downgrade to 3.6 enabled at 5 ms.
+func sampleAt(ms int64, cluster, level, storage string) VersionSample {
+	return VersionSample{At: ms * int64(time.Millisecond), Cluster: cluster, Level: level, Storage: storage}
+}
+
+var testDowngrade = DowngradeWindow{Target: "3.6", From: 5 * int64(time.Millisecond)}
+
+// versionCase is one history of a member's samples and the checks it must fire.
+type versionCase struct {
+	name string
+	seen []VersionSample
+	dg   DowngradeWindow
+	want []Check
+}
+
 func TestClusterVersionsPlantedFaults(t *testing.T) {
-	at := func(ms int64, cluster, level string) VersionSample {
-		return VersionSample{At: ms * int64(time.Millisecond), Cluster: cluster, Level: level}
-	}
-	dg := DowngradeWindow{Target: "3.6", From: 5 * int64(time.Millisecond)}
-	cases := []struct {
-		name string
-		seen []VersionSample
-		dg   DowngradeWindow
-		want []Check
-	}{
+	at := func(ms int64, cluster, level string) VersionSample { return sampleAt(ms, cluster, level, "") }
+	dg := testDowngrade
+	cases := []versionCase{
 		{"raised with the members' levels", []VersionSample{at(0, "", "3.7"), at(1, "3.6", "3.7"), at(2, "3.7", "3.7")}, DowngradeWindow{}, nil},
 		{"lowered without a downgrade", []VersionSample{at(1, "3.7", "3.7"), at(2, "3.6", "3.7")}, DowngradeWindow{}, []Check{ClusterVersionLowered}},
 		{"above the member's level", []VersionSample{at(1, "3.7", "3.6")}, DowngradeWindow{}, []Check{ClusterVersionAboveLevel}},
@@ -37,16 +45,9 @@ func TestClusterVersionsPlantedFaults(t *testing.T) {
 }
 
 func TestStorageVersionsPlantedFaults(t *testing.T) {
-	at := func(ms int64, cluster, level, storage string) VersionSample {
-		return VersionSample{At: ms * int64(time.Millisecond), Cluster: cluster, Level: level, Storage: storage}
-	}
-	dg := DowngradeWindow{Target: "3.6", From: 5 * int64(time.Millisecond)}
-	cases := []struct {
-		name string
-		seen []VersionSample
-		dg   DowngradeWindow
-		want []Check
-	}{
+	at := sampleAt
+	dg := testDowngrade
+	cases := []versionCase{
 		{"a 3.5 member keeps none", []VersionSample{at(1, "3.5", "3.5", "")}, DowngradeWindow{}, nil},
 		{"follows an upgrade", []VersionSample{at(1, "3.6", "3.7", "3.6"), at(2, "3.7", "3.7", "3.6"), at(3, "3.7", "3.7", "3.7")}, DowngradeWindow{}, nil},
 		{"follows a downgrade", []VersionSample{at(1, "3.7", "3.7", "3.7"), at(6, "3.6", "3.7", "3.7"), at(7, "3.6", "3.7", "3.6"), at(8, "3.6", "3.6", "3.6")}, dg, nil},
