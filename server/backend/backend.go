@@ -466,18 +466,49 @@ func (b *Backend) beginRead() (*bolt.Tx, error) {
 // commit, shared with other readers, and must not keep anything it reads past its return.
 // While a commit runs, fn gets a transaction of its own, which sees the same or newer data.
 func (b *Backend) Read(fn func(tx *bolt.Tx) error) error {
+	p, err := b.Pin()
+	if err != nil {
+		return err
+	}
+	defer p.Release()
+	return p.Do(fn)
+}
+
+// PinnedRead is a read transaction taken at one moment and read later: a reader takes it
+// under its own lock, together with what that lock guards (the store's index and unwritten
+// values), and reads the file after letting the lock go, so writers do not wait for the read.
+type PinnedRead struct {
+	tx      *bolt.Tx
+	path    string
+	release func()
+}
+
+// Pin takes the shared read transaction (or, while a commit runs, one of its own), as Read
+// would. Release must be called.
+func (b *Backend) Pin() (PinnedRead, error) {
 	b.sharedMu.RLock()
 	sr := b.shared
 	if sr != nil {
 		sr.readers.Add(1)
 	}
 	b.sharedMu.RUnlock()
-	if sr == nil {
-		return b.View(fn)
+	if sr != nil {
+		return PinnedRead{tx: sr.tx, path: b.cfg.Path, release: sr.readers.Done}, nil
 	}
-	defer sr.readers.Done()
-	return Guard(b.cfg.Path, func() error { return fn(sr.tx) })
+	tx, err := b.beginRead()
+	if err != nil {
+		return PinnedRead{}, fmt.Errorf("backend: begin read transaction: %w", err)
+	}
+	return PinnedRead{tx: tx, path: b.cfg.Path, release: func() { _ = tx.Rollback() }}, nil
 }
+
+// Do runs fn in the pinned transaction; a damaged file is an error, as in Read.
+func (p PinnedRead) Do(fn func(tx *bolt.Tx) error) error {
+	return Guard(p.path, func() error { return fn(p.tx) })
+}
+
+// Release lets the transaction go: a commit that must grow the memory map waits for it.
+func (p PinnedRead) Release() { p.release() }
 
 // Size is the file's size in bytes; SizeInUse excludes free pages.
 func (b *Backend) Size() int64 { return b.size.Load() }

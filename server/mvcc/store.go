@@ -36,8 +36,13 @@ type Store struct {
 	be  *backend.Backend
 	log *slog.Logger
 
-	// mu guards idx, currentRev, compactRev and buf. Lock order: backend batch, then mu, then
-	// the watch groups' lock.
+	// viewMu is held shared by every read view for its life and exclusively by what moves the
+	// floor under one (scheduling a compaction, reloading from a snapshot), so a view's revision
+	// stays readable to its end, as upstream's reads hold off compactions. Writes do not take
+	// it: a long read (a page of 10,000 pods) holds mu only while it looks keys up in the index.
+	viewMu sync.RWMutex
+	// mu guards idx, currentRev, compactRev and buf. Lock order: backend batch, then viewMu,
+	// then mu, then the watch groups' lock.
 	mu         sync.RWMutex
 	idx        *treeIndex
 	currentRev int64
@@ -132,22 +137,19 @@ type RangeResult struct {
 
 // Range reads keys [key, end) at a revision (0: current). end nil: key alone; end empty: to the end.
 func (s *Store) Range(key, end []byte, ro RangeOptions) (*RangeResult, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	s.metrics.countRanges(1)
-	return s.rangeLocked(key, end, ro, s.currentRev, nil)
+	v := s.Read()
+	defer v.End()
+	return v.Range(key, end, ro)
 }
 
-// rangeLocked reads at ro.Rev or curRev. tx, when set, is the write transaction (which sees
-// uncommitted writes); otherwise values come from buf or a read transaction.
-func (s *Store) rangeLocked(key, end []byte, ro RangeOptions, curRev int64, tx *bolt.Tx) (*RangeResult, error) {
-	return s.recordsLocked(key, end, ro, curRev, tx, func(res *RangeResult, krs []keyRev, vals [][]byte) error {
-		res.KVs = make([]mvccpb.KeyValue, len(krs))
-		if i, err := decodeKVs(vals, res.KVs); err != nil {
-			return fmt.Errorf("mvcc: decode revision %d_%d: %w", krs[i].rev.Main, krs[i].rev.Sub, err)
-		}
-		return nil
-	})
+// decodeInto decodes a range's records into its result's key-values (copies: the records may
+// lie in the database's memory map).
+func decodeInto(res *RangeResult, krs []keyRev, vals [][]byte) error {
+	res.KVs = make([]mvccpb.KeyValue, len(krs))
+	if i, err := decodeKVs(vals, res.KVs); err != nil {
+		return fmt.Errorf("mvcc: decode revision %d_%d: %w", krs[i].rev.Main, krs[i].rev.Sub, err)
+	}
+	return nil
 }
 
 // readableRev is the revision a read asks for (0: curRev), or why it cannot be read: a future
@@ -198,59 +200,105 @@ func (s *Store) revisions(out []keyRev, key, end []byte, rev int64, ro RangeOpti
 
 // recordsLocked finds what a range reads and calls fn with the stored record of every key-value
 // (valid only during fn: they may point into the database's memory map) in key order, and the
-// result, which fn may fill in.
+// result so far. tx is the write transaction the caller's write holds, with mu.
 func (s *Store) recordsLocked(key, end []byte, ro RangeOptions, curRev int64, tx *bolt.Tx, fn func(res *RangeResult, krs []keyRev, vals [][]byte) error) (*RangeResult, error) {
+	res, sc, err := s.lookUp(key, end, ro, curRev, false)
+	if sc == nil {
+		return res, err
+	}
+	defer s.putScratch(sc)
+	if err := s.fetch(tx, sc); err != nil {
+		return res, err
+	}
+	return res, fn(res, sc.krs, sc.vals)
+}
+
+// records is recordsLocked for a read view: the index and the unwritten values are read under
+// mu with the backend's read transaction pinned, and the records are fetched and fn runs after
+// mu is let go, so the apply loop's writes do not wait for a long read.
+func (s *Store) records(key, end []byte, ro RangeOptions, curRev int64, fn func(res *RangeResult, krs []keyRev, vals [][]byte) error) (*RangeResult, error) {
+	s.mu.RLock()
+	res, sc, err := s.lookUp(key, end, ro, curRev, true)
+	if sc == nil {
+		s.mu.RUnlock()
+		return res, err
+	}
+	defer s.putScratch(sc)
+	missing := false
+	var kb [schema.RevisionKeyLen]byte
+	for i, kr := range sc.krs {
+		v := s.buf[string(schema.AppendRevisionKey(kb[:0], kr.rev, false))]
+		sc.vals[i] = v
+		missing = missing || v == nil
+	}
+	if !missing {
+		s.mu.RUnlock()
+		return res, fn(res, sc.krs, sc.vals)
+	}
+	// Pinned under mu: the transaction and buf together hold every value (a commit clears buf
+	// under mu after the transaction it retires).
+	p, err := s.be.Pin()
+	s.mu.RUnlock()
+	if err != nil {
+		return res, err
+	}
+	defer p.Release()
+	return res, p.Do(func(tx *bolt.Tx) error {
+		if err := s.fetch(tx, sc); err != nil {
+			return err
+		}
+		return fn(res, sc.krs, sc.vals)
+	})
+}
+
+// lookUp checks the revision a range reads and takes its revisions from the index, into a
+// scratch with room for their values. No scratch when there is nothing to fetch: a count, an
+// empty range, a refused revision. The caller holds mu.
+func (s *Store) lookUp(key, end []byte, ro RangeOptions, curRev int64, inView bool) (*RangeResult, *readScratch, error) {
 	rev, err := s.readableRev(ro.Rev, curRev)
 	if err != nil {
-		return &RangeResult{Rev: curRev}, err
+		return &RangeResult{Rev: curRev}, nil, err
 	}
 	if ro.Count {
-		return &RangeResult{Rev: curRev, Count: s.idx.count(key, end, rev)}, nil
+		return &RangeResult{Rev: curRev, Count: s.idx.count(key, end, rev)}, nil, nil
 	}
 	sc, _ := s.scratch.Get().(*readScratch)
 	if sc == nil {
 		sc = &readScratch{}
 	}
-	defer s.putScratch(sc)
-	krs, total := s.revisions(sc.krs, key, end, rev, ro, tx == nil)
+	krs, total := s.revisions(sc.krs, key, end, rev, ro, inView)
 	sc.krs = krs
 	res := &RangeResult{Rev: curRev, Count: total}
 	if len(krs) == 0 {
-		return res, nil
+		s.putScratch(sc)
+		return res, nil, nil
 	}
-	fill := func(tx *bolt.Tx) error {
-		// One cursor for every lookup: a Get per value builds a cursor of its own.
-		c := tx.Bucket(schema.Key).Cursor()
-		if cap(sc.vals) < len(krs) {
-			sc.vals = make([][]byte, len(krs))
+	if cap(sc.vals) < len(krs) {
+		sc.vals = make([][]byte, len(krs))
+	}
+	sc.vals = sc.vals[:len(krs)]
+	clear(sc.vals)
+	return res, sc, nil
+}
+
+// fetch fills the values sc lacks (nil) from tx.
+func (s *Store) fetch(tx *bolt.Tx, sc *readScratch) error {
+	// One cursor for every lookup: a Get per value builds a cursor of its own.
+	c := tx.Bucket(schema.Key).Cursor()
+	var kb [schema.RevisionKeyLen]byte
+	var at []byte // the cursor's key (nil: not placed yet, or past the end)
+	for i, kr := range sc.krs {
+		if sc.vals[i] != nil {
+			continue
 		}
-		vals := sc.vals[:len(krs)]
-		sc.vals = vals
-		var kb [schema.RevisionKeyLen]byte
-		var at []byte // the cursor's key (nil: not placed yet, or past the end)
-		for i, kr := range krs {
-			rb := schema.AppendRevisionKey(kb[:0], kr.rev, false)
-			var v []byte
-			if !tx.Writable() {
-				v = s.buf[string(rb)]
-			}
-			if v == nil {
-				k, cv := recordAt(c, at, rb)
-				if at = k; bytes.Equal(k, rb) {
-					v = cv
-				}
-			}
-			if v == nil {
-				return fmt.Errorf("mvcc: revision %d_%d of %q missing from backend", kr.rev.Main, kr.rev.Sub, kr.key)
-			}
-			vals[i] = v
+		rb := schema.AppendRevisionKey(kb[:0], kr.rev, false)
+		k, v := recordAt(c, at, rb)
+		if at = k; !bytes.Equal(k, rb) {
+			return fmt.Errorf("mvcc: revision %d_%d of %q missing from backend", kr.rev.Main, kr.rev.Sub, kr.key)
 		}
-		return fn(res, krs, vals)
+		sc.vals[i] = v
 	}
-	if tx != nil {
-		return res, fill(tx)
-	}
-	return res, s.be.Read(fill)
+	return nil
 }
 
 // recordAt moves c, which is at key at (nil: anywhere), to the record stored under rb, or where
@@ -345,7 +393,7 @@ func (t *TxnWrite) Range(key, end []byte, ro RangeOptions) (*RangeResult, error)
 	if err != nil {
 		return nil, err
 	}
-	r, err := t.s.rangeLocked(key, end, ro, t.Rev(), tx)
+	r, err := t.s.recordsLocked(key, end, ro, t.Rev(), tx, decodeInto)
 	if r != nil {
 		r.Rev = t.Rev()
 	}
@@ -474,6 +522,8 @@ func (s *Store) Compact(rev int64) (<-chan struct{}, error) {
 
 // CompactIn is Compact inside a batch the caller holds.
 func (s *Store) CompactIn(b *backend.BatchTx, rev int64) (<-chan struct{}, error) {
+	s.viewMu.Lock()
+	defer s.viewMu.Unlock()
 	s.mu.Lock()
 	if rev <= s.compactRev {
 		s.mu.Unlock()
@@ -787,29 +837,35 @@ type TxnRead struct {
 	ranges int
 }
 
-// Read opens a read view; End must be called. Writes wait while views are open, so keep them short.
+// Read opens a read view; End must be called. Compactions wait while views are open (writes
+// do not), so keep them short.
 func (s *Store) Read() *TxnRead {
-	s.mu.RLock()
+	s.viewMu.RLock()
 	s.metrics.openReads.Add(1)
-	return &TxnRead{s: s, rev: s.currentRev}
+	s.mu.RLock()
+	rev := s.currentRev
+	s.mu.RUnlock()
+	return &TxnRead{s: s, rev: rev}
 }
 
 // Rev is the revision the view reads at.
 func (t *TxnRead) Rev() int64 { return t.rev }
 
 // CompactRev is the revision the store was compacted to (-1: never): reads below it fail.
-func (t *TxnRead) CompactRev() int64 { return t.s.compactRev }
+func (t *TxnRead) CompactRev() int64 { return t.s.CompactRev() }
 
 // KeyRevisions is TxnWrite.KeyRevisions in the view.
 func (t *TxnRead) KeyRevisions(key []byte) (create, mod, version int64, ok bool) {
 	t.ranges++
+	t.s.mu.RLock()
+	defer t.s.mu.RUnlock()
 	return t.s.keyRevisions(key, t.rev)
 }
 
 // Range reads in the view.
 func (t *TxnRead) Range(key, end []byte, ro RangeOptions) (*RangeResult, error) {
 	t.ranges++
-	return t.s.rangeLocked(key, end, ro, t.rev, nil)
+	return t.s.records(key, end, ro, t.rev, decodeInto)
 }
 
 // RangeRecords is Range for a caller that sends key-values on as they are stored (their
@@ -818,7 +874,7 @@ func (t *TxnRead) Range(key, end []byte, ro RangeOptions) (*RangeResult, error) 
 // Range. The result carries no KVs; LastKey is the key of the last record.
 func (t *TxnRead) RangeRecords(key, end []byte, ro RangeOptions, fn func(recs [][]byte) error) (*RangeResult, error) {
 	t.ranges++
-	return t.s.recordsLocked(key, end, ro, t.rev, nil, func(res *RangeResult, krs []keyRev, vals [][]byte) error {
+	return t.s.records(key, end, ro, t.rev, func(res *RangeResult, krs []keyRev, vals [][]byte) error {
 		var kv mvccpb.KeyValue
 		for i, v := range vals {
 			if err := decodeKV(v, &kv); err != nil {
@@ -837,6 +893,8 @@ func (t *TxnRead) RangeRecords(key, end []byte, ro RangeOptions, fn func(recs []
 // so a list of N keys read page by page walks the index about once, not once per page. rev is
 // a revision the chunks were read at (so neither future nor compacted when they were).
 func (t *TxnRead) PageCount(key, next, end []byte, rev int64, sent int) (int, error) {
+	t.s.mu.RLock()
+	defer t.s.mu.RUnlock()
 	if _, err := t.s.readableRev(rev, t.rev); err != nil {
 		return 0, err
 	}
@@ -852,12 +910,14 @@ func (t *TxnRead) PageCount(key, next, end []byte, rev int64, sent int) (int, er
 func (t *TxnRead) End() {
 	t.s.metrics.openReads.Add(-1)
 	t.s.metrics.txnEnded(t.ranges, 0, 0, 0)
-	t.s.mu.RUnlock()
+	t.s.viewMu.RUnlock()
 }
 
 // Reload rebuilds the store from the backend after its file was replaced (a snapshot from the
 // leader). Every watcher falls back to catching up from the new history.
 func (s *Store) Reload() error {
+	s.viewMu.Lock()
+	defer s.viewMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.idx = newTreeIndex()
