@@ -7,16 +7,15 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"etcdx/server/apply"
 	"etcdx/server/auth"
 	"etcdx/server/backend"
 	"etcdx/server/failpoint"
 	"etcdx/server/features"
 	"etcdx/server/membership"
-	"etcdx/server/mvcc"
 	"etcdx/server/schema"
 	"etcdx/server/version"
 )
@@ -250,20 +249,20 @@ func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest, ind
 		}
 		txn := s.kv.WriteIn(b)
 		defer txn.End()
-		resp, err := s.applyPut(txn, r.Put)
+		resp, err := apply.Put(txn, s.les, r.Put)
 		return &applyResult{resp: resp, err: err}
 	case r.DeleteRange != nil:
 		txn := s.kv.WriteIn(b)
 		defer txn.End()
-		resp, err := applyDeleteRange(txn, r.DeleteRange)
+		resp, err := apply.DeleteRange(txn, r.DeleteRange)
 		return &applyResult{resp: resp, err: err}
 	case r.Txn != nil:
-		if noSpace && txnHasPuts(r.Txn) {
+		if noSpace && apply.TxnHasPuts(r.Txn) {
 			return &applyResult{err: ErrNoSpace}
 		}
 		txn := s.kv.WriteIn(b)
-		resp, err := s.applyTxn(txn, r.Txn)
-		if errors.Is(err, errTxnHalfApplied) {
+		resp, err := apply.Txn(txn, s.les, r.Txn)
+		if errors.Is(err, apply.ErrHalfApplied) {
 			// Only a storage failure gets here (every refusal is found before the first
 			// write): nothing of this batch may be committed, and the member stops.
 			txn.Abort(err)
@@ -354,148 +353,6 @@ func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest, ind
 	default:
 		return &applyResult{err: fmt.Errorf("unsupported raft request")}
 	}
-}
-
-// kvView is what requests read through: a write transaction or a read-only view.
-type kvView interface {
-	Range(key, end []byte, ro mvcc.RangeOptions) (*mvcc.RangeResult, error)
-	KeyRevisions(key []byte) (create, mod, version int64, ok bool)
-	Rev() int64
-}
-
-// gteRange turns the API's "\x00" range end (all keys >= key) into the store's empty end.
-func gteRange(end []byte) []byte {
-	if len(end) == 1 && end[0] == 0 {
-		return []byte{}
-	}
-	if len(end) == 0 {
-		return nil
-	}
-	return end
-}
-
-func applyRange(v kvView, r *pb.RangeRequest) (*pb.RangeResponse, error) {
-	return applyRangeCounting(v, r, false)
-}
-
-// rangeFiltered says r drops keys by their revisions, after the read.
-func rangeFiltered(r *pb.RangeRequest) bool {
-	return r.MinModRevision != 0 || r.MaxModRevision != 0 || r.MinCreateRevision != 0 || r.MaxCreateRevision != 0
-}
-
-// rangeSorted says r asks for an order other than the store's (keys ascending, unsorted).
-func rangeSorted(r *pb.RangeRequest) bool {
-	return r.SortOrder != pb.RangeRequest_NONE || r.SortTarget != pb.RangeRequest_KEY
-}
-
-// applyRangeCounting is applyRange; with countToLimit an unsorted, unfiltered range counts keys
-// only to one past its limit, and its Count means nothing (a RangeStream chunk's).
-func applyRangeCounting(v kvView, r *pb.RangeRequest, countToLimit bool) (*pb.RangeResponse, error) {
-	limit := r.Limit
-	filtered, sorted := rangeFiltered(r), rangeSorted(r)
-	if sorted || filtered {
-		limit = 0 // everything is needed before sorting or filtering
-	}
-	if limit > 0 {
-		limit++ // one more tells whether there is more
-	}
-	rr, err := v.Range(r.Key, gteRange(r.RangeEnd), mvcc.RangeOptions{Limit: limit, Rev: r.Revision, Count: r.CountOnly,
-		CountToLimit: countToLimit && limit > 0})
-	if err != nil {
-		return nil, err
-	}
-	kvs := rr.KVs
-	if filtered {
-		out := kvs[:0]
-		for _, kv := range kvs {
-			if r.MaxModRevision != 0 && kv.ModRevision > r.MaxModRevision ||
-				r.MinModRevision != 0 && kv.ModRevision < r.MinModRevision ||
-				r.MaxCreateRevision != 0 && kv.CreateRevision > r.MaxCreateRevision ||
-				r.MinCreateRevision != 0 && kv.CreateRevision < r.MinCreateRevision {
-				continue
-			}
-			out = append(out, kv)
-		}
-		kvs = out
-	}
-	order := r.SortOrder
-	if r.SortTarget != pb.RangeRequest_KEY && order == pb.RangeRequest_NONE {
-		order = pb.RangeRequest_ASCEND
-	}
-	if order != pb.RangeRequest_NONE {
-		sortKVs(kvs, r.SortTarget, order == pb.RangeRequest_DESCEND)
-	}
-	resp := &pb.RangeResponse{Header: &pb.ResponseHeader{Revision: rr.Rev}, Count: int64(rr.Count)}
-	if r.Limit > 0 && len(kvs) > int(r.Limit) {
-		kvs = kvs[:r.Limit]
-		resp.More = true
-	}
-	resp.Kvs = make([]*mvccpb.KeyValue, len(kvs))
-	for i := range kvs {
-		if r.KeysOnly {
-			kvs[i].Value = nil
-		}
-		resp.Kvs[i] = &kvs[i]
-	}
-	return resp, nil
-}
-
-func (s *Server) applyPut(txn *mvcc.TxnWrite, r *pb.PutRequest) (*pb.PutResponse, error) {
-	resp := &pb.PutResponse{Header: &pb.ResponseHeader{}}
-	val, lease := r.Value, r.Lease
-	var prev *mvccpb.KeyValue
-	if r.IgnoreValue || r.IgnoreLease || r.PrevKv {
-		rr, err := txn.Range(r.Key, nil, mvcc.RangeOptions{})
-		if err != nil {
-			return nil, err
-		}
-		if len(rr.KVs) == 1 {
-			prev = &rr.KVs[0]
-		}
-	}
-	if r.IgnoreValue || r.IgnoreLease {
-		if prev == nil {
-			return nil, ErrKeyNotFound
-		}
-		if r.IgnoreValue {
-			val = prev.Value
-		}
-		if r.IgnoreLease {
-			lease = prev.Lease
-		}
-	}
-	if lease != 0 && !s.les.Exists(lease) {
-		return nil, errLeaseNotFound
-	}
-	if r.PrevKv && prev != nil {
-		resp.PrevKv = prev
-	}
-	if err := txn.Put(r.Key, val, lease); err != nil {
-		return nil, err
-	}
-	resp.Header.Revision = txn.Rev()
-	return resp, nil
-}
-
-func applyDeleteRange(txn *mvcc.TxnWrite, r *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error) {
-	resp := &pb.DeleteRangeResponse{Header: &pb.ResponseHeader{}}
-	end := gteRange(r.RangeEnd)
-	if r.PrevKv {
-		rr, err := txn.Range(r.Key, end, mvcc.RangeOptions{})
-		if err != nil {
-			return nil, err
-		}
-		for i := range rr.KVs {
-			resp.PrevKvs = append(resp.PrevKvs, &rr.KVs[i])
-		}
-	}
-	n, err := txn.DeleteRange(r.Key, end)
-	if err != nil {
-		return nil, err
-	}
-	resp.Deleted = n
-	resp.Header.Revision = txn.Rev()
-	return resp, nil
 }
 
 type applyBatch struct {

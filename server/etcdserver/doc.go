@@ -1,7 +1,7 @@
 // Package etcdserver is one etcd member: it proposes client writes through raft, persists the
 // log in the WAL, applies committed entries to the MVCC store and lessor, and serves reads. It
 // holds the loops and entry points; the rules they follow live in their own packages (version,
-// membership, schema) and the storage in theirs (wal, snap, backend, mvcc, lease).
+// membership, schema, apply) and the storage in theirs (wal, snap, backend, mvcc, lease).
 //
 // The files:
 //
@@ -29,9 +29,7 @@
 //	rangeencoded.go  Range for the gRPC API, answered in its wire encoding (rangewire)
 //	rangestream.go   RangeStream (3.7): a range in chunks, each from a read view of its own
 //	apply.go         the apply loop; applying committed entries: requests, conf changes, the
-//	                 consistent index
-//	txn.go           a transaction: every branch decided, every op checked, then applied (all
-//	                 or nothing), in a write transaction or a read view
+//	                 consistent index (what a key-value request means is package apply's)
 //	cluster.go       member add/remove/update/promote, strict reconfiguration checks,
 //	                 publishing this member's attributes
 //	versions.go      the version lifecycle at run time: publishing versions, the leader's

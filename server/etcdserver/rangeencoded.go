@@ -6,6 +6,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc/mem"
 
+	"etcdx/server/apply"
 	"etcdx/server/mvcc"
 	"etcdx/server/rangewire"
 )
@@ -37,8 +38,8 @@ func (s *Server) RangeEncoded(ctx context.Context, r *pb.RangeRequest) (*rangewi
 // as Range reads them and encoded after. A chunk (of a RangeStream) counts the keys only to tell
 // whether more follow: its Count is meaningless, and the range is not walked to its end for it.
 func (s *Server) encodeRange(v *mvcc.TxnRead, r *pb.RangeRequest, chunk bool) (*rangewire.Response, error) {
-	if r.CountOnly || r.KeysOnly || rangeSorted(r) || rangeFiltered(r) {
-		resp, err := applyRangeCounting(v, r, chunk)
+	if r.CountOnly || r.KeysOnly || apply.Sorted(r) || apply.Filtered(r) {
+		resp, err := apply.RangeCounting(v, r, chunk)
 		if err != nil {
 			return nil, err
 		}
@@ -55,7 +56,7 @@ func (s *Server) encodeRange(v *mvcc.TxnRead, r *pb.RangeRequest, chunk bool) (*
 	}
 	var kvs mem.BufferSlice
 	n := 0
-	rr, err := v.RangeRecords(r.Key, gteRange(r.RangeEnd), mvcc.RangeOptions{Limit: r.Limit, Rev: r.Revision, CountToLimit: chunk && r.Limit > 0}, func(recs [][]byte) error {
+	rr, err := v.RangeRecords(r.Key, apply.GteRange(r.RangeEnd), mvcc.RangeOptions{Limit: r.Limit, Rev: r.Revision, CountToLimit: chunk && r.Limit > 0}, func(recs [][]byte) error {
 		kvs, n = s.rangeBufs.EncodeRecords(recs), len(recs)
 		return nil
 	})

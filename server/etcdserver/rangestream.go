@@ -7,6 +7,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"etcdx/server/apply"
 	"etcdx/server/auth"
 	"etcdx/server/failpoint"
 	"etcdx/server/rangewire"
@@ -109,7 +110,7 @@ func (s *Server) readEncoded(r *pb.RangeRequest) (*rangewire.Response, error) {
 // paginated list to the next (kube-apiserver reads each page of 10,000 as a stream); the others
 // count the keys left.
 func (s *Server) streamCount(start, next []byte, req *pb.RangeRequest, sent int64) (int64, error) {
-	if rangeSorted(req) || rangeFiltered(req) {
+	if apply.Sorted(req) || apply.Filtered(req) {
 		rest, err := s.readRange(&pb.RangeRequest{Key: next, RangeEnd: req.RangeEnd, Revision: req.Revision, CountOnly: true})
 		if err != nil {
 			return 0, err
@@ -118,7 +119,7 @@ func (s *Server) streamCount(start, next []byte, req *pb.RangeRequest, sent int6
 	}
 	v := s.kv.Read()
 	defer v.End()
-	n, err := v.PageCount(start, next, gteRange(req.RangeEnd), req.Revision, int(sent))
+	n, err := v.PageCount(start, next, apply.GteRange(req.RangeEnd), req.Revision, int(sent))
 	return int64(n), err
 }
 
@@ -126,7 +127,7 @@ func (s *Server) streamCount(start, next []byte, req *pb.RangeRequest, sent int6
 func (s *Server) readRange(r *pb.RangeRequest) (*pb.RangeResponse, error) {
 	v := s.kv.Read()
 	defer v.End()
-	return applyRange(v, r)
+	return apply.Range(v, r)
 }
 
 // nextChunkKeys sizes the next chunk from the last one so that chunks land near target bytes

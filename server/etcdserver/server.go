@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"etcdx/server/apply"
 	"etcdx/server/auth"
 	"etcdx/server/backend"
 	"etcdx/server/lease"
@@ -32,7 +33,7 @@ var (
 	ErrNoLeader        = errors.New("etcdserver: no leader")
 	ErrRequestTooLarge = errors.New("etcdserver: request is too large")
 	ErrNoSpace         = errors.New("etcdserver: mvcc: database space exceeded")
-	ErrKeyNotFound     = errors.New("etcdserver: key not found")
+	ErrKeyNotFound     = apply.ErrKeyNotFound
 	ErrNotLeader       = errors.New("etcdserver: not leader")
 	ErrCorrupt         = errors.New("etcdserver: corrupt cluster")
 	ErrTooManyRequests = errors.New("etcdserver: too many requests")

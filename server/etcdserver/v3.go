@@ -1,24 +1,19 @@
 package etcdserver
 
 import (
-	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/mvccpb"
 
+	"etcdx/server/apply"
 	"etcdx/server/auth"
 	"etcdx/server/failpoint"
 	"etcdx/server/lease"
 	"etcdx/server/mvcc"
 )
-
-var errLeaseNotFound = lease.ErrNotFound
 
 // proposeAs proposes r and returns the applier's response as T, or its error.
 func proposeAs[T any](ctx context.Context, s *Server, r *pb.InternalRaftRequest) (T, error) {
@@ -37,7 +32,7 @@ func proposeAs[T any](ctx context.Context, s *Server, r *pb.InternalRaftRequest)
 func (s *Server) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error) {
 	var resp *pb.RangeResponse
 	err := s.serveRange(ctx, r, func(v *mvcc.TxnRead) (err error) {
-		resp, err = applyRange(v, r)
+		resp, err = apply.Range(v, r)
 		return err
 	})
 	if err != nil {
@@ -110,10 +105,10 @@ func (s *Server) DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*pb
 
 // Txn runs a transaction: read-only ones are served like reads, others go through raft.
 func (s *Server) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error) {
-	if txnReadOnly(r) {
+	if apply.TxnReadOnly(r) {
 		return s.readTxn(ctx, r)
 	}
-	if txnHasPuts(r) {
+	if apply.TxnHasPuts(r) {
 		if err := s.checkQuota(ctx, r.Size()); err != nil {
 			return nil, err
 		}
@@ -124,7 +119,7 @@ func (s *Server) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, er
 // readTxn serves a transaction that writes nothing like a read, without raft.
 func (s *Server) readTxn(ctx context.Context, r *pb.TxnRequest) (resp *pb.TxnResponse, err error) {
 	defer func(start time.Time) { s.m.observeRequest("ReadonlyTxn", start, err) }(time.Now())
-	if !txnSerializable(r) {
+	if !apply.TxnSerializable(r) {
 		if err := s.LinearizableReadNotify(ctx); err != nil {
 			return nil, err
 		}
@@ -133,7 +128,7 @@ func (s *Server) readTxn(ctx context.Context, r *pb.TxnRequest) (resp *pb.TxnRes
 		v := s.kv.Read()
 		defer v.End()
 		var err error
-		resp, err = s.readOnlyTxn(v, r)
+		resp, err = apply.ReadOnlyTxn(v, r)
 		return err
 	})
 	if err != nil {
@@ -326,32 +321,4 @@ func (s *Server) checkQuota(ctx context.Context, cost int) error {
 		s.log.Error("failed to raise NOSPACE alarm", "error", err)
 	}
 	return ErrNoSpace
-}
-
-func sortKVs(kvs []mvccpb.KeyValue, target pb.RangeRequest_SortTarget, desc bool) {
-	// byTarget orders by the sort target alone; keys break its ties, ascending in both orders
-	// (the range read them in key order, and upstream's sort leaves tied keys where they were).
-	byTarget := func(a, b *mvccpb.KeyValue) int {
-		switch target {
-		case pb.RangeRequest_VERSION:
-			return cmp.Compare(a.Version, b.Version)
-		case pb.RangeRequest_CREATE:
-			return cmp.Compare(a.CreateRevision, b.CreateRevision)
-		case pb.RangeRequest_MOD:
-			return cmp.Compare(a.ModRevision, b.ModRevision)
-		case pb.RangeRequest_VALUE:
-			return bytes.Compare(a.Value, b.Value)
-		}
-		return bytes.Compare(a.Key, b.Key)
-	}
-	sort.SliceStable(kvs, func(i, j int) bool {
-		c := byTarget(&kvs[i], &kvs[j])
-		if desc {
-			c = -c
-		}
-		if c == 0 {
-			c = bytes.Compare(kvs[i].Key, kvs[j].Key)
-		}
-		return c < 0
-	})
 }

@@ -7,15 +7,13 @@ import (
 	"os"
 	"runtime"
 	"syscall"
-
-	"etcdx/server/etcdserver"
 )
 
 // debugVars is upstream's /debug/vars: Go's expvar page as upstream's binary fills it (the
 // command line, the runtime's memory statistics, the file descriptor limit and raft's status),
 // in expvar's key order. Built from the member itself rather than from expvar's process-wide
 // registry.
-func debugVars(s *etcdserver.Server) http.Handler {
+func debugVars(s RaftStatus) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)

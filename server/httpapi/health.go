@@ -9,14 +9,12 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-
-	"etcdx/server/etcdserver"
 )
 
 // addHealth adds /health, /livez and /readyz (and each probe check on its own path, as
 // /readyz/data_corruption), answered as upstream answers them. With the v2 API (3.5's
 // --enable-v2), /health reads through the v2 API as upstream's does then.
-func addHealth(mux *http.ServeMux, s *etcdserver.Server, v2 bool) {
+func addHealth(mux *http.ServeMux, s Health, v2 bool) {
 	mux.Handle("/health", HealthHandler(s, v2))
 	read := func(serializable bool) func(context.Context) error {
 		return func(ctx context.Context) error { return readOne(ctx, s, serializable) }
@@ -59,7 +57,7 @@ type health struct {
 // HealthHandler answers /health as upstream: the first active alarm not excluded (?exclude=NOSPACE),
 // a leader (unless ?serializable=true), then a read; only GET. With v2, the read is upstream
 // 3.5's v2 health read: a quorum GET through raft (an entry in the log), within a second.
-func HealthHandler(s *etcdserver.Server, v2 bool) http.Handler {
+func HealthHandler(s Health, v2 bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !allowOnly(w, r, http.MethodGet) {
 			return
@@ -78,7 +76,7 @@ func HealthHandler(s *etcdserver.Server, v2 bool) http.Handler {
 	})
 }
 
-func checkHealth(ctx context.Context, s *etcdserver.Server, excluded map[string]bool, serializable, v2 bool) health {
+func checkHealth(ctx context.Context, s Health, excluded map[string]bool, serializable, v2 bool) health {
 	for _, a := range s.Alarms() {
 		if excluded[a.Alarm.String()] {
 			continue
@@ -113,7 +111,7 @@ func checkHealth(ctx context.Context, s *etcdserver.Server, excluded map[string]
 }
 
 // readOne is the read every health check makes: one key, as root (auth must not fail a probe).
-func readOne(ctx context.Context, s *etcdserver.Server, serializable bool) error {
+func readOne(ctx context.Context, s Health, serializable bool) error {
 	_, err := s.Range(s.AsRoot(ctx), &pb.RangeRequest{KeysOnly: true, Limit: 1, Serializable: serializable})
 	return err
 }
@@ -131,7 +129,7 @@ func excludedSet(r *http.Request) map[string]bool {
 
 // probe is /livez or /readyz: named checks, each "[+]name ok" or "[-]name failed: reason".
 type probe struct {
-	s      *etcdserver.Server
+	s      Health
 	kind   string
 	checks []probeCheck
 }

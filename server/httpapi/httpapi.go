@@ -24,7 +24,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"etcdx/pkg/buildinfo"
-	"etcdx/server/etcdserver"
 	"etcdx/server/v2http"
 	"etcdx/server/v3rpc"
 	"etcdx/server/version"
@@ -93,7 +92,7 @@ type Options struct {
 
 // Handler is the client listener's HTTP side. conn is a client connection to this member's own
 // gRPC server, used by the JSON gateway.
-func Handler(s *etcdserver.Server, conn *grpc.ClientConn, opt Options) (http.Handler, error) {
+func Handler(s Member, conn *grpc.ClientConn, opt Options) (http.Handler, error) {
 	mux := http.NewServeMux()
 	addMetrics(mux, s)
 	addHealth(mux, s, opt.V2)
@@ -167,12 +166,12 @@ func (c *compactJSON) NewEncoder(w io.Writer) runtime.Encoder {
 }
 
 // AddMetrics adds /metrics, /health, /livez and /readyz (what the metrics listener serves too).
-func AddMetrics(mux *http.ServeMux, s *etcdserver.Server) {
+func AddMetrics(mux *http.ServeMux, s Health) {
 	addMetrics(mux, s)
 	addHealth(mux, s, false)
 }
 
-func addMetrics(mux *http.ServeMux, s *etcdserver.Server) {
+func addMetrics(mux *http.ServeMux, s Health) {
 	// Instrumented as upstream's handler is: promhttp_metric_handler_requests_{total,in_flight}
 	// (every listener serving /metrics shares the two).
 	reg := s.Config().Registry

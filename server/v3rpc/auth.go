@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"etcdx/server/auth"
-	"etcdx/server/etcdserver"
 )
 
 // GatewayMark is the metadata the JSON gateway adds to every request it forwards.
@@ -85,7 +84,7 @@ func requestCredentials(ctx context.Context) auth.Credentials {
 }
 
 // checkCaller applies a method's rule.
-func checkCaller(ctx context.Context, s *etcdserver.Server, method string, req any) error {
+func checkCaller(ctx context.Context, s Callers, method string, req any) error {
 	rule := methodRules[method]
 	if ar, ok := req.(*pb.AlarmRequest); ok && ar.Action != pb.AlarmRequest_GET {
 		rule = rootCaller
@@ -103,7 +102,7 @@ func checkCaller(ctx context.Context, s *etcdserver.Server, method string, req a
 // with the request's credentials when auth is on. With auth off nothing reads them (a request
 // that passes here just before auth is turned on finds none later and is refused as having no
 // user), so they are not looked up: four metadata lookups were 3% of a get's time.
-func withCaller(ctx context.Context, s *etcdserver.Server, method string, req any) (context.Context, error) {
+func withCaller(ctx context.Context, s Callers, method string, req any) (context.Context, error) {
 	if s.AuthEnabled() {
 		ctx = auth.WithCredentials(ctx, requestCredentials(ctx))
 	}
@@ -121,7 +120,7 @@ type credentialStream struct {
 
 func (c credentialStream) Context() context.Context { return c.ctx }
 
-func authStream(s *etcdserver.Server) grpc.StreamServerInterceptor {
+func authStream(s Callers) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 		ctx := auth.WithCredentials(ss.Context(), requestCredentials(ss.Context()))
 		if err := checkCaller(ctx, s, info.FullMethod, nil); err != nil {
@@ -134,7 +133,7 @@ func authStream(s *etcdserver.Server) grpc.StreamServerInterceptor {
 // authServer is the Auth service.
 type authServer struct {
 	pb.UnimplementedAuthServer
-	s   *etcdserver.Server
+	s   Auth
 	hdr header
 }
 

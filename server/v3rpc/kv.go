@@ -6,12 +6,11 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
-	"etcdx/server/etcdserver"
 	"etcdx/server/rangewire"
 )
 
 // header fills the parts of a response header that every response carries.
-type header struct{ s *etcdserver.Server }
+type header struct{ s Identity }
 
 func (h header) fill(rh *pb.ResponseHeader) {
 	if rh == nil {
@@ -33,7 +32,7 @@ func (h header) fillExceptRevision(rh *pb.ResponseHeader) {
 
 type kvServer struct {
 	pb.UnimplementedKVServer
-	s   *etcdserver.Server
+	s   KV
 	hdr header
 }
 

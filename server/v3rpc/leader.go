@@ -8,8 +8,6 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
-
-	"etcdx/server/etcdserver"
 )
 
 // Clients that put "hasleader" in their metadata (clientv3.WithRequireLeader; kube-apiserver opens
@@ -96,7 +94,7 @@ func (w *leaderWatch) cancelAll() {
 
 // watchLeader cancels the registered streams when s has had no leader for noLeaderTimeouts
 // election timeouts in a row, until s stops.
-func watchLeader(s *etcdserver.Server, w *leaderWatch) {
+func watchLeader(s Gate, w *leaderWatch) {
 	cfg := s.Config()
 	election := time.Duration(cfg.TickMs) * time.Duration(cfg.ElectionTicks) * time.Millisecond
 	t := time.NewTicker(election)
@@ -118,7 +116,7 @@ func watchLeader(s *etcdserver.Server, w *leaderWatch) {
 	}
 }
 
-func leaderStreamGate(s *etcdserver.Server, w *leaderWatch) grpc.StreamServerInterceptor {
+func leaderStreamGate(s Gate, w *leaderWatch) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 		if !requiresLeader(ss.Context()) {
 			return h(srv, ss)

@@ -13,7 +13,7 @@ import (
 
 type leaseServer struct {
 	pb.UnimplementedLeaseServer
-	s   *etcdserver.Server
+	s   Leases
 	hdr header
 }
 

@@ -17,14 +17,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"etcdx/server/etcdserver"
 	"etcdx/server/membership"
 	"etcdx/server/version"
 )
 
 type maintenanceServer struct {
 	pb.UnimplementedMaintenanceServer
-	s      *etcdserver.Server
+	s      Maintenance
 	log    *slog.Logger
 	hdr    header
 	health *grpcHealth
@@ -182,7 +181,7 @@ func (m *maintenanceServer) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequ
 
 type clusterServer struct {
 	pb.UnimplementedClusterServer
-	s   *etcdserver.Server
+	s   Cluster
 	hdr header
 }
 

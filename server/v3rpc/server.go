@@ -53,7 +53,7 @@ func streamWindow(maxRequest int) int32 {
 }
 
 // NewServer returns a gRPC server with every v3 service registered for s.
-func NewServer(s *etcdserver.Server, o Options) *grpc.Server {
+func NewServer(s Member, o Options) *grpc.Server {
 	cfg := s.Config()
 	opts := append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(int(cfg.MaxRequestBytes) + etcdserver.GRPCOverheadBytes),
@@ -120,7 +120,7 @@ func learnerAllows(req any) bool {
 // unaryInterceptor is every unary call's handling around its handler, in one layer (each layer
 // of a gRPC chain costs every call a closure and a call): the client-request count, then, timed
 // for the request-stats line, the learner, leader and caller checks.
-func unaryInterceptor(s *etcdserver.Server, lg *slog.Logger, warn time.Duration) grpc.UnaryServerInterceptor {
+func unaryInterceptor(s Gate, lg *slog.Logger, warn time.Duration) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		ver, err := clientVersion(ctx)
 		if err != nil {
@@ -137,7 +137,7 @@ func unaryInterceptor(s *etcdserver.Server, lg *slog.Logger, warn time.Duration)
 // admitUnary runs h if this member may serve the call: a learner serves only what learnerAllows,
 // a call that requires a leader needs one (upstream's require-leader metadata), and the caller
 // must pass the method's rule.
-func admitUnary(ctx context.Context, s *etcdserver.Server, req any, method string, h grpc.UnaryHandler) (any, error) {
+func admitUnary(ctx context.Context, s Gate, req any, method string, h grpc.UnaryHandler) (any, error) {
 	failpoint.At(failpoint.AfterIsMemberExist)
 	if s.IsLearner() && !learnerAllows(req) {
 		return nil, rpctypes.ErrGRPCNotSupportedForLearner
@@ -152,7 +152,7 @@ func admitUnary(ctx context.Context, s *etcdserver.Server, req any, method strin
 	return h(ctx, req)
 }
 
-func learnerStreamGate(s *etcdserver.Server) grpc.StreamServerInterceptor {
+func learnerStreamGate(s Gate) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 		failpoint.At(failpoint.AfterIsMemberExist)
 		if s.IsLearner() && info.FullMethod != "/etcdserverpb.Maintenance/Snapshot" {

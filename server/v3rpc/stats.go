@@ -15,8 +15,6 @@ import (
 	"google.golang.org/grpc/peer"
 	gproto "google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/protoadapt"
-
-	"etcdx/server/etcdserver"
 )
 
 // logRequestStats logs upstream's "request stats" line for a unary call: at warn level when it
@@ -99,7 +97,7 @@ func clientVersion(ctx context.Context) (string, error) {
 }
 
 // countStream feeds etcd_server_client_requests_total (unaryInterceptor counts unary calls).
-func countStream(s *etcdserver.Server) grpc.StreamServerInterceptor {
+func countStream(s Gate) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		ver, err := clientVersion(ss.Context())
 		if err != nil {

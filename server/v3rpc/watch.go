@@ -18,7 +18,7 @@ import (
 
 type watchServer struct {
 	pb.UnimplementedWatchServer
-	s                *etcdserver.Server
+	s                Watches
 	hdr              header
 	progressInterval time.Duration
 	maxRequestBytes  int

@@ -1,8 +1,7 @@
-package etcdserver
+package apply
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -16,28 +15,51 @@ import (
 // as upstream does: a nested compare does not see the writes of the ops before it. Then every
 // op on those branches is checked against the same state; only when all would succeed does the
 // first one change anything. An op that still fails after the checks is a storage failure,
-// not a refusal (errTxnHalfApplied).
+// not a refusal (ErrHalfApplied).
 
-// errTxnHalfApplied marks a transaction that failed after it had begun to write: the caller
-// must throw away its batch rather than commit part of a transaction.
-var errTxnHalfApplied = errors.New("etcdserver: transaction failed after it had begun to write")
+// Txn runs a transaction that may write in w: decided and checked first, then applied. An error
+// wrapping ErrHalfApplied means w holds part of it and must not be committed.
+func Txn(w Writer, les Leases, r *pb.TxnRequest) (*pb.TxnResponse, error) {
+	resp, err := runTxn(w, w, les, r)
+	if err != nil && w.Changes() > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrHalfApplied, err)
+	}
+	return resp, err
+}
 
-// txnView is what a transaction reads through: the kvView and the compaction point, both as
-// they were before the transaction wrote anything.
-type txnView interface {
-	kvView
-	CompactRev() int64
+// ReadOnlyTxn runs a transaction of ranges only (TxnReadOnly) in a read view.
+func ReadOnlyTxn(v Reader, r *pb.TxnRequest) (*pb.TxnResponse, error) {
+	return runTxn(v, nil, nil, r)
+}
+
+// runTxn decides every branch of r against v, checks every op on them, then runs them (writing
+// through w, nil in a read view); the outer header carries the revision v reads at after.
+func runTxn(v Reader, w Writer, les Leases, r *pb.TxnRequest) (*pb.TxnResponse, error) {
+	path, err := txnPath(v, r, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := checkBranch(v, les, r, path); err != nil {
+		return nil, err
+	}
+	run := txnRun{v: v, w: w, les: les, path: path}
+	resp, err := run.txn(r)
+	if err != nil {
+		return nil, err
+	}
+	resp.Header = &pb.ResponseHeader{Revision: v.Rev()}
+	return resp, nil
 }
 
 // txnPath appends to path the branch (true: success) of r and of every nested transaction on
 // that branch, in the order they run.
-func txnPath(v kvView, r *pb.TxnRequest, path []bool) ([]bool, error) {
+func txnPath(v Reader, r *pb.TxnRequest, path []bool) ([]bool, error) {
 	ok, err := evalCompares(v, r.Compare)
 	if err != nil {
 		return nil, err
 	}
 	path = append(path, ok)
-	for _, op := range txnBranch(r, ok) {
+	for _, op := range branch(r, ok) {
 		if t := op.GetRequestTxn(); t != nil {
 			if path, err = txnPath(v, t, path); err != nil {
 				return nil, err
@@ -47,18 +69,18 @@ func txnPath(v kvView, r *pb.TxnRequest, path []bool) ([]bool, error) {
 	return path, nil
 }
 
-func txnBranch(r *pb.TxnRequest, success bool) []*pb.RequestOp {
+func branch(r *pb.TxnRequest, success bool) []*pb.RequestOp {
 	if success {
 		return r.Success
 	}
 	return r.Failure
 }
 
-// checkTxnBranch refuses r before anything of it applies: a range at a future or compacted
+// checkBranch refuses r before anything of it applies: a range at a future or compacted
 // revision, a put on an unknown lease, an ignore_value or ignore_lease put on a missing key,
 // anywhere on the branches path picks. It returns the part of path after r's.
-func (s *Server) checkTxnBranch(v txnView, r *pb.TxnRequest, path []bool) ([]bool, error) {
-	ops := txnBranch(r, path[0])
+func checkBranch(v Reader, les Leases, r *pb.TxnRequest, path []bool) ([]bool, error) {
+	ops := branch(r, path[0])
 	path = path[1:]
 	for _, op := range ops {
 		var err error
@@ -66,10 +88,10 @@ func (s *Server) checkTxnBranch(v txnView, r *pb.TxnRequest, path []bool) ([]boo
 		case *pb.RequestOp_RequestRange:
 			err = checkRangeRevision(v, x.RequestRange.Revision)
 		case *pb.RequestOp_RequestPut:
-			err = s.checkPutApplies(v, x.RequestPut)
+			err = checkPut(v, les, x.RequestPut)
 		case *pb.RequestOp_RequestDeleteRange:
 		case *pb.RequestOp_RequestTxn:
-			path, err = s.checkTxnBranch(v, x.RequestTxn, path)
+			path, err = checkBranch(v, les, x.RequestTxn, path)
 		default:
 			err = fmt.Errorf("etcdserver: unknown txn operation")
 		}
@@ -82,7 +104,7 @@ func (s *Server) checkTxnBranch(v txnView, r *pb.TxnRequest, path []bool) ([]boo
 
 // checkRangeRevision is the revision rule of a range inside a transaction, judged at the
 // revision the transaction starts from.
-func checkRangeRevision(v txnView, rev int64) error {
+func checkRangeRevision(v Reader, rev int64) error {
 	switch {
 	case rev == 0:
 		return nil
@@ -94,8 +116,12 @@ func checkRangeRevision(v txnView, rev int64) error {
 	return nil
 }
 
-// checkPutApplies refuses a put that would fail when applied.
-func (s *Server) checkPutApplies(v kvView, p *pb.PutRequest) error {
+// checkPut refuses a put that would fail when applied (les is nil in a read view, which has
+// no puts: TxnReadOnly).
+func checkPut(v Reader, les Leases, p *pb.PutRequest) error {
+	if les == nil {
+		return fmt.Errorf("etcdserver: a write in a read-only transaction")
+	}
 	if p.IgnoreValue || p.IgnoreLease {
 		rr, err := v.Range(p.Key, nil, mvcc.RangeOptions{})
 		if err != nil {
@@ -105,60 +131,26 @@ func (s *Server) checkPutApplies(v kvView, p *pb.PutRequest) error {
 			return ErrKeyNotFound
 		}
 	}
-	if p.Lease != 0 && !p.IgnoreLease && !s.les.Exists(p.Lease) {
-		return errLeaseNotFound
+	if p.Lease != 0 && !p.IgnoreLease && !les.Exists(p.Lease) {
+		return ErrLeaseNotFound
 	}
 	return nil
-}
-
-// applyTxn runs a transaction that may write: decided and checked first, then applied. An
-// error wrapping errTxnHalfApplied means txn holds part of it and must not be committed.
-func (s *Server) applyTxn(txn *mvcc.TxnWrite, r *pb.TxnRequest) (*pb.TxnResponse, error) {
-	resp, err := s.runTxn(txn, txn, r)
-	if err != nil && txn.Changes() > 0 {
-		return nil, fmt.Errorf("%w: %w", errTxnHalfApplied, err)
-	}
-	return resp, err
-}
-
-// readOnlyTxn runs a transaction of ranges only in a read view.
-func (s *Server) readOnlyTxn(v txnView, r *pb.TxnRequest) (*pb.TxnResponse, error) {
-	return s.runTxn(v, nil, r)
-}
-
-// runTxn decides every branch of r against v, checks every op on them, then runs them (writing
-// through w, nil in a read view); the outer header carries the revision v reads at after.
-func (s *Server) runTxn(v txnView, w *mvcc.TxnWrite, r *pb.TxnRequest) (*pb.TxnResponse, error) {
-	path, err := txnPath(v, r, nil)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := s.checkTxnBranch(v, r, path); err != nil {
-		return nil, err
-	}
-	run := txnRun{s: s, v: v, w: w, path: path}
-	resp, err := run.txn(r)
-	if err != nil {
-		return nil, err
-	}
-	resp.Header = &pb.ResponseHeader{Revision: v.Rev()}
-	return resp, nil
 }
 
 // txnRun applies the branches a path chose. w is nil in a read view (the branches then hold
 // ranges only). Responses get upstream's headers: each op's carries only its revision, a nested
 // transaction's none (the caller sets the outer one's).
 type txnRun struct {
-	s    *Server
-	v    kvView
-	w    *mvcc.TxnWrite
+	v    Reader
+	w    Writer
+	les  Leases
 	path []bool
 }
 
 func (t *txnRun) txn(r *pb.TxnRequest) (*pb.TxnResponse, error) {
 	ok := t.path[0]
 	t.path = t.path[1:]
-	ops := txnBranch(r, ok)
+	ops := branch(r, ok)
 	resp := &pb.TxnResponse{Header: &pb.ResponseHeader{}, Succeeded: ok, Responses: make([]*pb.ResponseOp, 0, len(ops))}
 	for _, op := range ops {
 		ro, err := t.op(op)
@@ -172,7 +164,7 @@ func (t *txnRun) txn(r *pb.TxnRequest) (*pb.TxnResponse, error) {
 
 func (t *txnRun) op(op *pb.RequestOp) (*pb.ResponseOp, error) {
 	if x, ok := op.Request.(*pb.RequestOp_RequestRange); ok {
-		rr, err := applyRange(t.v, x.RequestRange)
+		rr, err := Range(t.v, x.RequestRange)
 		if err != nil {
 			return nil, err
 		}
@@ -190,13 +182,13 @@ func (t *txnRun) op(op *pb.RequestOp) (*pb.ResponseOp, error) {
 	}
 	switch x := op.Request.(type) {
 	case *pb.RequestOp_RequestPut:
-		pr, err := t.s.applyPut(t.w, x.RequestPut)
+		pr, err := Put(t.w, t.les, x.RequestPut)
 		if err != nil {
 			return nil, err
 		}
 		return &pb.ResponseOp{Response: &pb.ResponseOp_ResponsePut{ResponsePut: pr}}, nil
 	case *pb.RequestOp_RequestDeleteRange:
-		dr, err := applyDeleteRange(t.w, x.RequestDeleteRange)
+		dr, err := DeleteRange(t.w, x.RequestDeleteRange)
 		if err != nil {
 			return nil, err
 		}
@@ -206,7 +198,7 @@ func (t *txnRun) op(op *pb.RequestOp) (*pb.ResponseOp, error) {
 }
 
 // evalCompares reports whether every compare holds against the view.
-func evalCompares(v kvView, cmps []*pb.Compare) (bool, error) {
+func evalCompares(v Reader, cmps []*pb.Compare) (bool, error) {
 	for _, c := range cmps {
 		if revisionCompare(c) {
 			// One key's revisions or version: the index has them, the stored record is not read.
@@ -217,7 +209,7 @@ func evalCompares(v kvView, cmps []*pb.Compare) (bool, error) {
 			}
 			continue
 		}
-		rr, err := v.Range(c.Key, gteRange(c.RangeEnd), mvcc.RangeOptions{})
+		rr, err := v.Range(c.Key, GteRange(c.RangeEnd), mvcc.RangeOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -285,13 +277,14 @@ func compareKV(c *pb.Compare, kv *mvccpb.KeyValue) bool {
 	return false
 }
 
-func txnHasPuts(r *pb.TxnRequest) bool {
+// TxnHasPuts says r (or a transaction nested in it) holds a put, which the space quota stops.
+func TxnHasPuts(r *pb.TxnRequest) bool {
 	for _, ops := range [][]*pb.RequestOp{r.Success, r.Failure} {
 		for _, op := range ops {
 			if op.GetRequestPut() != nil {
 				return true
 			}
-			if t := op.GetRequestTxn(); t != nil && txnHasPuts(t) {
+			if t := op.GetRequestTxn(); t != nil && TxnHasPuts(t) {
 				return true
 			}
 		}
@@ -299,11 +292,12 @@ func txnHasPuts(r *pb.TxnRequest) bool {
 	return false
 }
 
-func txnReadOnly(r *pb.TxnRequest) bool {
+// TxnReadOnly says r holds ranges only, so it is served as a read, without raft.
+func TxnReadOnly(r *pb.TxnRequest) bool {
 	for _, ops := range [][]*pb.RequestOp{r.Success, r.Failure} {
 		for _, op := range ops {
 			if op.GetRequestRange() == nil {
-				if t := op.GetRequestTxn(); t == nil || !txnReadOnly(t) {
+				if t := op.GetRequestTxn(); t == nil || !TxnReadOnly(t) {
 					return false
 				}
 			}
@@ -312,13 +306,14 @@ func txnReadOnly(r *pb.TxnRequest) bool {
 	return true
 }
 
-func txnSerializable(r *pb.TxnRequest) bool {
+// TxnSerializable says every range of r may be served from the member's own state.
+func TxnSerializable(r *pb.TxnRequest) bool {
 	for _, ops := range [][]*pb.RequestOp{r.Success, r.Failure} {
 		for _, op := range ops {
 			if rr := op.GetRequestRange(); rr != nil && !rr.Serializable {
 				return false
 			}
-			if t := op.GetRequestTxn(); t != nil && !txnSerializable(t) {
+			if t := op.GetRequestTxn(); t != nil && !TxnSerializable(t) {
 				return false
 			}
 		}

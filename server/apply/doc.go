@@ -1,0 +1,15 @@
+// Package apply holds the semantics of the key-value requests, apart from the member that
+// serves them: what a Range, a Put, a DeleteRange and a Txn read, change and answer, given a
+// read view or a write transaction of the MVCC store and the leases that exist. Every member
+// applies the same committed request to the same state, so these are pure rules over their
+// inputs: no raft, no clock, no network. The server (package etcdserver) decides when a request
+// applies and with which permissions; this package decides what applying it means.
+//
+// The files:
+//
+//	kv.go     the inputs (Reader, Writer, Leases) and the errors a request is refused with
+//	range.go  Range: revisions, limits, counts, filters by revision, sort orders, keys only
+//	write.go  Put (ignore_value, ignore_lease, prev_kv, the lease must exist) and DeleteRange
+//	txn.go    Txn: every branch decided against the state before it, every op on them checked,
+//	          then applied (all or nothing); the read-only and serializable tests
+package apply
