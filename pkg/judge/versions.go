@@ -1,6 +1,11 @@
 package judge
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+)
 
 const (
 	// ClusterVersionAboveLevel: a member reported a cluster version above the level it ran as.
@@ -18,6 +23,10 @@ const (
 	// StorageVersionNotFollowing: once the cluster has settled, a member's storage version is not
 	// the cluster version (or its own level, when that is lower).
 	StorageVersionNotFollowing Check = "storage-version-not-following"
+	// ClusterVersionAboveAMember: a member reported a cluster version above the level another
+	// member of the cluster ran as then (the cluster version is the lowest member's level, and
+	// only a downgrade lowers a member's level).
+	ClusterVersionAboveAMember Check = "cluster-version-above-a-member"
 )
 
 // VersionSample is what a member reported at At (any clock the harness keeps, the same for the
@@ -82,6 +91,52 @@ func ClusterVersions(name string, seen []VersionSample, windows []DowngradeWindo
 		}
 	}
 	return out
+}
+
+// ClusterVersionsAcross checks the members' reports against each other: a cluster version C
+// that one member reported at t, and a level L below C that another reported at t2 >= t, are
+// a cluster version above a member (ClusterVersionAboveAMember): outside a downgrade a member's
+// level only rises, so at t it was at most L. A downgrade asked for by t2 swaps levels down, so
+// from the first window on nothing is judged. seen is every member's samples by name; the
+// first finding only.
+func ClusterVersionsAcross(seen map[string][]VersionSample, windows []DowngradeWindow) []Finding {
+	type report struct {
+		VersionSample
+		name string
+	}
+	var all []report
+	for name, samples := range seen {
+		for _, v := range samples {
+			all = append(all, report{v, name})
+		}
+	}
+	// By time; at one instant a level is judged before the cluster versions of that instant.
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].At != all[j].At {
+			return all[i].At < all[j].At
+		}
+		return all[i].name < all[j].name
+	})
+	downgradeFrom := int64(math.MaxInt64)
+	for _, w := range windows {
+		if w.Target != "" && w.From < downgradeFrom {
+			downgradeFrom = w.From
+		}
+	}
+	var top report // the highest cluster version reported so far
+	for _, r := range all {
+		if r.At >= downgradeFrom {
+			break
+		}
+		if top.Cluster != "" && r.name != top.name && lessVersion(r.Level, top.Cluster) {
+			return []Finding{{ClusterVersionAboveAMember, fmt.Sprintf("%s reported cluster version %s while %s ran as %s (reported %v later)",
+				top.name, top.Cluster, r.name, r.Level, time.Duration(r.At-top.At))}}
+		}
+		if r.Cluster != "" && (top.Cluster == "" || lessVersion(top.Cluster, r.Cluster)) {
+			top = r
+		}
+	}
+	return nil
 }
 
 // StorageSettled checks a member's versions once the cluster has settled (every member applied

@@ -96,3 +96,37 @@ func TestClusterVersionsSeveralDowngrades(t *testing.T) {
 		t.Fatalf("the second downgrade before it was enabled: fired %v", got)
 	}
 }
+
+// One member's cluster version against the others' levels: the planted fault is a cluster
+// version raised while a member still ran the older level (a leader that took an unknown
+// member's version for a newer one).
+func TestClusterVersionsAcrossPlantedFaults(t *testing.T) {
+	at := func(ms int64, cluster, level string) VersionSample { return sampleAt(ms, cluster, level, "") }
+	for _, c := range []struct {
+		name string
+		seen map[string][]VersionSample
+		dg   DowngradeWindow
+		want []Check
+	}{
+		{"raised once the last member was swapped", map[string][]VersionSample{
+			"m1": {at(1, "3.5", "3.6"), at(4, "3.6", "3.6")},
+			"m2": {at(2, "3.5", "3.5"), at(3, "3.5", "3.6"), at(5, "3.6", "3.6")},
+		}, DowngradeWindow{}, nil},
+		{"raised while a member ran the older level", map[string][]VersionSample{
+			"m1": {at(1, "3.5", "3.6"), at(2, "3.6", "3.6")},
+			"m2": {at(3, "3.5", "3.5")},
+		}, DowngradeWindow{}, []Check{ClusterVersionAboveAMember}},
+		{"a member's own report is its own check's", map[string][]VersionSample{
+			"m1": {at(1, "3.7", "3.6")},
+		}, DowngradeWindow{}, nil},
+		{"a downgrade swaps levels down", map[string][]VersionSample{
+			"m1": {at(1, "3.7", "3.7"), at(6, "3.6", "3.7")},
+			"m2": {at(2, "3.7", "3.7"), at(7, "3.6", "3.6")},
+		}, testDowngrade, nil},
+	} {
+		fs := ClusterVersionsAcross(c.seen, []DowngradeWindow{c.dg})
+		if got := Fired(fs); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: fired %v, want %v (%v)", c.name, got, c.want, Strings(fs))
+		}
+	}
+}

@@ -641,18 +641,9 @@ func (e *Etcd) serve() error {
 	if err := e.serveClientHTTP(); err != nil {
 		return err
 	}
-	peerHandler := s.PeerHandler()
+	peerHandler := httpapi.PeerHandler(s, s.PeerHandler())
 	for _, l := range e.peers {
-		mux := http.NewServeMux()
-		mux.Handle("/version", httpapi.VersionHandler(s))
-		mux.Handle("/downgrade/", peerHandler)
-		mux.Handle("/raft", peerHandler)
-		mux.Handle("/raft/", peerHandler)
-		mux.Handle("/leases", peerHandler)
-		mux.Handle("/leases/", peerHandler)
-		mux.Handle("/members", peerHandler)
-		mux.Handle("/members/", peerHandler)
-		if err := e.serveHTTP(l, mux, e.cfg.PeerTLSInfo, &e.peerServers, "peer", "http/1.1"); err != nil {
+		if err := e.serveHTTP(l, peerHandler, e.cfg.PeerTLSInfo, &e.peerServers, "peer", "http/1.1"); err != nil {
 			return err
 		}
 		e.log.Info("serving peer traffic", "address", l.Addr().String())

@@ -48,6 +48,10 @@ type Versions struct {
 // decided" and "not reported" (a 3.5 binary has no storage version).
 type VersionSource interface {
 	Versions() (cluster, storage version.Level)
+	// Version is the server version the member runs as (its level's upstream release): what
+	// its binary's build says, except in the simulation, where members of every level share
+	// one process.
+	Version() string
 }
 
 // allowOnly answers 405 with an Allow header, as upstream, unless r uses one of methods.
@@ -66,7 +70,7 @@ func VersionHandler(vs VersionSource) http.Handler {
 		if !allowOnly(w, r, http.MethodGet, http.MethodHead) {
 			return
 		}
-		v := Versions{Server: buildinfo.Version, Cluster: NotDecided, Implementation: buildinfo.Identity()}
+		v := Versions{Server: vs.Version(), Cluster: NotDecided, Implementation: buildinfo.Identity()}
 		cv, st := vs.Versions()
 		if !cv.IsZero() {
 			v.Cluster = cv.Full()
@@ -196,4 +200,16 @@ func gatewayError(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshale
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(runtime.HTTPStatusFromCode(st.Code()))
 	w.Write(body)
+}
+
+// PeerHandler is what a member serves on its peer URLs, as upstream's peer listener: the peer
+// protocol (peer: etcdserver's PeerHandler) and /version, which members of 3.5 (which publish
+// no version) are asked their version on.
+func PeerHandler(v VersionSource, peer http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/version", VersionHandler(v))
+	for _, p := range []string{"/downgrade/", "/raft", "/raft/", "/leases", "/leases/", "/members", "/members/"} {
+		mux.Handle(p, peer)
+	}
+	return mux
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"etcdx/server/etcdserver"
+	"etcdx/server/httpapi"
 	"etcdx/server/version"
 )
 
@@ -243,7 +244,7 @@ func (c *Cluster) start(m *Member) error {
 	if err != nil {
 		return fmt.Errorf("start %s: %w", m.Name, err)
 	}
-	c.Net.Serve(m.PeerURL, srv.PeerHandler())
+	c.Net.Serve(m.PeerURL, httpapi.PeerHandler(srv, srv.PeerHandler()))
 	srv.Start()
 	m.mu.Lock()
 	m.srv = srv

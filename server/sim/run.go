@@ -50,6 +50,11 @@ type Options struct {
 	JumpClocks time.Duration
 	// Path, when set, is the version lifecycle of the run instead of the seed's draw.
 	Path *Path
+	// Think is a register client's pause between operations (default none: on the wall clock
+	// the clients go as fast as the cluster answers). Under a virtual clock (a synctest
+	// bubble, where time moves only while every goroutine waits) clients that never wait would
+	// hold time still: give them one.
+	Think time.Duration
 }
 
 func (o *Options) defaults() {
@@ -255,7 +260,7 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 		wg.Add(1)
 		go func(client int) {
 			defer wg.Done()
-			runClient(c, hist, rand.New(rand.NewSource(seed+100+int64(client))), client, o.Keys, o.MaxRegisterOps, stop)
+			runClient(c, hist, rand.New(rand.NewSource(seed+100+int64(client))), client, o.Keys, o.MaxRegisterOps, o.Think, stop)
 		}(i)
 	}
 	leases := newLeaseLog()
@@ -464,12 +469,24 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 
 // runClient issues register operations (a put or a linearizable get of one of keys) to a
 // random running member, and a ledger write (a key written once) after every few, until stop.
-func runClient(c *Cluster, h *History, rng *rand.Rand, client, keys, maxOps int, stop <-chan struct{}) {
+func runClient(c *Cluster, h *History, rng *rand.Rand, client, keys, maxOps int, think time.Duration, stop <-chan struct{}) {
+	var pause <-chan time.Time // nil without a think time: never ready
 	for n := 0; ; n++ {
+		if think > 0 {
+			pause = time.After(think)
+		}
 		select {
 		case <-stop:
 			return
+		case <-pause:
 		default:
+			if pause != nil {
+				select {
+				case <-stop:
+					return
+				case <-pause:
+				}
+			}
 		}
 		up := c.Up()
 		if len(up) == 0 {
@@ -561,6 +578,14 @@ func (w *watchers) run(stop <-chan struct{}) {
 					continue
 				}
 				next = w.follow(m.Name, s.KV(), s.Stopping(), next, stop)
+				select {
+				case <-s.Stopping():
+					// Until the stopping member is gone (Server nil), follow would return
+					// at once: wait, or the loop spins (and under a virtual clock holds
+					// time still, so the stop never ends).
+					time.Sleep(10 * time.Millisecond)
+				default:
+				}
 			}
 		}(slot)
 	}
@@ -737,6 +762,7 @@ func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionS
 	for name, seen := range v.seen {
 		res.found(judge.ClusterVersions(name, seen, []judge.DowngradeWindow{dg})...)
 	}
+	res.found(judge.ClusterVersionsAcross(v.seen, []judge.DowngradeWindow{dg})...)
 }
 
 // settle waits until every member has applied the same revision, and returns it.

@@ -179,5 +179,5 @@ func (rc *recorder) judgeVersions(downgrades []judge.DowngradeWindow) []judge.Fi
 	for _, n := range names {
 		out = append(out, judge.ClusterVersions(n, byMember[n], downgrades)...)
 	}
-	return out
+	return append(out, judge.ClusterVersionsAcross(byMember, downgrades)...)
 }
