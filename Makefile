@@ -102,8 +102,9 @@ vulncheck:
 SEEDS ?= 100
 FIRST_SEED ?= 1
 PARALLEL ?= 1
+VIRTUAL ?=
 sim:
-	SEEDS=$(SEEDS) FIRST_SEED=$(FIRST_SEED) PARALLEL=$(PARALLEL) GO=$(GO) ./scripts/sim.sh
+	SEEDS=$(SEEDS) FIRST_SEED=$(FIRST_SEED) PARALLEL=$(PARALLEL) VIRTUAL=$(VIRTUAL) GO=$(GO) ./scripts/sim.sh
 
 # The hot paths' micro-benchmarks (mvcc put, range, watch fan-out; WAL save; backend commit): a
 # change's effect in seconds, before make bench.

@@ -495,6 +495,16 @@ func fetchCluster(client *http.Client, urls []string) (*remoteCluster, error) {
 	return nil, fmt.Errorf("could not retrieve the cluster's members from any peer in --initial-cluster: %v", lastErr)
 }
 
+// ErrNotAdded is what a joining member's start fails with when the peer it asked lists no member
+// with its peer URLs: not added yet, or a peer that has not applied the addition yet.
+var ErrNotAdded = errors.New("etcdserver: this member is not in the cluster")
+
+// notAddedError says which member and how to add it, and is ErrNotAdded.
+type notAddedError struct{ msg string }
+
+func (e notAddedError) Error() string { return e.msg }
+func (e notAddedError) Unwrap() error { return ErrNotAdded }
+
 // joinExisting prepares a member that was added with `member add` to catch up from the leader.
 func (s *Server) joinExisting(rcfg *raft.Config) error {
 	cfg := s.cfg
@@ -513,8 +523,8 @@ func (s *Server) joinExisting(rcfg *raft.Config) error {
 		}
 	}
 	if self == nil {
-		return fmt.Errorf("this member (peer URLs %v) is not in the cluster; add it first with 'etcdctl member add %s --peer-urls=%s'",
-			cfg.PeerURLs, cfg.Name, strings.Join(cfg.PeerURLs, ","))
+		return notAddedError{fmt.Sprintf("this member (peer URLs %v) is not in the cluster; add it first with 'etcdctl member add %s --peer-urls=%s'",
+			cfg.PeerURLs, cfg.Name, strings.Join(cfg.PeerURLs, ","))}
 	}
 	s.id = self.ID
 	w, err := wal.Create(cfg.walDir(), schema.WALMetadata{NodeID: s.id, ClusterID: cid}.Encode())

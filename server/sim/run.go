@@ -303,7 +303,11 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 			time.Sleep(wait)
 		}
 		for len(restarts) > 0 && !time.Now().Before(restarts[0].at) {
-			if err := c.Restart(restarts[0].m); err != nil {
+			if err := c.Restart(restarts[0].m); errors.Is(err, etcdserver.ErrNotAdded) {
+				// Nothing of its join was synced before the crash, so it joins afresh, and the
+				// peer it asked has not applied its addition yet (a partition): as a join, again.
+				joins = append(joins, restarts[0].m)
+			} else if err != nil {
 				res.found(judge.Finding{Check: judge.MemberStartRefused, Detail: fmt.Sprintf("restart %s: %v", restarts[0].m.Name, err)})
 			}
 			restarts = restarts[1:]
@@ -410,7 +414,9 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 	net.SetFaults(Faults{})
 	net.MendAll()
 	for _, p := range restarts {
-		if err := c.Restart(p.m); err != nil {
+		if err := c.Restart(p.m); errors.Is(err, etcdserver.ErrNotAdded) {
+			joins = append(joins, p.m)
+		} else if err != nil {
 			res.found(judge.Finding{Check: judge.MemberStartRefused, Detail: fmt.Sprintf("restart %s: %v", p.m.Name, err)})
 		}
 	}
@@ -418,7 +424,15 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 		if o.StarveLearners {
 			break // a starved joiner never starts
 		}
-		if err := c.Join(m); err != nil {
+		// The peer a joiner asks may not have applied its addition yet, the partitions just
+		// mended: as an operator restarts it, again, for as long as a membership change may take.
+		deadline := time.Now().Add(memberChangeBound)
+		err := c.Join(m)
+		for errors.Is(err, etcdserver.ErrNotAdded) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+			err = c.Join(m)
+		}
+		if err != nil {
 			res.failf("%s could not join once the faults ended: %v", m.Name, err)
 		}
 	}

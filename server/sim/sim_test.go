@@ -13,8 +13,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
+
+// virtualThink is a register client's pause between operations in virtual time (Options.Think).
+const virtualThink = 2 * time.Millisecond
 
 // The campaign: SIM_SEEDS seeds from SIM_FIRST_SEED (make sim SEEDS=N), or the one seed
 // SIM_SEED (what a failure prints to replay it). make test runs a short campaign.
@@ -44,6 +48,9 @@ func TestSimulation(t *testing.T) {
 			seeds = append(seeds, first+int64(i))
 		}
 	}
+	// SIM_VIRTUAL=1 (make sim VIRTUAL=1) runs each seed in virtual time (testing/synctest): a
+	// seed in a fraction of a second, with different interleavings from the wall clock's.
+	virtual := os.Getenv("SIM_VIRTUAL") == "1"
 	failed := 0
 	for _, seed := range seeds {
 		// Each run's data dirs stay when it fails, for a post-mortem (etcdutl check, hashkv).
@@ -55,7 +62,16 @@ func TestSimulation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Run(context.Background(), seed, Options{Dir: dir, Log: logf})
+		var res *Result
+		if virtual {
+			// The run in a synctest bubble: every timer, ticker and sleep of the members and the
+			// harness on the bubble's clock, which moves only while every goroutine waits.
+			synctest.Test(t, func(*testing.T) {
+				res, err = Run(context.Background(), seed, Options{Dir: dir, Log: logf, Think: virtualThink})
+			})
+		} else {
+			res, err = Run(context.Background(), seed, Options{Dir: dir, Log: logf})
+		}
 		logf.Close()
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
@@ -86,7 +102,11 @@ func TestSimulation(t *testing.T) {
 		}
 		if res.Failed() {
 			failed++
-			t.Errorf("seed %d FAILED:\n  %s\nreplay: cd server && SIM_SEED=%d go test -run TestSimulation -v ./sim", seed, strings.Join(res.Failures, "\n  "), seed)
+			replay := fmt.Sprintf("SIM_SEED=%d", seed)
+			if virtual {
+				replay += " SIM_VIRTUAL=1"
+			}
+			t.Errorf("seed %d FAILED:\n  %s\nreplay: cd server && %s go test -run TestSimulation -v ./sim", seed, strings.Join(res.Failures, "\n  "), replay)
 		}
 	}
 	t.Logf("%d seeds, %d failed", len(seeds), failed)
