@@ -1,8 +1,3 @@
-// Package judge holds the checks a run of a cluster is judged by, the same for the simulation
-// (server/sim), the upgrade lab (upgradelab/workload, upgradelab/lab) and e2e: pure functions
-// over what a harness recorded, so each is proven on a history with a planted fault. A finding
-// names the check that made it (Check), so a planted fault's test asserts which check fires,
-// not only that something failed.
 package judge
 
 import (

@@ -1,5 +1,3 @@
-// Package httpapi serves the HTTP endpoints of the client listener: /version, /health, /livez,
-// /readyz, /metrics and the gRPC JSON gateway under /v3/.
 package httpapi
 
 import (

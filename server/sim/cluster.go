@@ -1,13 +1,3 @@
-// Package sim runs a whole cluster of our members inside one process: each member is the real
-// etcdserver (raft, WAL, applier, MVCC, lessor, version loop, storage in its own directory), and
-// they talk over an in-memory network (Network) whose faults, partitions and member restarts
-// are drawn from one seed (Run). Checks judge the recorded history: linearizability (porcupine),
-// acknowledged writes, revisions, watches, equal hashes, the cluster version.
-//
-// What a seed replays: the fault schedule, the client operations and every fault draw are
-// exactly the seed's. Go's scheduler and the members' real-time timers are not: the order in
-// which goroutines interleave, and so which messages a fault hits, can differ between two runs
-// of the same seed (docs/architecture.md).
 package sim
 
 import (

@@ -1,5 +1,3 @@
-// Package v3rpc serves the etcd v3 gRPC API (KV, Watch, Lease, Maintenance, Cluster) on top of
-// an etcdserver.Server, with upstream's status codes and messages.
 package v3rpc
 
 import (
