@@ -1,7 +1,3 @@
-// Package backend runs a bbolt file: one long-lived batch write transaction committed on a timer
-// or after enough writes, and read transactions that always see committed data. It knows nothing
-// of what the file holds (that is package schema). Callers that need to read their own uncommitted writes keep
-// them in memory until the commit hook tells them the data is on disk.
 package backend
 
 import (

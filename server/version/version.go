@@ -1,11 +1,3 @@
-// Package version holds every rule of the version lifecycle, as pure functions of the versions
-// they are about: the levels (major.minor) this tree implements, the features each level brings,
-// which binary may start, join or peer with which cluster (compat.go), how the leader decides the
-// cluster version and when a downgrade is valid or complete (cluster.go), and which storage
-// version a member holds (storage.go). The server's loops and RPCs call these rules; no one else
-// compares version strings.
-//
-// The binary's own version is stamped into etcdx/pkg/buildinfo; Local reads its level.
 package version
 
 import (
