@@ -1,7 +1,3 @@
-// Package auth holds v3 authentication as upstream etcd defines it: users with bcrypt
-// passwords, roles with key-range permissions, the auth revision, and the tokens (simple or
-// JWT) that name a caller. The state lives in the auth buckets (schema); this package keeps a
-// copy in memory, applies the replicated requests to both, and answers permission questions.
 package auth
 
 import "errors"

@@ -3,4 +3,18 @@
 //
 // Values live in the backend's "key" bucket keyed by revision, exactly as upstream etcd stores
 // them; an in-memory index maps each key to its revisions.
+//
+// The files:
+//
+//	store.go       Store: write transactions, read views (a range looks keys up under the
+//	               store's lock and fetches records from a pinned read transaction after it),
+//	               compaction (the index in chunks, the backend in paced batches), HashKV
+//	index.go       treeIndex: keys to their revisions, in key order
+//	keyindex.go    one key's generations and revisions
+//	restore.go     the index rebuilt from the backend at start-up and after a snapshot
+//	watch.go       watchers: synced ones fed by writes, the others caught up from history
+//	pagecounts.go  a paginated read's count carried from one page to the next
+//	kvdecode.go    a range's stored key-values decoded into one buffer
+//	compacthash.go the hashes compactions computed, which HashKV answers with
+//	metrics.go     upstream's mvcc metric families
 package mvcc

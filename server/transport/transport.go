@@ -1,16 +1,3 @@
-// Package transport carries raft messages between members with upstream etcd's peer protocol
-// (rafthttp), so an upstream 3.5 or 3.6 member and ours are peers of one another.
-//
-// Between every pair of members there are two long-lived streams in each direction, opened by
-// the receiving side with GET /raft/stream/{msgapp,message}/<its ID>: the peer answers 200 and
-// writes raft messages into the response for as long as it lasts (msgapp carries the leader's
-// appends in the msgappv2 encoding, message everything else). When no stream is up, messages go
-// as single POSTs to /raft (the pipeline); a snapshot and its database go as one POST to
-// /raft/snapshot. Every request carries upstream's headers (cluster ID, sender, server version,
-// minimum cluster version, peer URLs; recipient for streams) and is refused with upstream's
-// status codes and texts. What is ours on top: the refusing side says why in a response header,
-// which our members log together with both versions, and a peer that answers with no etcd
-// protocol at all is reported as such.
 package transport
 
 import (
