@@ -1,7 +1,3 @@
-// Package discovery is the v3 discovery protocol: the keys a token occupies in the etcd cluster
-// that serves discovery, and the steps a new member takes to register there and learn its peers.
-// The key layout is upstream etcd 3.6's, so upstream members can bootstrap through our discovery
-// service and ours through an upstream etcd cluster.
 package discovery
 
 import (

@@ -1,6 +1,3 @@
-// Package embed starts an etcd member inside a Go program: the etcd binary, tests and the
-// discovery service all use it. Fill a Config (NewConfig gives upstream's defaults) and call
-// StartEtcd.
 package embed
 
 import (

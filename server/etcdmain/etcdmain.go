@@ -1,7 +1,3 @@
-// Package etcdmain is the etcd command: upstream's flags (Go flag syntax, so -name and --name
-// both work), ETCD_* environment variables, the YAML config file, and the process lifecycle
-// around an embedded member. Exit statuses are upstream's: 2 for a command line the flag
-// parser rejects, 1 for a configuration that fails verification or a member that fails.
 package etcdmain
 
 import (

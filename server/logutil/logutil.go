@@ -1,8 +1,3 @@
-// Package logutil builds the member's logger from upstream's logging flags (--logger,
-// --log-outputs, --log-format, --log-level, --enable-log-rotation, --log-rotation-config-json).
-// Lines are zap's, encoded as upstream encodes them (level, ts, caller, msg, then fields), so
-// log pipelines and alert rules written for upstream etcd read ours unchanged. The rest of the
-// server logs through log/slog; the handler here hands every record to zap.
 package logutil
 
 import (

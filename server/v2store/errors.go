@@ -1,8 +1,3 @@
-// Package v2store is the v2 API's key tree as upstream 3.5 keeps it: directories and values
-// addressed by path, each with the store index that created and last modified it, optional
-// expiry, an event history of the last 1000 changes for watchers that ask from an index, and
-// the JSON document raft snapshots carry. It is deterministic: every change is applied in raft
-// order, with the times the proposing member computed, so members agree on every index.
 package v2store
 
 import (
