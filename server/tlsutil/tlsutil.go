@@ -1,5 +1,3 @@
-// Package tlsutil builds TLS configurations from upstream etcd's flags: a certificate and key,
-// an optional trusted CA, and whether clients must present a certificate signed by it.
 package tlsutil
 
 import (

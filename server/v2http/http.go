@@ -1,7 +1,3 @@
-// Package v2http serves upstream etcd 3.5's v2 client API on a 3.5 member started with
-// --enable-v2: /v2/keys (reads from the member's v2 store, writes and quorum reads through raft),
-// /v2/members, /v2/machines, /v2/stats and /v2/auth, with upstream's paths, parameters, status
-// codes, headers and JSON bodies. It reaches the member through the small Server interface.
 package v2http
 
 import (
