@@ -10,6 +10,7 @@
 //
 // The files:
 //
-//	rangewire.go Response: a Range answer in its wire encoding; records and key-values encoded into a Pool's segments
+//	rangewire.go Response: a Range answer in its wire encoding; records and key-values
+//	             encoded into a Pool's segments
 //	pool.go      Pool: the segments large answers are written into, and those kept for reuse
 package rangewire
