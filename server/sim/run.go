@@ -17,9 +17,11 @@ import (
 
 	"etcdx/pkg/judge"
 	"etcdx/pkg/register"
+	"etcdx/server/backend"
 	"etcdx/server/etcdserver"
 	"etcdx/server/failpoint"
 	"etcdx/server/mvcc"
+	"etcdx/server/schema"
 )
 
 // Options shape one simulated run.
@@ -50,6 +52,10 @@ type Options struct {
 	JumpClocks time.Duration
 	// Path, when set, is the version lifecycle of the run instead of the seed's draw.
 	Path *Path
+	// Diverge, once the run has settled and before the checks, rewrites the value of one
+	// member's newest stored record in its database, as a disk fault would, leaving its
+	// revisions alone: a planted bug only the hash check can see.
+	Diverge bool
 	// Think is a register client's pause between operations (default none: on the wall clock
 	// the clients go as fast as the cluster answers). Under a virtual clock (a synctest
 	// bubble, where time moves only while every goroutine waits) clients that never wait would
@@ -476,7 +482,7 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 	observers.Wait()
 
 	res.Ops, res.Acked = len(hist.Ops()), len(hist.Acked())
-	check(ctx, c, hist, watches, versions, life.downgrade, res)
+	check(ctx, c, hist, watches, versions, life.downgrade, o.Diverge, res)
 	checkLeases(watches, leases, res)
 	return res, nil
 }
@@ -700,7 +706,7 @@ func (v *versionSampler) sample(s *etcdserver.Server) (VersionSample, bool) {
 }
 
 // check runs every check on the quiet cluster and the recorded history.
-func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionSampler, dg DowngradeWindow, res *Result) {
+func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionSampler, dg DowngradeWindow, diverge bool, res *Result) {
 	ops := h.Ops()
 	res.found(CheckRevisions(ops)...)
 	if drifts := c.Drifts(); len(drifts) > 0 {
@@ -710,6 +716,12 @@ func check(ctx context.Context, c *Cluster, h *History, w *watchers, v *versionS
 	if err != nil {
 		res.failf("settle: %v", err)
 		return
+	}
+	if diverge {
+		// Not member 0: its store is the watches' reference.
+		if err := divergeNewest(c.Member(1).Server().Backend()); err != nil {
+			res.failf("plant a divergence: %v", err)
+		}
 	}
 	// Settled, every member's storage version is where the cluster version puts it.
 	for _, m := range c.Members() {
@@ -838,4 +850,37 @@ func storeHistory(kv *mvcc.Store, final int64) (map[int64][]Event, error) {
 			return nil, fmt.Errorf("the store's history stopped before revision %d", final)
 		}
 	}
+}
+
+// divergeNewest gives the newest record of the key bucket another value, in place (the planted
+// bug of Options.Diverge).
+func divergeNewest(be *backend.Backend) error {
+	b := be.Batch()
+	tx, err := b.Tx()
+	if err != nil {
+		b.Unlock()
+		return err
+	}
+	k, v := tx.Bucket(schema.Key).Cursor().Last()
+	if k == nil {
+		b.Unlock()
+		return errors.New("no record to change")
+	}
+	var kv mvccpb.KeyValue
+	if err := kv.Unmarshal(v); err != nil {
+		b.Unlock()
+		return err
+	}
+	kv.Value = append(kv.Value, "-diverged"...)
+	nv, err := kv.Marshal()
+	if err == nil {
+		err = b.Put(schema.Key, append([]byte(nil), k...), nv)
+	}
+	if uerr := b.Unlock(); err == nil {
+		err = uerr
+	}
+	if err != nil {
+		return err
+	}
+	return be.Commit()
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -221,6 +222,25 @@ func TestChecksCatchAStarvedLearner(t *testing.T) {
 	}
 	if !slices.Contains(judge.Fired(res.Findings), judge.LearnerNotPromotable) {
 		t.Fatalf("a starved learner went unnoticed (lifecycle %v); failures: %v", res.Lifecycle, res.Failures)
+	}
+	t.Logf("caught (seed %d): %s", res.Seed, strings.Join(res.Failures, "; "))
+}
+
+// TestChecksCatchADivergedMember plants a divergence in a real run: once the cluster has settled,
+// one member's newest stored record gets another value in its database (revisions unchanged, as
+// a disk fault leaves them). Only the hash check can see it, and it must
+// (judge.HashMismatch). In virtual time: the run takes a second.
+func TestChecksCatchADivergedMember(t *testing.T) {
+	var res *Result
+	synctest.Test(t, func(t *testing.T) {
+		var err error
+		res, err = Run(context.Background(), 7, Options{Dir: t.TempDir(), Diverge: true, Think: virtualThink})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got := judge.Fired(res.Findings); !reflect.DeepEqual(got, []judge.Check{judge.HashMismatch}) {
+		t.Fatalf("a diverged member: checks fired %v, want only %s; failures: %v", got, judge.HashMismatch, res.Failures)
 	}
 	t.Logf("caught (seed %d): %s", res.Seed, strings.Join(res.Failures, "; "))
 }
