@@ -145,9 +145,9 @@ type Server struct {
 	stopping  chan struct{}
 	done      chan struct{}
 	// ready closes once this member has published itself through raft (upstream's ReadyNotify).
-	ready    chan struct{}
-	wg       sync.WaitGroup
-	stopOnce sync.Once
+	ready       chan struct{}
+	wg          sync.WaitGroup
+	stopStarted atomic.Bool
 }
 
 // Start runs the member's loops.
@@ -237,7 +237,11 @@ func (s *Server) Draining() <-chan struct{} { return s.draining }
 
 // Stop stops the member: no new requests, loops end, files are closed.
 func (s *Server) Stop() {
-	s.stopOnce.Do(func() {
+	// The first call stops; the others wait on done, a channel (not behind a sync.Once, whose
+	// mutex a second caller would block on: a fatal error's stop beside the caller's own, and in
+	// a synctest bubble a goroutine blocked on a mutex keeps the clock the first stop waits on
+	// from moving).
+	if s.stopStarted.CompareAndSwap(false, true) {
 		s.waitRemoteProposals(s.cfg.electionTimeout())
 		close(s.stopping)
 		s.node.Stop()
@@ -252,7 +256,7 @@ func (s *Server) Stop() {
 			s.log.Error("closing WAL", "error", err)
 		}
 		close(s.done)
-	})
+	}
 	<-s.done
 }
 
