@@ -68,6 +68,16 @@ func (st *state) mustPut(k, v string, leaseID int64) {
 	}
 }
 
+// compact compacts the store at rev and waits until the backend is clean.
+func (st *state) compact(rev int64) {
+	st.t.Helper()
+	done, err := st.kv.Compact(rev)
+	if err != nil {
+		st.t.Fatal(err)
+	}
+	<-done
+}
+
 func (st *state) put(r *pb.PutRequest) (*pb.PutResponse, error) {
 	w := st.kv.Write()
 	defer w.End()

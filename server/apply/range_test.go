@@ -50,11 +50,7 @@ func TestRangeSemantics(t *testing.T) {
 // Compaction: revisions below it are refused; at it, the keys' values as they were.
 func TestRangeAtCompactedRevisions(t *testing.T) {
 	st := newState(t)
-	done, err := st.kv.Compact(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-done
+	st.compact(4)
 	for _, c := range []struct {
 		rev  int64
 		want string

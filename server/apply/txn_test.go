@@ -263,12 +263,8 @@ func TestTxnSemantics(t *testing.T) {
 // A range at a compacted revision inside a transaction refuses it before its put applies.
 func TestTxnRangeAtACompactedRevision(t *testing.T) {
 	st := newState(t)
-	done, err := st.kv.Compact(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-done
-	_, err = st.txn(&pb.TxnRequest{Success: []*pb.RequestOp{putOp("a", "y", 0), rangeOp("a", 3)}})
+	st.compact(4)
+	_, err := st.txn(&pb.TxnRequest{Success: []*pb.RequestOp{putOp("a", "y", 0), rangeOp("a", 3)}})
 	if !errors.Is(err, mvcc.ErrCompacted) {
 		t.Fatalf("got %v, want ErrCompacted", err)
 	}
