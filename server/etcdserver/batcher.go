@@ -214,9 +214,10 @@ func (s *Server) stepBatch(es []raftpb.Entry) bool {
 		return false
 	}
 	var err error
-	stepped := s.handover.stepIfSteady(time.Now(), func() {
+	stepped := s.handover.stepIfSteady(time.Now(), func(steps context.Context) {
 		// Raft takes proposals only while it knows a leader: bounded, in case it just lost it.
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.electionTimeout())
+		// A transfer's begin cancels steps; raft has not taken one that ends so.
+		ctx, cancel := context.WithTimeout(steps, s.cfg.electionTimeout())
 		defer cancel()
 		err = s.node.Step(ctx, raftpb.Message{Type: raftpb.MsgProp, From: s.id, Entries: es})
 	})

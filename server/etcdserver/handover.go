@@ -1,6 +1,7 @@
 package etcdserver
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -13,21 +14,44 @@ import (
 // it ends), forwarded proposals take the retrying path, which learns of a drop and proposes again
 // to the next leader.
 //
-// The lock makes the order exact: a message stepped under the read lock has been taken by raft's
-// loop (node.Step returns only then, and raft steps it before it takes anything else) before a
-// transfer's begin returns and the transfer message is sent.
+// The order is exact: a transfer's begin cancels the steps under way (raft has not taken a step
+// that ends cancelled, so its caller proposes it again by the retrying path) and waits for them
+// to end, so a message raft took is processed before the transfer message is sent. begin waits on
+// a channel, never on a lock held across a step: a step can wait up to an election timeout for
+// raft to know a leader, and a lock held that long would keep a simulated clock from moving.
 type handoverGate struct {
-	mu sync.RWMutex
+	mu sync.Mutex
 	// transfers in flight; until is when the last one to end can no longer be pending in raft.
 	transfers int
 	until     time.Time
+	// stepping counts steps under way; drained is closed when the count falls to zero, for a
+	// begin waiting on it (nil when none waits).
+	stepping int
+	drained  chan struct{}
+	// steps is the context of the steps under way since the last begin; cancelSteps ends it.
+	steps       context.Context
+	cancelSteps context.CancelFunc
 }
 
-// begin marks a transfer in flight; every forwarded proposal after it takes the retrying path.
+// begin marks a transfer in flight, cancels the steps under way and waits for them to end; every
+// forwarded proposal after it takes the retrying path.
 func (g *handoverGate) begin() {
 	g.mu.Lock()
 	g.transfers++
+	if g.cancelSteps != nil {
+		g.cancelSteps()
+		g.steps, g.cancelSteps = nil, nil
+	}
+	if g.stepping == 0 {
+		g.mu.Unlock()
+		return
+	}
+	if g.drained == nil {
+		g.drained = make(chan struct{})
+	}
+	drained := g.drained
 	g.mu.Unlock()
+	<-drained
 }
 
 // end marks the transfer over from our side; raft may hold it pending for up to abandonAfter
@@ -43,8 +67,8 @@ func (g *handoverGate) end(now time.Time, abandonAfter time.Duration) {
 
 // steady reports whether no transfer can be in flight at now.
 func (g *handoverGate) steady(now time.Time) bool {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	return g.steadyLocked(now)
 }
 
@@ -52,14 +76,29 @@ func (g *handoverGate) steadyLocked(now time.Time) bool {
 	return g.transfers == 0 && !now.Before(g.until)
 }
 
-// stepIfSteady runs step, under the read lock, when no transfer can be in flight at now, and
-// reports whether it did.
-func (g *handoverGate) stepIfSteady(now time.Time, step func()) bool {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
+// stepIfSteady runs step when no transfer can be in flight at now, and reports whether it did.
+// step's context is cancelled when a transfer begins; step must return soon after.
+func (g *handoverGate) stepIfSteady(now time.Time, step func(ctx context.Context)) bool {
+	g.mu.Lock()
 	if !g.steadyLocked(now) {
+		g.mu.Unlock()
 		return false
 	}
-	step()
+	if g.steps == nil {
+		g.steps, g.cancelSteps = context.WithCancel(context.Background())
+	}
+	ctx := g.steps
+	g.stepping++
+	g.mu.Unlock()
+
+	step(ctx)
+
+	g.mu.Lock()
+	g.stepping--
+	if g.stepping == 0 && g.drained != nil {
+		close(g.drained)
+		g.drained = nil
+	}
+	g.mu.Unlock()
 	return true
 }

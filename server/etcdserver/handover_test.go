@@ -1,7 +1,10 @@
 package etcdserver
 
 import (
+	"context"
+	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -31,7 +34,7 @@ func TestHandoverGate(t *testing.T) {
 			var g handoverGate
 			tt.setup(&g)
 			ran := false
-			got := g.stepIfSteady(tt.at, func() { ran = true })
+			got := g.stepIfSteady(tt.at, func(context.Context) { ran = true })
 			if got != tt.steps || ran != tt.steps {
 				t.Fatalf("stepIfSteady = %v (step ran %v), want %v", got, ran, tt.steps)
 			}
@@ -46,7 +49,7 @@ func TestHandoverGateBeginWaitsForAStepUnderWay(t *testing.T) {
 	stepping, release := make(chan struct{}), make(chan struct{})
 	stepped := make(chan bool, 1)
 	go func() {
-		stepped <- g.stepIfSteady(time.Now(), func() {
+		stepped <- g.stepIfSteady(time.Now(), func(context.Context) {
 			close(stepping)
 			<-release
 		})
@@ -64,7 +67,44 @@ func TestHandoverGateBeginWaitsForAStepUnderWay(t *testing.T) {
 	if !<-stepped {
 		t.Fatal("the step under way did not run")
 	}
-	if g.stepIfSteady(time.Now(), func() {}) {
+	if g.stepIfSteady(time.Now(), func(context.Context) {}) {
 		t.Fatal("a step after begin ran")
 	}
+}
+
+// A step waiting for raft to take its message (raft takes none while it knows no leader) is
+// cancelled by a transfer's begin rather than holding the transfer up for its whole timeout; in a
+// bubble, where the clock moves only when every goroutine waits durably, a begin blocked on a lock
+// held across that wait stopped the clock for good (the virtual-time campaign's seed 244).
+func TestHandoverGateBeginCancelsAStepWaitingForRaft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g handoverGate
+		stepping := make(chan struct{})
+		stepErr := make(chan error, 1)
+		go func() {
+			g.stepIfSteady(time.Now(), func(steps context.Context) {
+				ctx, cancel := context.WithTimeout(steps, time.Hour)
+				defer cancel()
+				close(stepping)
+				<-ctx.Done()
+				stepErr <- ctx.Err()
+			})
+		}()
+		<-stepping
+		start := time.Now()
+		g.begin()
+		if err := <-stepErr; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the step under way ended with %v, want it cancelled", err)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("begin waited %v for the step under way, want no wait", waited)
+		}
+		g.end(time.Now(), time.Second)
+		// Steps after the transfer's aftermath get a live context again.
+		var live bool
+		g.stepIfSteady(time.Now().Add(time.Second), func(ctx context.Context) { live = ctx.Err() == nil })
+		if !live {
+			t.Fatal("a step after the transfer was over got a cancelled context")
+		}
+	})
 }
