@@ -10,7 +10,8 @@
 // moves only while every goroutine waits. What a seed replays: the fault schedule, the client
 // operations and every fault draw are exactly the seed's. Go's scheduler is not: the order in
 // which goroutines interleave, and so which messages a fault hits, can differ between two runs
-// of the same seed (docs/architecture.md).
+// of the same seed (docs/architecture.md). Package stepped (sim/stepped) is the complement that
+// replays byte for byte: member cores stepped by one goroutine.
 //
 // The files:
 //

@@ -1,0 +1,554 @@
+package stepped
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"etcdx/pkg/judge"
+	"etcdx/server/mvcc"
+)
+
+// Options is one run: the seed draws everything else.
+type Options struct {
+	Seed    uint64
+	Members int // voters, 3 unless set
+	Clients int // 3 unless set
+	Steps   int // draws of the schedule, 3000 unless set
+	// Diverge plants a bug: once the cluster has settled, one member's store takes a write
+	// raft never ordered (the hash check must catch it).
+	Diverge bool
+}
+
+// Result is what a run did, event by event, and what the checks found.
+type Result struct {
+	History  []byte
+	Findings []judge.Finding
+	// Failed says what kept the run from being judged whole (a cluster that never settled).
+	Failed []string
+	Acked  int // writes acknowledged to clients
+}
+
+// settleRounds bounds the quiet phase: rounds of delivering everything in flight and ticking
+// every member, after which a healthy cluster has long agreed.
+const settleRounds = 2000
+
+// cluster is the members, the messages in flight between them, and the clients.
+type cluster struct {
+	dir      string
+	rng      *rand.Rand
+	members  []*member
+	inflight []raftpb.Message // sent and not yet delivered or lost, oldest first
+	isolated []bool           // by member index: every message to or from it is lost
+	clients  []*client
+	nextID   uint64
+	step     int
+	hist     bytes.Buffer
+	findings []judge.Finding
+	failed   []string
+}
+
+// client makes one request at a time through a member it picks, and waits for that member to
+// apply it; a member that goes down, or a wait past the client's patience, leaves the outcome
+// unknown and the client moves on.
+type client struct {
+	n       int
+	via     *member
+	waiting uint64 // the request's id, 0 when idle
+	op      string
+	key     string
+	value   string
+	until   int // the step it gives up at
+	seq     int
+	counter int64 // the mod revision its counter key had at its last answer
+	seen    []judge.Seen
+	acked   map[string]string // ledger key -> value, acknowledged
+}
+
+// patience is how many steps a client waits for its request's answer.
+const patience = 400
+
+// Run runs one seed's schedule on a fresh cluster in dir and judges it. Everything it draws comes
+// from the seed and raft's election timeouts from crypto/rand, so two runs of one seed write the
+// same history byte for byte when crypto/rand is seeded too (cryptotest.SetGlobalRandom).
+func Run(dir string, o Options) (*Result, error) {
+	if o.Members == 0 {
+		o.Members = 3
+	}
+	if o.Clients == 0 {
+		o.Clients = 3
+	}
+	if o.Steps == 0 {
+		o.Steps = 3000
+	}
+	c := &cluster{dir: dir, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed)), isolated: make([]bool, o.Members)}
+	defer func() {
+		for _, m := range c.members {
+			m.close()
+		}
+	}()
+	voters := make([]uint64, o.Members)
+	for i := range voters {
+		voters[i] = uint64(i + 1)
+	}
+	for _, id := range voters {
+		disk := raft.NewMemoryStorage()
+		// Every member starts from the same bootstrap: the configuration at index 1.
+		if err := disk.ApplySnapshot(raftpb.Snapshot{Metadata: raftpb.SnapshotMetadata{Index: 1, Term: 1, ConfState: raftpb.ConfState{Voters: voters}}}); err != nil {
+			return nil, fmt.Errorf("bootstrap: %w", err)
+		}
+		m := &member{id: id, name: fmt.Sprintf("m%d", id), disk: disk}
+		if err := m.start(dir); err != nil {
+			return nil, err
+		}
+		c.members = append(c.members, m)
+	}
+	for i := 0; i < o.Clients; i++ {
+		c.clients = append(c.clients, &client{n: i + 1, acked: map[string]string{}})
+	}
+	c.logf("seed %d: %d members, %d clients, %d steps", o.Seed, o.Members, o.Clients, o.Steps)
+	for c.step = 1; c.step <= o.Steps; c.step++ {
+		if err := c.draw(); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.settle(); err != nil {
+		return nil, err
+	}
+	if o.Diverge {
+		m := c.members[c.rng.IntN(len(c.members))]
+		c.logf("planted: %s writes /diverged outside raft", m.name)
+		txn := m.kv.Write()
+		if err := txn.Put([]byte("/diverged"), []byte("x"), 0); err != nil {
+			return nil, err
+		}
+		if err := txn.End(); err != nil {
+			return nil, err
+		}
+	}
+	c.judge()
+	res := &Result{History: c.hist.Bytes(), Findings: c.findings, Failed: c.failed}
+	for _, cl := range c.clients {
+		res.Acked += len(cl.acked)
+	}
+	return res, nil
+}
+
+func (c *cluster) logf(format string, args ...any) {
+	fmt.Fprintf(&c.hist, "%05d ", c.step)
+	fmt.Fprintf(&c.hist, format, args...)
+	c.hist.WriteByte('\n')
+}
+
+// draw takes one step of the schedule: mostly messages delivered, ticks and client requests,
+// and now and then a fault (a message lost, a member crashed or restarted, a member cut off or
+// the links mended, a leadership transfer).
+func (c *cluster) draw() error {
+	switch r := c.rng.IntN(1000); {
+	case r < 550:
+		if len(c.inflight) > 0 {
+			return c.deliver(c.rng.IntN(len(c.inflight)))
+		}
+		return c.tickAll()
+	case r < 700:
+		return c.tick(c.members[c.rng.IntN(len(c.members))])
+	case r < 930:
+		return c.act(c.clients[c.rng.IntN(len(c.clients))])
+	case r < 950:
+		if len(c.inflight) > 0 {
+			i := c.rng.IntN(len(c.inflight))
+			c.logf("lose %s", describe(c.inflight[i]))
+			c.inflight = append(c.inflight[:i], c.inflight[i+1:]...)
+		}
+	case r < 960:
+		c.crashOne()
+	case r < 975:
+		return c.restartOne()
+	case r < 990:
+		c.partition()
+	default:
+		return c.transfer()
+	}
+	return nil
+}
+
+// deliver hands the i'th message in flight to its receiver, or loses it if the receiver is down
+// or either end is cut off.
+func (c *cluster) deliver(i int) error {
+	msg := c.inflight[i]
+	c.inflight = append(c.inflight[:i], c.inflight[i+1:]...)
+	to := c.members[msg.To-1]
+	if !to.up() || c.isolated[msg.To-1] || c.isolated[msg.From-1] {
+		c.logf("lose %s", describe(msg))
+		return nil
+	}
+	c.logf("deliver %s", describe(msg))
+	if err := to.node.Step(msg); err != nil && !errors.Is(err, raft.ErrStepPeerNotFound) {
+		c.logf("%s refused it: %v", to.name, err)
+	}
+	return c.ready(to)
+}
+
+func (c *cluster) tick(m *member) error {
+	if !m.up() {
+		return nil
+	}
+	m.node.Tick()
+	return c.ready(m)
+}
+
+func (c *cluster) tickAll() error {
+	for _, m := range c.members {
+		if err := c.tick(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ready does what raft asks of a member after each input: keep the log and hard state on disk
+// before sending a message that promises them, then apply what is committed.
+func (c *cluster) ready(m *member) error {
+	for m.up() && m.node.HasReady() {
+		rd := m.node.Ready()
+		if rd.SoftState != nil {
+			c.logf("%s is %s (leader %d)", m.name, rd.SoftState.RaftState, rd.SoftState.Lead)
+		}
+		if !raft.IsEmptySnap(rd.Snapshot) {
+			if err := m.disk.ApplySnapshot(rd.Snapshot); err != nil {
+				return fmt.Errorf("%s: keep snapshot: %w", m.name, err)
+			}
+		}
+		if err := m.disk.Append(rd.Entries); err != nil {
+			return fmt.Errorf("%s: append: %w", m.name, err)
+		}
+		if !raft.IsEmptyHardState(rd.HardState) {
+			if err := m.disk.SetHardState(rd.HardState); err != nil {
+				return fmt.Errorf("%s: keep hard state: %w", m.name, err)
+			}
+		}
+		c.inflight = append(c.inflight, rd.Messages...)
+		for _, e := range rd.CommittedEntries {
+			if e.Index <= m.applied {
+				continue
+			}
+			a, err := m.applyEntry(e)
+			if err != nil {
+				return err
+			}
+			if a != nil {
+				c.answered(m, e.Index, a)
+			}
+		}
+		m.node.Advance(rd)
+	}
+	return nil
+}
+
+// answered records a member's answer to a request, and hands it to the client waiting on that
+// member for it.
+func (c *cluster) answered(m *member, index uint64, a *appliedReq) {
+	var cl *client
+	for _, x := range c.clients {
+		if x.waiting == a.id && x.via == m {
+			cl = x
+		}
+	}
+	rev, what := answer(a)
+	c.logf("%s applies %d: request %d %s", m.name, index, a.id, what)
+	if cl == nil {
+		return
+	}
+	cl.waiting = 0
+	if a.err != nil {
+		return
+	}
+	cl.seen = append(cl.seen, judge.Seen{Op: fmt.Sprintf("%s #%d", cl.op, a.id), Revision: rev})
+	switch cl.op {
+	case "put":
+		cl.acked[cl.key] = cl.value
+	case "txn":
+		t := a.resp.GetResponseTxn()
+		if t.Succeeded {
+			cl.counter = rev
+		} else if kvs := t.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+			cl.counter = kvs[0].ModRevision
+		}
+	}
+}
+
+// answer is an applied request's header revision and a line describing its answer.
+func answer(a *appliedReq) (int64, string) {
+	if a.err != nil {
+		return 0, "fails: " + a.err.Error()
+	}
+	switch r := a.resp.Response.(type) {
+	case *pb.ResponseOp_ResponsePut:
+		return r.ResponsePut.Header.Revision, fmt.Sprintf("put at revision %d", r.ResponsePut.Header.Revision)
+	case *pb.ResponseOp_ResponseDeleteRange:
+		return r.ResponseDeleteRange.Header.Revision, fmt.Sprintf("deleted %d at revision %d", r.ResponseDeleteRange.Deleted, r.ResponseDeleteRange.Header.Revision)
+	case *pb.ResponseOp_ResponseTxn:
+		return r.ResponseTxn.Header.Revision, fmt.Sprintf("txn succeeded=%v at revision %d", r.ResponseTxn.Succeeded, r.ResponseTxn.Header.Revision)
+	}
+	return 0, "answered nothing"
+}
+
+// act: a waiting client gives up once its patience is spent; an idle one sends its next request
+// through a member it draws (dropped at once if that member cannot propose).
+func (c *cluster) act(cl *client) error {
+	if cl.waiting != 0 {
+		if c.step >= cl.until {
+			c.logf("client %d gives up on request %d: outcome unknown", cl.n, cl.waiting)
+			cl.waiting = 0
+		}
+		return nil
+	}
+	via := c.members[c.rng.IntN(len(c.members))]
+	if !via.up() {
+		return nil
+	}
+	c.nextID++
+	cl.seq++
+	r := &pb.InternalRaftRequest{Header: &pb.RequestHeader{ID: c.nextID}}
+	switch k := c.rng.IntN(10); {
+	case k < 6:
+		cl.op, cl.key, cl.value = "put", fmt.Sprintf("/ledger/c%d/%04d", cl.n, cl.seq), fmt.Sprintf("v%d", c.step)
+		r.Put = &pb.PutRequest{Key: []byte(cl.key), Value: []byte(cl.value)}
+	case k < 9:
+		cl.op, cl.key = "txn", fmt.Sprintf("/counter/c%d", cl.n)
+		key := []byte(cl.key)
+		r.Txn = &pb.TxnRequest{
+			Compare: []*pb.Compare{{Key: key, Target: pb.Compare_MOD, Result: pb.Compare_EQUAL, TargetUnion: &pb.Compare_ModRevision{ModRevision: cl.counter}}},
+			Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: key, Value: []byte(fmt.Sprint(cl.seq))}}}},
+			Failure: []*pb.RequestOp{{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: key}}}},
+		}
+	default:
+		cl.op, cl.key = "delete", fmt.Sprintf("/scratch/c%d/", cl.n)
+		r.DeleteRange = &pb.DeleteRangeRequest{Key: []byte(cl.key), RangeEnd: []byte(fmt.Sprintf("/scratch/c%d0", cl.n))}
+	}
+	data, err := r.Marshal()
+	if err != nil {
+		return fmt.Errorf("encode request: %w", err)
+	}
+	if err := via.node.Propose(data); err != nil {
+		c.logf("client %d %s %s via %s: dropped (%v)", cl.n, cl.op, cl.key, via.name, err)
+		return nil
+	}
+	cl.via, cl.waiting, cl.until = via, c.nextID, c.step+patience
+	c.logf("client %d %s %s via %s: request %d", cl.n, cl.op, cl.key, via.name, c.nextID)
+	return c.ready(via)
+}
+
+// crashOne takes a member down, while a majority stays up.
+func (c *cluster) crashOne() {
+	var up []*member
+	for _, m := range c.members {
+		if m.up() {
+			up = append(up, m)
+		}
+	}
+	if len(up) <= len(c.members)/2+1 {
+		return
+	}
+	m := up[c.rng.IntN(len(up))]
+	c.logf("crash %s", m.name)
+	m.crash()
+	for _, cl := range c.clients {
+		if cl.waiting != 0 && cl.via == m {
+			c.logf("client %d loses request %d with %s: outcome unknown", cl.n, cl.waiting, m.name)
+			cl.waiting = 0
+		}
+	}
+}
+
+func (c *cluster) restartOne() error {
+	var down []*member
+	for _, m := range c.members {
+		if !m.up() {
+			down = append(down, m)
+		}
+	}
+	if len(down) == 0 {
+		return nil
+	}
+	m := down[c.rng.IntN(len(down))]
+	c.logf("restart %s", m.name)
+	if err := m.start(c.dir); err != nil {
+		return err
+	}
+	return c.ready(m)
+}
+
+// partition cuts one member off from the rest, or mends every cut.
+func (c *cluster) partition() {
+	if c.rng.IntN(2) == 0 {
+		for i := range c.isolated {
+			c.isolated[i] = false
+		}
+		c.logf("mend all links")
+		return
+	}
+	i := c.rng.IntN(len(c.members))
+	c.isolated[i] = true
+	c.logf("cut %s off", c.members[i].name)
+}
+
+// transfer asks the leader, if one is up, to hand leadership to another voter.
+func (c *cluster) transfer() error {
+	for _, m := range c.members {
+		if m.up() && m.node.BasicStatus().RaftState == raft.StateLeader {
+			to := c.members[c.rng.IntN(len(c.members))]
+			c.logf("%s transfers leadership to %s", m.name, to.name)
+			m.node.TransferLeader(to.id)
+			return c.ready(m)
+		}
+	}
+	return nil
+}
+
+// settle ends the faults (every link mended, every member up) and runs the cluster until every
+// member has applied everything committed and every client has its answer.
+func (c *cluster) settle() error {
+	c.logf("settle: mend all links, restart every member")
+	for i := range c.isolated {
+		c.isolated[i] = false
+	}
+	for _, m := range c.members {
+		if !m.up() {
+			if err := m.start(c.dir); err != nil {
+				return err
+			}
+			if err := c.ready(m); err != nil {
+				return err
+			}
+		}
+	}
+	for round := 0; round < settleRounds; round++ {
+		for len(c.inflight) > 0 {
+			if err := c.deliver(0); err != nil {
+				return err
+			}
+		}
+		if c.settled() {
+			c.logf("settled after %d rounds", round)
+			return nil
+		}
+		if err := c.tickAll(); err != nil {
+			return err
+		}
+		c.step++
+	}
+	c.failed = append(c.failed, fmt.Sprintf("the cluster did not settle within %d rounds", settleRounds))
+	c.logf("did not settle")
+	return nil
+}
+
+// settled: a leader, every member applied through its commit index, no client waiting on a
+// request that was committed.
+func (c *cluster) settled() bool {
+	var commit uint64
+	leader := false
+	for _, m := range c.members {
+		st := m.node.BasicStatus()
+		if st.RaftState == raft.StateLeader {
+			leader = true
+			commit = st.Commit
+		}
+	}
+	if !leader {
+		return false
+	}
+	for _, m := range c.members {
+		if m.applied != commit {
+			return false
+		}
+	}
+	for _, cl := range c.clients {
+		if cl.waiting != 0 {
+			c.logf("client %d gives up on request %d: outcome unknown", cl.n, cl.waiting)
+			cl.waiting = 0
+		}
+	}
+	return true
+}
+
+// judge runs the shared checks: acknowledged writes on every member, each ledger key written
+// once, revisions per client, equal hashes.
+func (c *cluster) judge() {
+	acked := map[string]string{}
+	seen := map[int][]judge.Seen{}
+	for _, cl := range c.clients {
+		for k, v := range cl.acked {
+			acked[k] = v
+		}
+		seen[cl.n] = cl.seen
+	}
+	hashes := map[string]judge.MemberHash{}
+	for _, m := range c.members {
+		have, recs := ledger(m.kv)
+		c.findings = append(c.findings, prefixed(m.name, judge.LostWriteFindings(acked, have))...)
+		c.findings = append(c.findings, judge.WrittenOnce(m.name, recs)...)
+		h, _, rev, compact, err := m.kv.HashKV(0)
+		if err != nil {
+			c.findings = append(c.findings, judge.Finding{Check: judge.HashMismatch, Detail: fmt.Sprintf("%s: hash: %v", m.name, err)})
+			continue
+		}
+		hashes[m.name] = judge.MemberHash{Hash: h, Revision: rev, CompactRevision: compact}
+		c.logf("%s: revision %d, hash %d, %d ledger keys", m.name, rev, h, len(have))
+	}
+	c.findings = append(c.findings, judge.Monotonic(seen)...)
+	c.findings = append(c.findings, judge.Hashes(hashes)...)
+	for _, f := range c.findings {
+		c.logf("finding %s", f)
+	}
+}
+
+func prefixed(name string, fs []judge.Finding) []judge.Finding {
+	for i := range fs {
+		fs[i].Detail = name + ": " + fs[i].Detail
+	}
+	return fs
+}
+
+// ledger is what a member's store holds under /ledger/.
+func ledger(kv *mvcc.Store) (map[string]string, []judge.Record) {
+	txn := kv.Read()
+	defer txn.End()
+	res, err := txn.Range([]byte("/ledger/"), []byte("/ledger0"), mvcc.RangeOptions{})
+	if err != nil {
+		return nil, nil
+	}
+	have := map[string]string{}
+	recs := make([]judge.Record, 0, len(res.KVs))
+	for _, kv := range res.KVs {
+		have[string(kv.Key)] = string(kv.Value)
+		recs = append(recs, judge.Record{Key: string(kv.Key), Version: kv.Version, Create: kv.CreateRevision, ModRevision: kv.ModRevision})
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Key < recs[j].Key })
+	return have, recs
+}
+
+// describe is a message in one line, with what decides raft's behaviour.
+func describe(m raftpb.Message) string {
+	s := fmt.Sprintf("%d->%d %s term %d", m.From, m.To, m.Type, m.Term)
+	switch m.Type {
+	case raftpb.MsgApp, raftpb.MsgAppResp, raftpb.MsgVote, raftpb.MsgPreVote, raftpb.MsgSnap:
+		s += fmt.Sprintf(" index %d logterm %d", m.Index, m.LogTerm)
+	}
+	if len(m.Entries) > 0 {
+		s += fmt.Sprintf(" entries %d", len(m.Entries))
+	}
+	if m.Commit > 0 {
+		s += fmt.Sprintf(" commit %d", m.Commit)
+	}
+	if m.Reject {
+		s += " reject"
+	}
+	return s
+}
