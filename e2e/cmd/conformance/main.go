@@ -33,6 +33,7 @@ func main() {
 	work := flag.String("work", ".run/conformance", "bin dirs and each test's output")
 	releaseBuilds := flag.Bool("upstream-release-builds", false, "run upstream's side on its release builds (default: its etcd built with failpoints, as upstream's CI runs its tests)")
 	count := flag.Int("count", 3, "robustness: runs of the exploratory scenarios (each draws its failpoints afresh)")
+	docOnly := flag.Bool("doc-only", false, "run nothing: write the report again from the records and their why.txt (after an explanation is added)")
 	rerun := flag.Bool("rerun-differences", false, "run again on ours only the tests the level's record shows ending differently, and record their new results (noted in the report)")
 	flag.Parse()
 	if *rerun {
@@ -41,6 +42,13 @@ func main() {
 			fmt.Fprintln(os.Stderr, "conformance: --rerun-differences reruns e2e tests; robustness scenarios draw their failpoints afresh, run them again with --run")
 			os.Exit(2)
 		}
+	}
+	if *docOnly {
+		if err := writeDoc(*records, *doc); err != nil {
+			fmt.Fprintln(os.Stderr, "conformance:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	c := config{level: *level, suite: *suite, bin: *bin, run: *run, sides: *sidesFlag, parallel: *parallel, count: *count,
 		timeout: *timeout, records: *records, doc: *doc, work: *work, rerun: *rerun, releaseBuilds: *releaseBuilds}
