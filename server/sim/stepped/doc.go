@@ -4,7 +4,8 @@
 // (server/apply) writing the MVCC store (server/mvcc over server/backend). Nothing runs on its
 // own: every step draws one thing from the seed (a message delivered or lost, a member's tick, a
 // client's request, a crash, a restart, a member cut off, the links mended, a leadership
-// transfer), and raft's election timeouts come from crypto/rand, which the tests seed
+// transfer, a step of replacing a member: a voter removed, a learner added, a learner promoted),
+// and raft's election timeouts come from crypto/rand, which the tests seed
 // (testing/cryptotest). pkg/judge's checks judge the end: acknowledged writes on every member,
 // each ledger key written once, a client's revisions never going back, equal hashes.
 //

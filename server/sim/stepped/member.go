@@ -33,6 +33,11 @@ type member struct {
 	les     *lease.Lessor
 	applied uint64
 	starts  int // names each store's file
+
+	// isolated: every message to or from it is lost. removed: it applied its own removal and
+	// stopped for good, as etcd's member does.
+	isolated bool
+	removed  bool
 }
 
 // raftConfig is what etcd runs raft with (pre-vote, check-quorum), ticks counted by the harness.
@@ -117,6 +122,9 @@ func (m *member) applyEntry(e raftpb.Entry) (*appliedReq, error) {
 			return nil, fmt.Errorf("%s: decode conf change at %d: %w", m.name, e.Index, err)
 		}
 		m.node.ApplyConfChange(cc)
+		if cc.Type == raftpb.ConfChangeRemoveNode && cc.NodeID == m.id {
+			m.removed = true
+		}
 		return nil, nil
 	case raftpb.EntryConfChangeV2:
 		var cc raftpb.ConfChangeV2

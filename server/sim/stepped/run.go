@@ -39,19 +39,23 @@ type Result struct {
 // every member, after which a healthy cluster has long agreed.
 const settleRounds = 2000
 
+// settleDeliveries bounds one settling round's deliveries.
+const settleDeliveries = 10000
+
 // cluster is the members, the messages in flight between them, and the clients.
 type cluster struct {
 	dir      string
 	rng      *rand.Rand
 	members  []*member
 	inflight []raftpb.Message // sent and not yet delivered or lost, oldest first
-	isolated []bool           // by member index: every message to or from it is lost
-	clients  []*client
-	nextID   uint64
-	step     int
-	hist     bytes.Buffer
-	findings []judge.Finding
-	failed   []string
+	// bootstrap is every member's first disk: the first configuration at index 1.
+	bootstrap raftpb.Snapshot
+	clients   []*client
+	nextID    uint64
+	step      int
+	hist      bytes.Buffer
+	findings  []judge.Finding
+	failed    []string
 }
 
 // client makes one request at a time through a member it picks, and waits for that member to
@@ -87,7 +91,7 @@ func Run(dir string, o Options) (*Result, error) {
 	if o.Steps == 0 {
 		o.Steps = 3000
 	}
-	c := &cluster{dir: dir, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed)), isolated: make([]bool, o.Members)}
+	c := &cluster{dir: dir, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed))}
 	defer func() {
 		for _, m := range c.members {
 			m.close()
@@ -97,14 +101,10 @@ func Run(dir string, o Options) (*Result, error) {
 	for i := range voters {
 		voters[i] = uint64(i + 1)
 	}
+	c.bootstrap = raftpb.Snapshot{Metadata: raftpb.SnapshotMetadata{Index: 1, Term: 1, ConfState: raftpb.ConfState{Voters: voters}}}
 	for _, id := range voters {
-		disk := raft.NewMemoryStorage()
-		// Every member starts from the same bootstrap: the configuration at index 1.
-		if err := disk.ApplySnapshot(raftpb.Snapshot{Metadata: raftpb.SnapshotMetadata{Index: 1, Term: 1, ConfState: raftpb.ConfState{Voters: voters}}}); err != nil {
-			return nil, fmt.Errorf("bootstrap: %w", err)
-		}
-		m := &member{id: id, name: fmt.Sprintf("m%d", id), disk: disk}
-		if err := m.start(dir); err != nil {
+		m, err := c.newMember(id)
+		if err != nil {
 			return nil, err
 		}
 		c.members = append(c.members, m)
@@ -122,7 +122,8 @@ func Run(dir string, o Options) (*Result, error) {
 		return nil, err
 	}
 	if o.Diverge {
-		m := c.members[c.rng.IntN(len(c.members))]
+		live := c.live()
+		m := live[c.rng.IntN(len(live))]
 		c.logf("planted: %s writes /diverged outside raft", m.name)
 		txn := m.kv.Write()
 		if err := txn.Put([]byte("/diverged"), []byte("x"), 0); err != nil {
@@ -163,17 +164,20 @@ func (c *cluster) draw() error {
 	case r < 950:
 		if len(c.inflight) > 0 {
 			i := c.rng.IntN(len(c.inflight))
-			c.logf("lose %s", describe(c.inflight[i]))
+			msg := c.inflight[i]
 			c.inflight = append(c.inflight[:i], c.inflight[i+1:]...)
+			c.lose(msg)
 		}
 	case r < 960:
 		c.crashOne()
 	case r < 975:
 		return c.restartOne()
-	case r < 990:
+	case r < 987:
 		c.partition()
-	default:
+	case r < 995:
 		return c.transfer()
+	default:
+		return c.changeMembership()
 	}
 	return nil
 }
@@ -183,9 +187,9 @@ func (c *cluster) draw() error {
 func (c *cluster) deliver(i int) error {
 	msg := c.inflight[i]
 	c.inflight = append(c.inflight[:i], c.inflight[i+1:]...)
-	to := c.members[msg.To-1]
-	if !to.up() || c.isolated[msg.To-1] || c.isolated[msg.From-1] {
-		c.logf("lose %s", describe(msg))
+	to, from := c.member(msg.To), c.member(msg.From)
+	if to == nil || !to.up() || to.isolated || from.isolated {
+		c.lose(msg)
 		return nil
 	}
 	c.logf("deliver %s", describe(msg))
@@ -193,6 +197,27 @@ func (c *cluster) deliver(i int) error {
 		c.logf("%s refused it: %v", to.name, err)
 	}
 	return c.ready(to)
+}
+
+// newMember starts a member on a disk holding the bootstrap: the first configuration, at index 1.
+func (c *cluster) newMember(id uint64) (*member, error) {
+	m := &member{id: id, name: fmt.Sprintf("m%d", id), disk: raft.NewMemoryStorage()}
+	if err := m.disk.ApplySnapshot(c.bootstrap); err != nil {
+		return nil, fmt.Errorf("%s: bootstrap: %w", m.name, err)
+	}
+	return m, m.start(c.dir)
+}
+
+func (c *cluster) lose(msg raftpb.Message) {
+	c.logf("lose %s", describe(msg))
+}
+
+// member is the member with id (ids are 1, 2, ... in the order members were made), or nil.
+func (c *cluster) member(id uint64) *member {
+	if id == 0 || id > uint64(len(c.members)) {
+		return nil
+	}
+	return c.members[id-1]
 }
 
 func (c *cluster) tick(m *member) error {
@@ -221,9 +246,9 @@ func (c *cluster) ready(m *member) error {
 			c.logf("%s is %s (leader %d)", m.name, rd.SoftState.RaftState, rd.SoftState.Lead)
 		}
 		if !raft.IsEmptySnap(rd.Snapshot) {
-			if err := m.disk.ApplySnapshot(rd.Snapshot); err != nil {
-				return fmt.Errorf("%s: keep snapshot: %w", m.name, err)
-			}
+			// No member compacts its log and every disk holds the bootstrap, so raft never
+			// needs to send a snapshot.
+			return fmt.Errorf("%s: raft handed it a snapshot at %d", m.name, rd.Snapshot.Metadata.Index)
 		}
 		if err := m.disk.Append(rd.Entries); err != nil {
 			return fmt.Errorf("%s: append: %w", m.name, err)
@@ -245,10 +270,54 @@ func (c *cluster) ready(m *member) error {
 			if a != nil {
 				c.answered(m, e.Index, a)
 			}
+			if e.Type == raftpb.EntryConfChange {
+				c.logf("%s applies %d: configuration %s", m.name, e.Index, m.node.Status().Config)
+			}
 		}
 		m.node.Advance(rd)
+		if m.removed {
+			c.logf("%s was removed: it stops", m.name)
+			c.stop(m)
+		}
 	}
 	return nil
+}
+
+// stop takes a member down; its clients' requests end unknown.
+func (c *cluster) stop(m *member) {
+	m.crash()
+	for _, cl := range c.clients {
+		if cl.waiting != 0 && cl.via == m {
+			c.logf("client %d loses request %d with %s: outcome unknown", cl.n, cl.waiting, m.name)
+			cl.waiting = 0
+		}
+	}
+}
+
+// live is every member not removed, in id order.
+func (c *cluster) live() []*member {
+	var out []*member
+	for _, m := range c.members {
+		if !m.removed {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// leader is the up member raft calls leader, nil if none; with two (an old one not yet told),
+// the later term's.
+func (c *cluster) leader() *member {
+	var l *member
+	var term uint64
+	for _, m := range c.members {
+		if m.up() {
+			if st := m.node.BasicStatus(); st.RaftState == raft.StateLeader && st.Term > term {
+				l, term = m, st.Term
+			}
+		}
+	}
+	return l
 }
 
 // answered records a member's answer to a request, and hands it to the client waiting on that
@@ -345,31 +414,26 @@ func (c *cluster) act(cl *client) error {
 	return c.ready(via)
 }
 
-// crashOne takes a member down, while a majority stays up.
+// crashOne takes a member down, while a majority of the live members stays up.
 func (c *cluster) crashOne() {
+	live := c.live()
 	var up []*member
-	for _, m := range c.members {
+	for _, m := range live {
 		if m.up() {
 			up = append(up, m)
 		}
 	}
-	if len(up) <= len(c.members)/2+1 {
+	if len(up) <= len(live)/2+1 {
 		return
 	}
 	m := up[c.rng.IntN(len(up))]
 	c.logf("crash %s", m.name)
-	m.crash()
-	for _, cl := range c.clients {
-		if cl.waiting != 0 && cl.via == m {
-			c.logf("client %d loses request %d with %s: outcome unknown", cl.n, cl.waiting, m.name)
-			cl.waiting = 0
-		}
-	}
+	c.stop(m)
 }
 
 func (c *cluster) restartOne() error {
 	var down []*member
-	for _, m := range c.members {
+	for _, m := range c.live() {
 		if !m.up() {
 			down = append(down, m)
 		}
@@ -388,38 +452,96 @@ func (c *cluster) restartOne() error {
 // partition cuts one member off from the rest, or mends every cut.
 func (c *cluster) partition() {
 	if c.rng.IntN(2) == 0 {
-		for i := range c.isolated {
-			c.isolated[i] = false
-		}
-		c.logf("mend all links")
+		c.mend()
 		return
 	}
-	i := c.rng.IntN(len(c.members))
-	c.isolated[i] = true
-	c.logf("cut %s off", c.members[i].name)
+	m := c.members[c.rng.IntN(len(c.members))]
+	m.isolated = true
+	c.logf("cut %s off", m.name)
 }
 
-// transfer asks the leader, if one is up, to hand leadership to another voter.
-func (c *cluster) transfer() error {
+func (c *cluster) mend() {
 	for _, m := range c.members {
-		if m.up() && m.node.BasicStatus().RaftState == raft.StateLeader {
-			to := c.members[c.rng.IntN(len(c.members))]
-			c.logf("%s transfers leadership to %s", m.name, to.name)
-			m.node.TransferLeader(to.id)
-			return c.ready(m)
-		}
+		m.isolated = false
 	}
-	return nil
+	c.logf("mend all links")
 }
 
-// settle ends the faults (every link mended, every member up) and runs the cluster until every
-// member has applied everything committed and every client has its answer.
+func sortedIDs(set map[uint64]struct{}) []uint64 {
+	out := make([]uint64, 0, len(set))
+	for id := range set {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// maxMembers bounds the members a run makes (each replacement makes one).
+const maxMembers = 6
+
+// changeMembership makes one step of replacing a member by a learner, through the leader:
+// promote the learner there is, or else remove a voter (not the leader) or add a learner. Raft
+// takes one change at a time; a proposal it drops is logged and the next draw tries again.
+func (c *cluster) changeMembership() error {
+	l := c.leader()
+	if l == nil {
+		return nil
+	}
+	cfg := l.node.Status().Config
+	var cc raftpb.ConfChange
+	switch learners, voters := sortedIDs(cfg.Learners), sortedIDs(cfg.Voters.IDs()); {
+	case len(learners) > 0:
+		cc = raftpb.ConfChange{Type: raftpb.ConfChangeAddNode, NodeID: learners[c.rng.IntN(len(learners))]}
+	case len(voters) >= 3 && c.rng.IntN(2) == 0:
+		var others []uint64
+		for _, id := range voters {
+			if id != l.id {
+				others = append(others, id)
+			}
+		}
+		cc = raftpb.ConfChange{Type: raftpb.ConfChangeRemoveNode, NodeID: others[c.rng.IntN(len(others))]}
+	case len(c.members) < maxMembers:
+		// The new member starts from the bootstrap (the snapshot at index 1, which no member
+		// compacts past) and takes every entry after it from the leader, its own addition
+		// among them.
+		m, err := c.newMember(uint64(len(c.members) + 1))
+		if err != nil {
+			return err
+		}
+		c.members = append(c.members, m)
+		cc = raftpb.ConfChange{Type: raftpb.ConfChangeAddLearnerNode, NodeID: m.id}
+	default:
+		return nil
+	}
+	if err := l.node.ProposeConfChange(cc); err != nil {
+		c.logf("%s proposes %s %d: dropped (%v)", l.name, cc.Type, cc.NodeID, err)
+		return nil
+	}
+	c.logf("%s proposes %s %d", l.name, cc.Type, cc.NodeID)
+	return c.ready(l)
+}
+
+// transfer asks the leader, if one is up, to hand leadership to another live member.
+func (c *cluster) transfer() error {
+	l := c.leader()
+	if l == nil {
+		return nil
+	}
+	live := c.live()
+	to := live[c.rng.IntN(len(live))]
+	c.logf("%s transfers leadership to %s", l.name, to.name)
+	l.node.TransferLeader(to.id)
+	return c.ready(l)
+}
+
+// settle ends the faults (every link mended, every live member up) and runs the cluster until
+// every member of the configuration has applied everything committed, nothing is left to
+// commit, and every client has its answer. A member outside the configuration then (removed
+// while it could not hear of it, or added by a change raft dropped) stops.
 func (c *cluster) settle() error {
 	c.logf("settle: mend all links, restart every member")
-	for i := range c.isolated {
-		c.isolated[i] = false
-	}
-	for _, m := range c.members {
+	c.mend()
+	for _, m := range c.live() {
 		if !m.up() {
 			if err := m.start(c.dir); err != nil {
 				return err
@@ -430,13 +552,22 @@ func (c *cluster) settle() error {
 		}
 	}
 	for round := 0; round < settleRounds; round++ {
-		for len(c.inflight) > 0 {
+		// Bounded: members that answer each other without end (no tick needed) would
+		// otherwise keep this round going for ever.
+		for n := 0; len(c.inflight) > 0 && n < settleDeliveries; n++ {
 			if err := c.deliver(0); err != nil {
 				return err
 			}
 		}
-		if c.settled() {
+		if in, ok := c.settled(); ok {
 			c.logf("settled after %d rounds", round)
+			for _, m := range c.live() {
+				if !in[m.id] {
+					c.logf("%s is not in the configuration: it stops", m.name)
+					m.removed = true
+					c.stop(m)
+				}
+			}
 			return nil
 		}
 		if err := c.tickAll(); err != nil {
@@ -449,24 +580,29 @@ func (c *cluster) settle() error {
 	return nil
 }
 
-// settled: a leader, every member applied through its commit index, no client waiting on a
-// request that was committed.
-func (c *cluster) settled() bool {
-	var commit uint64
-	leader := false
-	for _, m := range c.members {
-		st := m.node.BasicStatus()
-		if st.RaftState == raft.StateLeader {
-			leader = true
-			commit = st.Commit
-		}
+// settled: a leader with nothing uncommitted, every member of its configuration applied through
+// its commit index; it returns the configuration's members. Clients still waiting then wait on
+// a request raft dropped: they give up.
+func (c *cluster) settled() (map[uint64]bool, bool) {
+	l := c.leader()
+	if l == nil {
+		return nil, false
 	}
-	if !leader {
-		return false
+	st := l.node.Status()
+	last, err := l.disk.LastIndex()
+	if err != nil || last != st.Commit {
+		return nil, false
+	}
+	in := map[uint64]bool{}
+	for id := range st.Config.Voters.IDs() {
+		in[id] = true
+	}
+	for id := range st.Config.Learners {
+		in[id] = true
 	}
 	for _, m := range c.members {
-		if m.applied != commit {
-			return false
+		if in[m.id] && (!m.up() || m.applied != st.Commit) {
+			return nil, false
 		}
 	}
 	for _, cl := range c.clients {
@@ -475,10 +611,10 @@ func (c *cluster) settled() bool {
 			cl.waiting = 0
 		}
 	}
-	return true
+	return in, true
 }
 
-// judge runs the shared checks: acknowledged writes on every member, each ledger key written
+// judge runs the shared checks: acknowledged writes on every member of the configuration, each ledger key written
 // once, revisions per client, equal hashes.
 func (c *cluster) judge() {
 	acked := map[string]string{}
@@ -490,7 +626,7 @@ func (c *cluster) judge() {
 		seen[cl.n] = cl.seen
 	}
 	hashes := map[string]judge.MemberHash{}
-	for _, m := range c.members {
+	for _, m := range c.live() {
 		have, recs := ledger(m.kv)
 		c.findings = append(c.findings, prefixed(m.name, judge.LostWriteFindings(acked, have))...)
 		c.findings = append(c.findings, judge.WrittenOnce(m.name, recs)...)
