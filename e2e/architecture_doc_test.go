@@ -265,9 +265,10 @@ func hasGo(dir string) bool {
 	return len(m) > 0
 }
 
-// TestDocGoMapsItsFiles keeps the file maps of the packages' doc.go true: a doc.go with a
-// "The files:" section names every non-test Go file of its package, and each file it names
-// exists. (Issue 48 asks every package for one; those that have one are held to it.)
+// TestDocGoMapsItsFiles keeps the file maps of the packages' doc.go true: every package of more
+// than one non-test Go file has a doc.go with a "The files:" section, which holds the package's
+// comment (no other file has one) and names every non-test Go file of its package, and each
+// file it names exists.
 func TestDocGoMapsItsFiles(t *testing.T) {
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -281,7 +282,11 @@ func TestDocGoMapsItsFiles(t *testing.T) {
 		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") && path != root {
 			return filepath.SkipDir
 		}
-		if d.IsDir() || d.Name() != "doc.go" {
+		if d.IsDir() {
+			checkPackageHasMap(t, path)
+			return nil
+		}
+		if d.Name() != "doc.go" {
 			return nil
 		}
 		doc, err := os.ReadFile(path)
@@ -321,5 +326,37 @@ func TestDocGoMapsItsFiles(t *testing.T) {
 	}
 	if maps == 0 {
 		t.Fatal("no doc.go with a file map found: the test no longer finds them")
+	}
+}
+
+// checkPackageHasMap requires a package of more than one non-test Go file to keep its comment
+// and file map in doc.go.
+func checkPackageHasMap(t *testing.T, dir string) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	var sources []string
+	for _, f := range files {
+		if !strings.HasSuffix(f, "_test.go") && filepath.Base(f) != "doc.go" {
+			sources = append(sources, f)
+		}
+	}
+	if len(sources) < 2 {
+		return
+	}
+	doc, err := os.ReadFile(filepath.Join(dir, "doc.go"))
+	if err != nil || !strings.Contains(string(doc), "// The files:") {
+		t.Errorf("%s: a package of %d files needs a doc.go with its comment and a \"The files:\" map", dir, len(sources))
+		return
+	}
+	fset := token.NewFileSet()
+	for _, f := range sources {
+		af, err := parser.ParseFile(fset, f, nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if af.Doc != nil {
+			t.Errorf("%s has a package comment; it belongs in doc.go", f)
+		}
 	}
 }

@@ -1,6 +1,3 @@
-// Package cli is the discovery command: `serve` runs the discovery service (an etcd member of
-// ours holding the tokens, or an existing etcd cluster, plus the token API), and `new`, `status`
-// and `delete` manage tokens directly in any etcd cluster that serves discovery.
 package cli
 
 import (

@@ -1,13 +1,3 @@
-// Package conformance runs upstream etcd's own test suites (its e2e and robustness packages, at
-// the release a level implements) as a black box against a directory of binaries, ours or
-// upstream's, one process per test, and reports each test's result side by side.
-//
-// The files:
-//
-//	suite.go   building upstream's test binary of a package at a release (cached per machine)
-//	run.go     running tests, one process each, in network namespaces of their own so that
-//	           several run at once (upstream's tests all use the same ports)
-//	report.go  results files and the Markdown report (docs/conformance.md)
 package conformance
 
 import (

@@ -1,6 +1,3 @@
-// Package kubeapi runs a real kube-apiserver, built from the Go module proxy, against an etcd
-// member, and drives it as a cluster's kubelets, scheduler and controllers would (Fleet): the
-// source of what Kubernetes sends to etcd, which the bench's Kubernetes-shaped workload copies.
 package kubeapi
 
 import (

@@ -1,6 +1,3 @@
-// Package reqrecord is a gRPC proxy in front of one etcd member that forwards every request
-// and answer unchanged, byte for byte, and records the shape of each (method, key, sizes, the
-// options that decide its cost): what a client such as kube-apiserver really sends to etcd.
 package reqrecord
 
 import (

@@ -1,5 +1,3 @@
-// Package commands holds etcdctl's commands: the same names, flags, ETCDCTL_* variables and
-// output as upstream etcdctl 3.6, on go.etcd.io/etcd/client/v3.
 package commands
 
 import (

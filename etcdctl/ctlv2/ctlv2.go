@@ -1,6 +1,3 @@
-// Package ctlv2 is etcdctl's v2 mode at level 3.5 (ETCDCTL_API=2): upstream 3.5's v2 commands,
-// global flags, ETCDCTL_* variables, outputs and exit statuses, over the v2 client library
-// (go.etcd.io/etcd/client/v2) and urfave/cli as upstream's v2 mode uses them.
 package ctlv2
 
 import (

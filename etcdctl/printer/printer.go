@@ -1,7 +1,3 @@
-// Package printer renders command results the way upstream etcdctl 3.6 does, in its output
-// formats: simple, json, table, fields and protobuf. A result type opts into each format by
-// implementing the matching method; asking for a format it lacks is upstream's
-// "<format> not supported as output format" error.
 package printer
 
 import (

@@ -1,7 +1,3 @@
-// Package offline holds every etcdutl operation, all of them on files no server holds: a
-// stopped member's data directory (backup, defrag, migrate, hashkv) and snapshot files (status,
-// restore). None changes anything it was not asked to change. The file layouts come from
-// etcdx/server/schema, a new cluster's members from etcdx/server/membership.
 package offline
 
 import (

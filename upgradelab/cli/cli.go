@@ -1,4 +1,3 @@
-// Package cli is the upgradelab command.
 package cli
 
 import (

@@ -1,7 +1,3 @@
-// Package cluster is the one harness that starts etcd clusters as local processes on loopback
-// ports, for the lab, the end-to-end tests and the bench: members of any binary that can be
-// stopped, killed and started again with another binary, health and version probes, and a
-// ledger of acknowledged writes that finds the lost ones.
 package cluster
 
 import (

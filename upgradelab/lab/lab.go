@@ -1,7 +1,3 @@
-// Package lab runs a plan against a real cluster (processes or containers) under the
-// workload, traces every step with OpenTelemetry, and judges the outcome: the plan's
-// expectations, availability per step against thresholds, no lost acknowledged write, and a
-// linearizable history.
 package lab
 
 import (

@@ -1,6 +1,3 @@
-// Package plan reads upgrade and downgrade plans: the cluster a run starts with and the steps
-// it goes through (replace binaries, drive a downgrade, kill or restart members, expect
-// versions, inject faults). Plans are YAML; the built-in ones live in plans/.
 package plan
 
 import (

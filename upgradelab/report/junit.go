@@ -1,5 +1,3 @@
-// Package report writes a lab run's results in forms other tools read: JUnit XML for CI
-// systems.
 package report
 
 import (

@@ -1,8 +1,3 @@
-// Package runtimes runs the lab's members: as local processes (on loopback, or each in a network
-// namespace of its own), or as containers on a private Docker network (through
-// testcontainers-go). All give a member the same life: start with a binary, stop, kill -9,
-// freeze and thaw, and (containers and namespaces) partition and heal, keeping its data across
-// binary swaps.
 package runtimes
 
 import (

@@ -1,6 +1,3 @@
-// Package workload is the traffic a plan runs under and the checks on what it saw: every
-// acknowledged write must survive, and the history of reads and writes on a few registers must
-// be linearizable (checked with porcupine).
 package workload
 
 import (

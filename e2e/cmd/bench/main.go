@@ -1,6 +1,3 @@
-// Command bench measures our etcd and upstream etcd side by side, in the same run on the same
-// machine, with the same flags and workloads (bounded in count and time), and writes a Markdown
-// report. `make bench` runs it.
 package main
 
 import (
