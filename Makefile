@@ -98,13 +98,15 @@ vulncheck:
 # PARALLEL processes, each run a 3-member cluster under client load and its seed's faults; every
 # failing seed is printed with the command that replays it (scripts/sim.sh). Built with
 # failpoints, so its "delay" steps take effect. make test runs two seeds with the unit tests, and
-# a third with failpoints.
+# a third with failpoints. VIRTUAL=1: each seed in virtual time (testing/synctest). STEPPED=1: the
+# campaign of member cores stepped by one goroutine (server/sim/stepped), replayed byte for byte.
 SEEDS ?= 100
 FIRST_SEED ?= 1
 PARALLEL ?= 1
 VIRTUAL ?=
+STEPPED ?=
 sim:
-	SEEDS=$(SEEDS) FIRST_SEED=$(FIRST_SEED) PARALLEL=$(PARALLEL) VIRTUAL=$(VIRTUAL) GO=$(GO) ./scripts/sim.sh
+	SEEDS=$(SEEDS) FIRST_SEED=$(FIRST_SEED) PARALLEL=$(PARALLEL) VIRTUAL=$(VIRTUAL) STEPPED=$(STEPPED) GO=$(GO) ./scripts/sim.sh
 
 # The hot paths' micro-benchmarks (mvcc put, range, watch fan-out; WAL save; backend commit): a
 # change's effect in seconds, before make bench.

@@ -2,10 +2,18 @@
 # make sim: a campaign of the in-process simulation (server/sim), SEEDS seeds from FIRST_SEED, in
 # PARALLEL processes at once (a run spends most of its time waiting on timers, so two per CPU
 # keep the machine busy); VIRTUAL=1 runs each seed in virtual time (testing/synctest). Prints every run's summary and, for a failing seed, its reasons and the
-# command that replays it; exits 1 when a seed failed.
+# command that replays it; exits 1 when a seed failed. STEPPED=1 runs the campaign of member cores
+# stepped by one goroutine (server/sim/stepped), where a seed replays byte for byte.
 set -euo pipefail
-seeds=${SEEDS:-100} first=${FIRST_SEED:-1} parallel=${PARALLEL:-1} go=${GO:-go} virtual=${VIRTUAL:-}
+seeds=${SEEDS:-100} first=${FIRST_SEED:-1} parallel=${PARALLEL:-1} go=${GO:-go} virtual=${VIRTUAL:-} stepped=${STEPPED:-}
 cd "$(dirname "$0")/../server"
+if [[ $stepped == 1 ]]; then
+	start=$(date +%s)
+	status=0
+	STEPPED_SEEDS=$seeds STEPPED_FIRST_SEED=$first "$go" test -count=1 -timeout=0 -run '^TestSteppedCampaign$' ./sim/stepped || status=1
+	echo "sim (stepped): $seeds seeds from $first: $([[ $status == 0 ]] && echo "none failed" || echo "failures above (replay one: STEPPED_FIRST_SEED=N STEPPED_SEEDS=1 STEPPED_HISTORY=1 go test -run TestSteppedCampaign -v ./sim/stepped in server/)"), $(($(date +%s) - start)) s"
+	exit $status
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # In virtual time the failpoints stay out: a failpoint's sleep holds the locks it is reached

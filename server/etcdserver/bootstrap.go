@@ -45,7 +45,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	s := &Server{cfg: cfg, log: lg, waits: newWaitRegistry(), applyc: make(chan applyBatch, 128),
-		readc: make(chan raft.ReadState, 16), msgSnapC: make(chan raftpb.Message, 16), snapJobs: make(chan snapJob, 1), readWake: make(chan struct{}, 1), readNotifier: newNotifier(), leaders: newLeaderWatch(), versionWake: make(chan struct{}, 1),
+		readc: make(chan raft.ReadState, 16), msgSnapC: make(chan raftpb.Message, 16), snapJobs: make(chan snapJob, 1), readWake: make(chan struct{}, 1), readNotifier: newNotifier(), versionWake: make(chan struct{}, 1),
 		rangeBufs: rangewire.NewPool(rangeBufsKept),
 		draining:  make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{})}
 	s.batcher = newProposalBatcher(&s.committedIndex, cfg.heartbeat(), roundPace)

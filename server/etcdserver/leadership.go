@@ -37,7 +37,7 @@ func (s *Server) transferTo(ctx context.Context, target uint64) error {
 	// Woken by the leader change itself (a stopping member drains only after the handover); the
 	// ticker is a fallback.
 	for {
-		changed := s.leaders.changed()
+		changed := s.leaders.Next()
 		if s.Leader() == target {
 			break
 		}

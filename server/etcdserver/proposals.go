@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -17,35 +16,13 @@ import (
 	"etcdx/server/version"
 )
 
-// leaderWatch lets proposals wait for the next leader change instead of polling.
-type leaderWatch struct {
-	mu sync.Mutex
-	c  chan struct{}
-}
-
-func newLeaderWatch() *leaderWatch { return &leaderWatch{c: make(chan struct{})} }
-
-// changed returns a channel closed at the next leader change.
-func (w *leaderWatch) changed() <-chan struct{} {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.c
-}
-
-func (w *leaderWatch) notify() {
-	w.mu.Lock()
-	close(w.c)
-	w.c = make(chan struct{})
-	w.mu.Unlock()
-}
-
 // proposeRetrying hands data to raft. Raft drops a proposal, without appending it anywhere, while
 // this member knows no leader or leads and is handing leadership over; such a proposal is tried
 // again once the leader changes (or after a short pause if a transfer was abandoned), so a
 // leadership handover does not fail client requests.
 func (s *Server) proposeRetrying(ctx context.Context, data []byte) error {
 	for {
-		wake := s.leaders.changed()
+		wake := s.leaders.Next()
 		var err error
 		if lead := s.lead.Load(); lead != raft.None && lead != s.id && s.mem.IsRemoved(lead) {
 			// The leader raft still follows was removed from the cluster: it drops what is
@@ -128,7 +105,7 @@ func (s *Server) waitLeader(ctx context.Context) error {
 	deadline := time.NewTimer(s.cfg.electionTimeout())
 	defer deadline.Stop()
 	for {
-		wake := s.leaders.changed()
+		wake := s.leaders.Next()
 		if s.lead.Load() != raft.None {
 			return nil
 		}

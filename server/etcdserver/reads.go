@@ -98,7 +98,7 @@ func (s *Server) readIndexRound() error {
 	// Raft drops a ReadIndex, without an answer, while this member knows no leader (during an
 	// election or a leadership transfer). Asking again as soon as a leader is known answers such
 	// a read in milliseconds instead of at the next retry tick.
-	leaderChanged := s.leaders.changed()
+	leaderChanged := s.leaders.Next()
 	if err := send(); err != nil {
 		s.m.readIndexFailed.Inc()
 		return ErrTimeout
@@ -106,7 +106,7 @@ func (s *Server) readIndexRound() error {
 	for {
 		select {
 		case <-leaderChanged:
-			leaderChanged = s.leaders.changed()
+			leaderChanged = s.leaders.Next()
 			if s.lead.Load() == raft.None {
 				continue
 			}

@@ -16,6 +16,7 @@ import (
 	"etcdx/server/apply"
 	"etcdx/server/auth"
 	"etcdx/server/backend"
+	"etcdx/server/broadcast"
 	"etcdx/server/lease"
 	"etcdx/server/logutil"
 	"etcdx/server/membership"
@@ -127,7 +128,7 @@ type Server struct {
 	vers        *versionState
 	versionWake chan struct{}
 	// leaders wakes proposals that raft dropped while leadership was moving.
-	leaders *leaderWatch
+	leaders broadcast.Changes
 	// remoteProposals counts proposals forwarded by peers that are still being handed to raft;
 	// remoteClosed (under remoteMu) is set when the member stops taking them.
 	remoteProposals sync.WaitGroup
@@ -284,6 +285,9 @@ func (s *Server) Level() version.Level { return s.cfg.Level }
 
 // AppliedIndex is the last applied raft index.
 func (s *Server) AppliedIndex() uint64 { return s.appliedIndex.Load() }
+
+// AppliedNotify is closed once the member has applied raft index index.
+func (s *Server) AppliedNotify(index uint64) <-chan struct{} { return s.applyW.wait(index) }
 
 // CommittedIndex is the last known committed raft index.
 func (s *Server) CommittedIndex() uint64 { return s.committedIndex.Load() }

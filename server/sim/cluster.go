@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"etcdx/server/broadcast"
 	"etcdx/server/etcdserver"
 	"etcdx/server/httpapi"
 	"etcdx/server/version"
@@ -76,7 +77,14 @@ type Cluster struct {
 	named   int // members ever created, for the next one's name
 	// drift sees every member's log for the v3 store found out of line with the v2 store.
 	drift *driftWatch
+	// changed tells of every start or stop of a member and every refill of a slot: what the
+	// harness's loops wait on instead of polling.
+	changed broadcast.Changes
 }
+
+// Changed is closed at the next start or stop of a member, or refill of a slot. Take it before
+// looking at the members, so a change between the look and the wait is not missed.
+func (c *Cluster) Changed() <-chan struct{} { return c.changed.Next() }
 
 // driftMessages are what a member logs when it finds its v3 store's membership out of line
 // with its v2 store's (etcdserver's reconcileMembership): among members of ours that never
@@ -242,6 +250,7 @@ func (c *Cluster) start(m *Member) error {
 	c.mu.Lock()
 	c.ids[m.Name] = srv.ID()
 	c.mu.Unlock()
+	c.changed.Notify()
 	return nil
 }
 
@@ -266,6 +275,7 @@ func (c *Cluster) Stop(m *Member) {
 	m.mu.Unlock()
 	if s != nil {
 		s.Stop()
+		c.changed.Notify()
 	}
 }
 

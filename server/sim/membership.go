@@ -63,6 +63,7 @@ func (c *Cluster) Replace(ctx context.Context, i int) (*Member, error) {
 	c.mu.Lock()
 	c.members[i] = m
 	c.mu.Unlock()
+	c.changed.Notify()
 	return m, nil
 }
 
@@ -124,9 +125,15 @@ func (c *Cluster) Promote(ctx context.Context, m *Member) bool {
 func (c *Cluster) change(ctx context.Context, not *Member, try func(context.Context, *Member) (bool, error), done func([]membership.Member) bool) (bool, error) {
 	deadline := time.Now().Add(memberChangeBound)
 	for time.Now().Before(deadline) {
+		changed := c.Changed()
 		via := c.upExcept(not)
 		if via == nil {
-			time.Sleep(50 * time.Millisecond)
+			select {
+			case <-changed:
+			case <-time.After(time.Until(deadline)):
+			case <-ctx.Done():
+				return false, ctx.Err()
+			}
 			continue
 		}
 		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -141,7 +148,7 @@ func (c *Cluster) change(ctx context.Context, not *Member, try func(context.Cont
 		if ms, rerr := c.readMembers(ctx, via); rerr == nil && done(ms) {
 			return true, nil
 		}
-		time.Sleep(100 * time.Millisecond)
+		pause(ctx, retryBackoff)
 	}
 	return false, nil
 }

@@ -305,9 +305,7 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 	var learners []*Member // added by a replacement, not yet promoted
 	var joins []*Member    // added, but could not start yet (every peer it knows was out of reach)
 	for _, a := range res.Schedule {
-		if wait := time.Until(begin.Add(a.At)); wait > 0 {
-			time.Sleep(wait)
-		}
+		pause(ctx, time.Until(begin.Add(a.At)))
 		for len(restarts) > 0 && !time.Now().Before(restarts[0].at) {
 			if err := c.Restart(restarts[0].m); errors.Is(err, etcdserver.ErrNotAdded) {
 				// Nothing of its join was synced before the crash, so it joins afresh, and the
@@ -408,9 +406,7 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 			}
 		}
 	}
-	if wait := time.Until(begin.Add(o.Duration)); wait > 0 {
-		time.Sleep(wait)
-	}
+	pause(ctx, time.Until(begin.Add(o.Duration)))
 	// Quiet: every fault gone, every member back; the clients go on a little so the healed
 	// cluster serves them too, then stop.
 	if delayed != "" {
@@ -435,7 +431,7 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 		deadline := time.Now().Add(memberChangeBound)
 		err := c.Join(m)
 		for errors.Is(err, etcdserver.ErrNotAdded) && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
+			pause(ctx, retryBackoff)
 			err = c.Join(m)
 		}
 		if err != nil {
@@ -459,7 +455,7 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 				res.found(judge.Finding{Check: judge.LearnerNotPromotable, Detail: fmt.Sprintf("learner %s could not be promoted within %v of the faults ending", l.Name, memberChangeBound)})
 				break
 			}
-			time.Sleep(100 * time.Millisecond)
+			pause(ctx, retryBackoff)
 		}
 	}
 	if o.StarveLearners {
@@ -472,12 +468,12 @@ func Run(ctx context.Context, seed int64, o Options) (*Result, error) {
 		observers.Wait()
 		return res, nil
 	}
-	time.Sleep(o.Step)
+	pause(ctx, o.Step)
 	close(stop)
 	wg.Wait()
 	// A lease expires at the leader's next check (every 500 ms) after its TTL, then its revoke
 	// goes through raft.
-	time.Sleep(leases.longestTTL() + time.Second)
+	pause(ctx, leases.longestTTL()+time.Second)
 	close(stopObservers)
 	observers.Wait()
 
@@ -508,9 +504,14 @@ func runClient(c *Cluster, h *History, rng *rand.Rand, client, keys, maxOps int,
 				}
 			}
 		}
+		changed := c.Changed()
 		up := c.Up()
 		if len(up) == 0 {
-			time.Sleep(10 * time.Millisecond)
+			select {
+			case <-changed:
+			case <-stop:
+				return
+			}
 			continue
 		}
 		s := up[rng.Intn(len(up))].Server()
@@ -591,19 +592,28 @@ func (w *watchers) run(stop <-chan struct{}) {
 					return
 				default:
 				}
+				changed := w.c.Changed()
 				m := w.c.Member(slot)
 				s := m.Server()
 				if s == nil {
-					time.Sleep(10 * time.Millisecond)
+					select {
+					case <-changed:
+					case <-stop:
+						return
+					}
 					continue
 				}
 				next = w.follow(m.Name, s.KV(), s.Stopping(), next, stop)
 				select {
 				case <-s.Stopping():
 					// Until the stopping member is gone (Server nil), follow would return
-					// at once: wait, or the loop spins (and under a virtual clock holds
-					// time still, so the stop never ends).
-					time.Sleep(10 * time.Millisecond)
+					// at once: wait for the slot to change, or the loop spins (and under a
+					// virtual clock holds time still, so the stop never ends).
+					select {
+					case <-changed:
+					case <-stop:
+						return
+					}
 				default:
 				}
 			}
@@ -618,7 +628,12 @@ func (w *watchers) follow(name string, kv *mvcc.Store, stopping <-chan struct{},
 	ws := kv.NewWatchStream()
 	defer ws.Close()
 	if _, err := ws.Watch(0, []byte{0}, []byte{0xff}, from); err != nil {
-		time.Sleep(10 * time.Millisecond)
+		// Only a watch ID in use fails, which a fresh stream has none of: wait out the
+		// incarnation rather than spin.
+		select {
+		case <-stopping:
+		case <-stop:
+		}
 		return from
 	}
 	log := watchLog{member: name, from: from}
@@ -805,26 +820,57 @@ func settle(ctx context.Context, c *Cluster) (int64, error) {
 		resp, err := up[0].Server().Put(wctx, &pb.PutRequest{Key: []byte("settle"), Value: []byte("x")})
 		wcancel()
 		if err == nil {
-			rev := resp.Header.Revision
-			deadline := time.Now().Add(10 * time.Second)
-			for time.Now().Before(deadline) {
-				all := true
-				for _, m := range c.Members() {
-					if m.Server().KV().Rev() < rev {
-						all = false
-					}
-				}
-				if all {
-					return rev, nil
-				}
-				time.Sleep(10 * time.Millisecond)
+			// The write is applied at the proposer's applied index: every member that has
+			// applied as far holds its revision.
+			if appliedEverywhere(ctx, c, up[0].Server().AppliedIndex(), 10*time.Second) {
+				return resp.Header.Revision, nil
 			}
 		}
-		if ctx.Err() != nil {
+		select {
+		case <-ctx.Done():
 			return 0, errors.Join(errors.New("the cluster did not settle"), err)
+		case <-time.After(retryBackoff): // before the next attempt
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// retryBackoff is the harness's wait between two attempts at what may not succeed yet (a join,
+// a promotion, a membership change, settling), as an operator retries.
+const retryBackoff = 100 * time.Millisecond
+
+// pause waits d, or less if ctx ends. The harness waits on time only for the schedule's own
+// moments (a fault's, the quiet after the faults, a lease's expiry) and between retries; a
+// state that an event tells of (a member up, a slot refilled, an index applied) it waits on.
+func pause(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// appliedEverywhere waits, up to bound, until every member has applied raft index index.
+func appliedEverywhere(ctx context.Context, c *Cluster, index uint64, bound time.Duration) bool {
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	for _, m := range c.Members() {
+		s := m.Server()
+		if s == nil {
+			return false
+		}
+		select {
+		case <-s.AppliedNotify(index):
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 // storeHistory reads every event from revision 1 to final from a store, by revision.

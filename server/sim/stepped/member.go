@@ -6,6 +6,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"os"
 	"path/filepath"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -32,6 +33,10 @@ type member struct {
 	kv      *mvcc.Store
 	les     *lease.Lessor
 	applied uint64
+	// conf is the configuration as of applied: what a snapshot taken there records.
+	conf raftpb.ConfState
+	// snapped is the index of the disk's newest snapshot.
+	snapped uint64
 	starts  int // names each store's file
 
 	// isolated: every message to or from it is lost. removed: it applied its own removal and
@@ -55,10 +60,34 @@ func raftConfig(id uint64, disk *raft.MemoryStorage) *raft.Config {
 	}
 }
 
-// start brings the member up on what its disk holds.
+// start brings the member up on what its disk holds: the store from its newest snapshot (the
+// bootstrap's is empty), raft on its log.
 func (m *member) start(dir string) error {
+	snap, err := m.disk.Snapshot()
+	if err != nil {
+		return fmt.Errorf("%s: read the disk's snapshot: %w", m.name, err)
+	}
+	if err := m.openStore(dir, snap.Data); err != nil {
+		return err
+	}
+	node, err := raft.NewRawNode(raftConfig(m.id, m.disk))
+	if err != nil {
+		m.close()
+		return fmt.Errorf("%s: start raft: %w", m.name, err)
+	}
+	m.node, m.applied, m.conf, m.snapped = node, snap.Metadata.Index, snap.Metadata.ConfState, snap.Metadata.Index
+	return nil
+}
+
+// openStore opens a new store file holding data (a snapshot's database; empty for none).
+func (m *member) openStore(dir string, data []byte) error {
 	m.starts++
 	path := filepath.Join(dir, fmt.Sprintf("%s.%d.db", m.name, m.starts))
+	if len(data) > 0 {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return fmt.Errorf("%s: write the snapshot's database: %w", m.name, err)
+		}
+	}
 	be, err := backend.Open(backend.Config{Path: path, Buckets: schema.Buckets, Logger: discardLog})
 	if err != nil {
 		return fmt.Errorf("%s: open store: %w", m.name, err)
@@ -73,17 +102,61 @@ func (m *member) start(dir string) error {
 		be.Close()
 		return fmt.Errorf("%s: open mvcc: %w", m.name, err)
 	}
-	node, err := raft.NewRawNode(raftConfig(m.id, m.disk))
-	if err != nil {
-		kv.Close()
-		be.Close()
-		return fmt.Errorf("%s: start raft: %w", m.name, err)
+	m.be, m.kv, m.les = be, kv, les
+	return nil
+}
+
+// install replaces the store by a snapshot's, as a member does that raft hands one.
+func (m *member) install(dir string, snap raftpb.Snapshot) error {
+	if err := m.disk.ApplySnapshot(snap); err != nil {
+		return fmt.Errorf("%s: keep snapshot: %w", m.name, err)
 	}
-	snap, err := m.disk.Snapshot()
-	if err != nil {
-		return fmt.Errorf("%s: read bootstrap snapshot: %w", m.name, err)
+	m.close()
+	if err := m.openStore(dir, snap.Data); err != nil {
+		return err
 	}
-	m.be, m.kv, m.les, m.node, m.applied = be, kv, les, node, snap.Metadata.Index
+	m.applied, m.conf, m.snapped = snap.Metadata.Index, snap.Metadata.ConfState, snap.Metadata.Index
+	return nil
+}
+
+// snapshot is the member's state as of what it applied, as etcd sends a follower that needs one:
+// the whole database, and the configuration then.
+func (m *member) snapshot() (raftpb.Snapshot, error) {
+	if err := m.be.Commit(); err != nil {
+		return raftpb.Snapshot{}, fmt.Errorf("%s: commit before a snapshot: %w", m.name, err)
+	}
+	rc, _, err := m.be.ReadSnapshot()
+	if err != nil {
+		return raftpb.Snapshot{}, fmt.Errorf("%s: read the database: %w", m.name, err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		return raftpb.Snapshot{}, fmt.Errorf("%s: read the database: %w", m.name, err)
+	}
+	term, err := m.disk.Term(m.applied)
+	if err != nil {
+		return raftpb.Snapshot{}, fmt.Errorf("%s: term at %d: %w", m.name, m.applied, err)
+	}
+	return raftpb.Snapshot{Data: data, Metadata: raftpb.SnapshotMetadata{Index: m.applied, Term: term, ConfState: m.conf}}, nil
+}
+
+// compact keeps a snapshot at what the member applied and drops the log before keep entries
+// back, as etcd does every --snapshot-count entries.
+func (m *member) compact(keep uint64) error {
+	snap, err := m.snapshot()
+	if err != nil {
+		return err
+	}
+	if _, err := m.disk.CreateSnapshot(snap.Metadata.Index, &snap.Metadata.ConfState, snap.Data); err != nil {
+		return fmt.Errorf("%s: keep snapshot at %d: %w", m.name, snap.Metadata.Index, err)
+	}
+	m.snapped = snap.Metadata.Index
+	if m.applied > keep {
+		if err := m.disk.Compact(m.applied - keep); err != nil && !errors.Is(err, raft.ErrCompacted) {
+			return fmt.Errorf("%s: compact the log: %w", m.name, err)
+		}
+	}
 	return nil
 }
 
@@ -121,7 +194,7 @@ func (m *member) applyEntry(e raftpb.Entry) (*appliedReq, error) {
 		if err := cc.Unmarshal(e.Data); err != nil {
 			return nil, fmt.Errorf("%s: decode conf change at %d: %w", m.name, e.Index, err)
 		}
-		m.node.ApplyConfChange(cc)
+		m.conf = *m.node.ApplyConfChange(cc)
 		if cc.Type == raftpb.ConfChangeRemoveNode && cc.NodeID == m.id {
 			m.removed = true
 		}
@@ -131,7 +204,7 @@ func (m *member) applyEntry(e raftpb.Entry) (*appliedReq, error) {
 		if err := cc.Unmarshal(e.Data); err != nil {
 			return nil, fmt.Errorf("%s: decode conf change at %d: %w", m.name, e.Index, err)
 		}
-		m.node.ApplyConfChange(cc)
+		m.conf = *m.node.ApplyConfChange(cc)
 		return nil, nil
 	}
 	if len(e.Data) == 0 {

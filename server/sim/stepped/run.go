@@ -39,6 +39,14 @@ type Result struct {
 // every member, after which a healthy cluster has long agreed.
 const settleRounds = 2000
 
+// A member keeps a snapshot every snapshotEvery entries it applies and drops its log up to
+// snapshotKeep entries before it (etcd's --snapshot-count and --experimental-snapshot-catchup-
+// entries, scaled down so a run sends snapshots to members that fell behind).
+const (
+	snapshotEvery = 25
+	snapshotKeep  = 5
+)
+
 // settleDeliveries bounds one settling round's deliveries.
 const settleDeliveries = 10000
 
@@ -193,6 +201,9 @@ func (c *cluster) deliver(i int) error {
 		return nil
 	}
 	c.logf("deliver %s", describe(msg))
+	if msg.Type == raftpb.MsgSnap && from.up() {
+		from.node.ReportSnapshot(msg.To, raft.SnapshotFinish)
+	}
 	if err := to.node.Step(msg); err != nil && !errors.Is(err, raft.ErrStepPeerNotFound) {
 		c.logf("%s refused it: %v", to.name, err)
 	}
@@ -210,6 +221,10 @@ func (c *cluster) newMember(id uint64) (*member, error) {
 
 func (c *cluster) lose(msg raftpb.Message) {
 	c.logf("lose %s", describe(msg))
+	// As etcd's transport tells raft: a leader whose snapshot was lost sends another.
+	if from := c.member(msg.From); msg.Type == raftpb.MsgSnap && from.up() {
+		from.node.ReportSnapshot(msg.To, raft.SnapshotFailure)
+	}
 }
 
 // member is the member with id (ids are 1, 2, ... in the order members were made), or nil.
@@ -246,9 +261,10 @@ func (c *cluster) ready(m *member) error {
 			c.logf("%s is %s (leader %d)", m.name, rd.SoftState.RaftState, rd.SoftState.Lead)
 		}
 		if !raft.IsEmptySnap(rd.Snapshot) {
-			// No member compacts its log and every disk holds the bootstrap, so raft never
-			// needs to send a snapshot.
-			return fmt.Errorf("%s: raft handed it a snapshot at %d", m.name, rd.Snapshot.Metadata.Index)
+			c.logf("%s installs the snapshot at %d (configuration %s)", m.name, rd.Snapshot.Metadata.Index, confString(rd.Snapshot.Metadata.ConfState))
+			if err := m.install(c.dir, rd.Snapshot); err != nil {
+				return err
+			}
 		}
 		if err := m.disk.Append(rd.Entries); err != nil {
 			return fmt.Errorf("%s: append: %w", m.name, err)
@@ -258,7 +274,18 @@ func (c *cluster) ready(m *member) error {
 				return fmt.Errorf("%s: keep hard state: %w", m.name, err)
 			}
 		}
-		c.inflight = append(c.inflight, rd.Messages...)
+		for _, msg := range rd.Messages {
+			if msg.Type == raftpb.MsgSnap {
+				// As etcd: the snapshot a follower gets is the sender's state now, not the
+				// older one its log was compacted at.
+				snap, err := m.snapshot()
+				if err != nil {
+					return err
+				}
+				msg.Snapshot = &snap
+			}
+			c.inflight = append(c.inflight, msg)
+		}
 		for _, e := range rd.CommittedEntries {
 			if e.Index <= m.applied {
 				continue
@@ -275,6 +302,12 @@ func (c *cluster) ready(m *member) error {
 			}
 		}
 		m.node.Advance(rd)
+		if m.up() && m.applied >= m.snapped+snapshotEvery {
+			c.logf("%s keeps a snapshot at %d", m.name, m.applied)
+			if err := m.compact(snapshotKeep); err != nil {
+				return err
+			}
+		}
 		if m.removed {
 			c.logf("%s was removed: it stops", m.name)
 			c.stop(m)
@@ -465,6 +498,10 @@ func (c *cluster) mend() {
 		m.isolated = false
 	}
 	c.logf("mend all links")
+}
+
+func confString(cs raftpb.ConfState) string {
+	return fmt.Sprintf("voters=%v learners=%v", cs.Voters, cs.Learners)
 }
 
 func sortedIDs(set map[uint64]struct{}) []uint64 {
@@ -679,6 +716,9 @@ func describe(m raftpb.Message) string {
 	}
 	if len(m.Entries) > 0 {
 		s += fmt.Sprintf(" entries %d", len(m.Entries))
+	}
+	if m.Snapshot != nil {
+		s += fmt.Sprintf(" snapshot %d", m.Snapshot.Metadata.Index)
 	}
 	if m.Commit > 0 {
 		s += fmt.Sprintf(" commit %d", m.Commit)
