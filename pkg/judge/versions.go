@@ -8,7 +8,8 @@ import (
 )
 
 const (
-	// ClusterVersionAboveLevel: a member reported a cluster version above the level it ran as.
+	// ClusterVersionAboveLevel: a member reported a cluster version above the level it ran as,
+	// other than at the target of a downgrade enabled by then.
 	ClusterVersionAboveLevel Check = "cluster-version-above-level"
 	// ClusterVersionLowered: a member reported a lower cluster version than before, other than
 	// to a downgrade's target after the downgrade was asked for.
@@ -55,6 +56,16 @@ func downgrading(windows []DowngradeWindow, at int64, cluster string) bool {
 	return false
 }
 
+// downgradingTo reports whether a downgrade to level was enabled by at.
+func downgradingTo(windows []DowngradeWindow, at int64, level string) bool {
+	for _, w := range windows {
+		if w.Target != "" && at >= w.From && level == w.Target {
+			return true
+		}
+	}
+	return false
+}
+
 // ClusterVersions checks what the member called name reported over a run (with the downgrades
 // enabled during it), in order:
 // ClusterVersionAboveLevel, ClusterVersionLowered, StorageVersionAboveLevel and
@@ -76,7 +87,9 @@ func ClusterVersions(name string, seen []VersionSample, windows []DowngradeWindo
 		if prev != "" && lessVersion(v.Cluster, prev) && !downgrading(windows, v.At, v.Cluster) {
 			add(ClusterVersionLowered, "lowered the cluster version from %s to %s", prev, v.Cluster)
 		}
-		if lessVersion(v.Level, v.Cluster) {
+		// A member at a downgrade's target may see the cluster version above it until the
+		// leader lowers it (it joined, or restarted, in between): upstream's rule too.
+		if lessVersion(v.Level, v.Cluster) && !downgradingTo(windows, v.At, v.Level) {
 			add(ClusterVersionAboveLevel, "reported cluster version %s, above its level %s", v.Cluster, v.Level)
 		}
 		prev = v.Cluster

@@ -119,6 +119,9 @@ func (s *Server) installSnapshot(sn raftpb.Snapshot) error {
 	}
 	s.log.Info("applySnapshot: opened snapshot backend")
 	failpoint.At(failpoint.ApplyAfterOpenSnapshot)
+	if err := s.alignReceivedStorage(); err != nil {
+		return err
+	}
 	if err := s.reloadState(); err != nil {
 		return err
 	}

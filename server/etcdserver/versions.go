@@ -110,7 +110,9 @@ func (s *Server) applyClusterVersion(b *backend.BatchTx, ver string, index uint6
 	if err != nil {
 		return &applyResult{err: fmt.Errorf("cluster version %q: %w", ver, err)}
 	}
-	if s.cfg.Level.Less(nv) {
+	// A binary older than the cluster version runs only while a downgrade to exactly it is
+	// enabled (upstream's rule); the leader is about to lower the version then.
+	if _, dg, _ := s.vers.get(); version.TooOld(s.cfg.Level, nv, dg) {
 		if index < s.committedIndex.Load() {
 			// History: a member that joined during a downgrade replays the version the cluster
 			// had before it; the later entries lower it again (versionLoop stops the member if
@@ -163,28 +165,59 @@ func (s *Server) stopOlderBinary(cluster version.Level) {
 // of the entry that changed the cluster version.
 func (s *Server) followStorage(b *backend.BatchTx) error {
 	cluster, dg, storage := s.vers.get()
-	want, ok := version.StorageTarget(s.cfg.Level, cluster)
-	if !ok {
-		return nil
+	want, err := s.migrateStorage(b, cluster, storage)
+	if err != nil || want.IsZero() {
+		return err
 	}
 	if want != storage {
-		tx, err := b.WritableTx()
-		if err != nil {
-			return err
-		}
-		from, done, err := schema.Migrate(tx, want)
-		if err != nil {
-			return err
-		}
 		s.vers.mu.Lock()
 		s.vers.storage = want
 		s.vers.mu.Unlock()
-		s.log.Info("migrated storage version", "from", from.String(), "to", want.String(), "actions", done)
 	}
 	if version.ReadyToDowngrade(cluster, want, dg) {
 		s.log.Info("the member is ready to be downgraded", "target-version", dg.Target().String(), "storage-version", want.String(), "server-version", s.cfg.release())
 	}
 	return nil
+}
+
+// migrateStorage migrates the backend's storage from storage to where version.StorageTarget
+// puts it for cluster, in b, and returns it (zero where the storage stays as it is).
+func (s *Server) migrateStorage(b *backend.BatchTx, cluster, storage version.Level) (version.Level, error) {
+	want, ok := version.StorageTarget(s.cfg.Level, cluster)
+	if !ok || want == storage {
+		return want, nil
+	}
+	tx, err := b.WritableTx()
+	if err != nil {
+		return version.Level{}, err
+	}
+	from, done, err := schema.Migrate(tx, want)
+	if err != nil {
+		return version.Level{}, err
+	}
+	s.log.Info("migrated storage version", "from", from.String(), "to", want.String(), "actions", done)
+	return want, nil
+}
+
+// alignReceivedStorage migrates a database just received with a snapshot, before anything reads
+// its versions. It is the sender's, at the sender's storage version: a member that joins during
+// a downgrade, before the leader lowered the cluster version, gets the newer schema, which its
+// binary would refuse at its next start; it migrates now, as the apply lowering the cluster
+// version would have made it do.
+func (s *Server) alignReceivedStorage() error {
+	vs, err := loadVersionState(s.be)
+	if err != nil {
+		return err
+	}
+	b := s.be.Batch()
+	_, err = s.migrateStorage(b, vs.cluster, vs.storage)
+	if uerr := b.Unlock(); err == nil {
+		err = uerr
+	}
+	if err != nil {
+		return fmt.Errorf("align the received storage version: %w", err)
+	}
+	return s.be.Commit()
 }
 
 // alignStorage brings the storage version in line with the recorded cluster version at start
@@ -250,8 +283,12 @@ func (s *Server) versionLoop() {
 	var warned version.Skew
 	var waiting string
 	for {
-		if c := s.ClusterVersion(); s.cfg.Level.Less(c) {
-			s.stopOlderBinary(c) // caught up with the log, and nothing lowered it
+		// Caught up with the log, and nothing lowered the cluster version below this binary:
+		// stop, unless a downgrade to exactly this binary is enabled (as upstream allows), which
+		// the leader lowers the cluster version for (a member that joins during a downgrade can
+		// get a snapshot taken before the lowering).
+		if c, dg, _ := s.vers.get(); version.TooOld(s.cfg.Level, c, dg) {
+			s.stopOlderBinary(c)
 			return
 		}
 		if s.Leader() == s.id {

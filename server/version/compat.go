@@ -28,10 +28,7 @@ func CheckRun(bin, cluster Level, dg DowngradeInfo) error {
 	if !cluster.Decided() {
 		return nil // the peers' handshakes keep binaries within one minor of each other
 	}
-	if bin.Less(cluster) {
-		if dg.Target() == bin {
-			return nil
-		}
+	if TooOld(bin, cluster, dg) {
 		return fmt.Errorf("etcd %s is older than the cluster version %s: run an etcd %s binary, or enable a downgrade to %s first (etcdctl downgrade enable %s)",
 			bin, cluster, cluster, bin, bin)
 	}
@@ -40,6 +37,13 @@ func CheckRun(bin, cluster Level, dg DowngradeInfo) error {
 			bin, cluster, cluster.Next())
 	}
 	return nil
+}
+
+// TooOld reports that a binary at bin may not run in a cluster at version cluster: it is older,
+// and no downgrade to exactly it is enabled (the one case upstream lets an older binary run:
+// the leader is about to lower the cluster version to it).
+func TooOld(bin, cluster Level, dg DowngradeInfo) bool {
+	return bin.Less(cluster) && dg.Target() != bin
 }
 
 // CheckStart decides whether a binary of version local may start on the data in dataDir, whose

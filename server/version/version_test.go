@@ -73,6 +73,31 @@ func TestCheckRun(t *testing.T) {
 	}
 }
 
+// TooOld is what stops a running member when the cluster version passes its binary (the
+// version loop, and the apply of a cluster version at the log's tip).
+func TestTooOld(t *testing.T) {
+	dg36 := DowngradeInfo{TargetVersion: "3.6.0", Enabled: true}
+	v37 := Level{3, 7}
+	cases := []struct {
+		name         string
+		bin, cluster Level
+		dg           DowngradeInfo
+		want         bool
+	}{
+		{"same level", V3_6, V3_6, DowngradeInfo{}, false},
+		{"newer binary (an upgrade under way)", v37, V3_6, DowngradeInfo{}, false},
+		{"older binary, no downgrade", V3_6, v37, DowngradeInfo{}, true},
+		{"joined during a downgrade to it, before the leader lowered the version", V3_6, v37, dg36, false},
+		{"a downgrade to another level", V3_5, v37, dg36, true},
+		{"a downgrade recorded but cancelled", V3_6, v37, DowngradeInfo{TargetVersion: "3.6.0"}, true},
+	}
+	for _, c := range cases {
+		if got := TooOld(c.bin, c.cluster, c.dg); got != c.want {
+			t.Errorf("%s: TooOld(%v, %v, %+v) = %v, want %v", c.name, c.bin, c.cluster, c.dg, got, c.want)
+		}
+	}
+}
+
 func TestCheckPeer(t *testing.T) {
 	dg35 := DowngradeInfo{TargetVersion: "3.5.0", Enabled: true}
 	cases := []struct {
