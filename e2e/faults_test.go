@@ -30,38 +30,6 @@ func mountTmpfs(t *testing.T, dir, size string) {
 	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
 }
 
-// hashesAgree waits until every member (by client URL) reports the same hash of the key space at
-// one revision.
-func hashesAgree(t *testing.T, c *clientv3.Client, endpoints []string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r, err := c.Get(Ctx(t), "hash-probe")
-		var got []string
-		if err == nil {
-			for _, ep := range endpoints {
-				h, err := c.HashKV(Ctx(t), ep, r.Header.Revision)
-				if err != nil {
-					got = append(got, ep+": "+err.Error())
-					continue
-				}
-				got = append(got, fmt.Sprintf("%d", h.Hash))
-			}
-		}
-		same := err == nil
-		for _, g := range got {
-			same = same && g == got[0]
-		}
-		if same {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("members' hashes differ at one revision: %v (%v)", got, err)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-}
-
 // fatalLines are the lines a member logged at upstream's fatal level.
 func fatalLines(log string) []string {
 	var out []string
@@ -121,7 +89,7 @@ func TestDiskFullStopsMemberWithoutLoss(t *testing.T) {
 	}
 	small.Start()
 	checkAcked(t, small.Client(), "full", acked)
-	hashesAgree(t, c.Client(), c.Endpoints())
+	requireSameHashKV(t, c)
 }
 
 // TestWALCutShortIsRefused: a member whose WAL lost its second half while the database kept
@@ -443,7 +411,7 @@ func TestKill9LoopAndFrozenLeader(t *testing.T) {
 		t.Fatalf("only %d writes acknowledged; the test proves nothing", len(acked))
 	}
 	checkAcked(t, cli, "loop", acked)
-	hashesAgree(t, c.Client(), c.Endpoints())
+	requireSameHashKV(t, c)
 	t.Logf("%d acknowledged writes survived %d kills and a frozen leader", len(acked), 2*len(victims))
 }
 

@@ -10,7 +10,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"etcdx/pkg/judge"
 	"etcdx/upgradelab/assess"
+	"etcdx/upgradelab/cluster"
 	"etcdx/upgradelab/releases"
 )
 
@@ -307,29 +309,23 @@ func (g *guide) hashesAgree(ctx context.Context) error {
 	defer cli.Close()
 	cctx, cancel := context.WithTimeout(ctx, g.cfg.StepTimeout)
 	defer cancel()
-	got, err := cli.Get(cctx, "\x00", clientv3.WithCountOnly())
-	if err != nil {
-		return fmt.Errorf("read the current revision: %w", err)
-	}
-	rev := got.Header.Revision
-	hashes := map[uint32][]string{}
+	members := map[string]string{}
 	for _, m := range f.Members {
-		if m.Live == nil {
-			continue
+		if m.Live != nil {
+			members[m.Name] = m.Live.Endpoint
 		}
-		// A member that has not applied rev yet refuses it for a moment.
-		h, err := cli.HashKV(cctx, m.Live.Endpoint, rev)
-		for tries := 0; err != nil && tries < 20 && cctx.Err() == nil; tries++ {
-			time.Sleep(g.cfg.Poll)
-			h, err = cli.HashKV(cctx, m.Live.Endpoint, rev)
-		}
-		if err != nil {
-			return fmt.Errorf("hashkv of %s at revision %d: %w", m.Name, rev, err)
-		}
-		hashes[h.Hash] = append(hashes[h.Hash], m.Name)
 	}
-	if len(hashes) > 1 {
-		return fmt.Errorf("%w: the members' key-value stores differ at revision %d: %v; what to do: `etcdctl endpoint hashkv --cluster`, and replace the odd member from a healthy member's snapshot", ErrGate, rev, hashes)
+	// A member that has not applied the revision yet refuses it for a moment: Hashes waits.
+	hashes, err := cluster.Hashes(cctx, cli, members)
+	if err != nil {
+		return err
+	}
+	var rev int64
+	for _, h := range hashes {
+		rev = h.Revision
+	}
+	if fs := judge.Hashes(hashes); len(fs) > 0 {
+		return fmt.Errorf("%w: %s; what to do: `etcdctl endpoint hashkv --cluster`, and replace the odd member from a healthy member's snapshot", ErrGate, fs[0].Detail)
 	}
 	g.say("\nDone: the members' key-value stores agree (hashkv at revision %d).", rev)
 	return nil

@@ -193,27 +193,11 @@ func names(ms []runtimes.Member) string {
 func (r *run) hashes(ctx context.Context) (map[string]judge.MemberHash, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	resp, err := r.cli.Get(ctx, "hashkv-probe")
-	if err != nil {
-		return nil, fmt.Errorf("hashkv: read the revision: %w", err)
-	}
-	rev := resp.Header.Revision
-	out := map[string]judge.MemberHash{}
+	members := map[string]string{}
 	for _, m := range r.c.list {
-		if !m.Running(ctx) || m.Frozen() || m.Partitioned() {
-			continue
-		}
-		for {
-			h, err := r.cli.HashKV(ctx, m.ClientURL(), rev)
-			if err == nil {
-				out[m.Name()] = judge.MemberHash{Hash: h.Hash, CompactRevision: h.CompactRevision, Revision: rev}
-				break
-			}
-			if ctx.Err() != nil {
-				return out, fmt.Errorf("hashkv of %s at revision %d: %w", m.Name(), rev, err)
-			}
-			time.Sleep(200 * time.Millisecond)
+		if m.Running(ctx) && !m.Frozen() && !m.Partitioned() {
+			members[m.Name()] = m.ClientURL()
 		}
 	}
-	return out, nil
+	return cluster.Hashes(ctx, r.cli, members)
 }
