@@ -46,20 +46,11 @@ type DowngradeWindow struct {
 	From   int64
 }
 
-// downgrading reports whether one of windows allows the cluster version cluster at at.
-func downgrading(windows []DowngradeWindow, at int64, cluster string) bool {
+// downgrading reports whether a downgrade to target (a cluster version reported, or a member's
+// level) was enabled by at.
+func downgrading(windows []DowngradeWindow, at int64, target string) bool {
 	for _, w := range windows {
-		if w.Target != "" && at >= w.From && cluster == w.Target {
-			return true
-		}
-	}
-	return false
-}
-
-// downgradingTo reports whether a downgrade to level was enabled by at.
-func downgradingTo(windows []DowngradeWindow, at int64, level string) bool {
-	for _, w := range windows {
-		if w.Target != "" && at >= w.From && level == w.Target {
+		if w.Target != "" && at >= w.From && target == w.Target {
 			return true
 		}
 	}
@@ -89,7 +80,7 @@ func ClusterVersions(name string, seen []VersionSample, windows []DowngradeWindo
 		}
 		// A member at a downgrade's target may see the cluster version above it until the
 		// leader lowers it (it joined, or restarted, in between): upstream's rule too.
-		if lessVersion(v.Level, v.Cluster) && !downgradingTo(windows, v.At, v.Level) {
+		if lessVersion(v.Level, v.Cluster) && !downgrading(windows, v.At, v.Level) {
 			add(ClusterVersionAboveLevel, "reported cluster version %s, above its level %s", v.Cluster, v.Level)
 		}
 		prev = v.Cluster

@@ -826,10 +826,9 @@ func settle(ctx context.Context, c *Cluster) (int64, error) {
 				return resp.Header.Revision, nil
 			}
 		}
-		select {
-		case <-ctx.Done():
+		pause(ctx, retryBackoff)
+		if ctx.Err() != nil {
 			return 0, errors.Join(errors.New("the cluster did not settle"), err)
-		case <-time.After(retryBackoff): // before the next attempt
 		}
 	}
 }
