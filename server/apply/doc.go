@@ -1,6 +1,7 @@
-// Package apply holds the semantics of the key-value requests, apart from the member that
-// serves them: what a Range, a Put, a DeleteRange and a Txn read, change and answer, given a
-// read view or a write transaction of the MVCC store and the leases that exist. Every member
+// Package apply holds the semantics of the key-value and lease requests, apart from the member
+// that serves them: what a Range, a Put, a DeleteRange, a Txn and a lease's grant, revoke and
+// checkpoint read, change and answer, given a read view or a write transaction of the MVCC
+// store and the lessor. Every member
 // applies the same committed request to the same state, so these are pure rules over their
 // inputs: no raft, no clock, no network. The server (package etcdserver) decides when a request
 // applies and with which permissions; this package decides what applying it means.
@@ -12,4 +13,6 @@
 //	write.go  Put (ignore_value, ignore_lease, prev_kv, the lease must exist) and DeleteRange
 //	txn.go    Txn: every branch decided against the state before it, every op on them checked,
 //	          then applied (all or nothing); the read-only and serializable tests
+//	lease.go  LeaseGrant, LeaseRevoke (its keys deleted at one revision), LeaseCheckpoint, and
+//	          the checkpoint request a leader's round proposes
 package apply

@@ -282,43 +282,34 @@ func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest, ind
 		if noSpace {
 			return &applyResult{err: ErrNoSpace}
 		}
-		l, err := s.les.Grant(b, r.LeaseGrant.ID, r.LeaseGrant.TTL)
+		resp, err := apply.LeaseGrant(b, s.les, r.LeaseGrant, s.kv.Rev())
 		if err != nil {
 			return &applyResult{err: err}
 		}
 		s.m.leaseGranted.Inc()
-		s.m.leaseTTL.Observe(float64(l.TTL))
-		return &applyResult{resp: &pb.LeaseGrantResponse{Header: &pb.ResponseHeader{Revision: s.kv.Rev()}, ID: l.ID, TTL: l.TTL}}
+		s.m.leaseTTL.Observe(float64(resp.TTL))
+		return &applyResult{resp: resp}
 	case r.LeaseRevoke != nil:
 		keys, err := s.les.Keys(r.LeaseRevoke.ID)
 		if err != nil {
 			return &applyResult{err: err}
 		}
 		txn := s.kv.WriteIn(b)
-		for _, k := range keys {
-			if _, err := txn.DeleteRange(k, nil); err != nil {
-				txn.End()
-				return &applyResult{err: err}
-			}
-		}
+		resp, err := apply.LeaseRevoke(b, txn, s.les, r.LeaseRevoke, keys)
 		txn.End()
-		if err := s.les.Forget(r.LeaseRevoke.ID, b); err != nil {
+		if err != nil {
 			return &applyResult{err: err}
 		}
 		s.m.leaseRevoked.Inc()
-		return &applyResult{resp: &pb.LeaseRevokeResponse{Header: &pb.ResponseHeader{Revision: s.kv.Rev()}}}
+		return &applyResult{resp: resp}
 	case r.LeaseCheckpoint != nil:
 		var persist *backend.BatchTx
 		// Persisted from cluster version 3.6 on, or earlier with upstream's LeaseCheckpointPersist gate.
 		if version.LeaseCheckpointPersist.On(s.cfg.Level, s.ClusterVersion()) || s.cfg.Features.Enabled(features.LeaseCheckpointPersist) {
 			persist = b
 		}
-		for _, cp := range r.LeaseCheckpoint.Checkpoints {
-			if err := s.les.Checkpoint(persist, cp.ID, cp.Remaining_TTL); err != nil {
-				return &applyResult{err: err}
-			}
-		}
-		return &applyResult{resp: &pb.LeaseCheckpointResponse{Header: &pb.ResponseHeader{Revision: s.kv.Rev()}}}
+		resp, err := apply.LeaseCheckpoint(persist, s.les, r.LeaseCheckpoint, s.kv.Rev())
+		return &applyResult{resp: resp, err: err}
 	case r.Alarm != nil:
 		resp, err := s.alarms.apply(b, r.Alarm, s.id)
 		if err == nil && r.Alarm.Action == pb.AlarmRequest_ACTIVATE {

@@ -8,15 +8,13 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"etcdx/server/apply"
 	"etcdx/server/lease"
 )
 
 // checkpointLeases records remaining TTLs through raft (0 clears a lease's checkpoint).
 func (s *Server) checkpointLeases(rem map[int64]int64) {
-	req := &pb.LeaseCheckpointRequest{}
-	for id, ttl := range rem {
-		req.Checkpoints = append(req.Checkpoints, &pb.LeaseCheckpoint{ID: id, Remaining_TTL: ttl})
-	}
+	req := apply.Checkpoints(rem)
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.requestTimeout())
 	defer cancel()
 	if res, err := s.propose(ctx, &pb.InternalRaftRequest{LeaseCheckpoint: req}); err != nil || res.err != nil {
@@ -34,7 +32,7 @@ func resErr(r *applyResult) error {
 // leaseLoop has the leader revoke expired leases and checkpoint remaining TTLs through raft.
 func (s *Server) leaseLoop() {
 	defer s.wg.Done()
-	t := time.NewTicker(500 * time.Millisecond)
+	t := time.NewTicker(lease.ExpiryCheck)
 	defer t.Stop()
 	cp := time.NewTicker(s.cfg.LeaseCheckpointInterval)
 	defer cp.Stop()

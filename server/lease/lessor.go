@@ -26,6 +26,10 @@ var (
 	ErrTTLTooLarge = errors.New("too large lease TTL")
 )
 
+// ExpiryCheck is how often the leader looks for expired leases to revoke (upstream's lessor
+// checks every 500 ms).
+const ExpiryCheck = 500 * time.Millisecond
+
 // MaxTTL is the largest TTL a lease may have (9,000,000,000 seconds, as upstream).
 const MaxTTL = 9000000000
 
@@ -388,7 +392,8 @@ func (l *Lessor) Demote() {
 	}
 }
 
-// Expired returns up to max leases past their expiry (leader only).
+// Expired returns up to max leases past their expiry (leader only), the longest expired first
+// (then by ID), so a leader revokes the same leases in the same order whatever the map's.
 func (l *Lessor) Expired(max int) []int64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -396,14 +401,21 @@ func (l *Lessor) Expired(max int) []int64 {
 		return nil
 	}
 	now := l.now()
-	var ids []int64
-	for id, ls := range l.leases {
+	var due []*Lease
+	for _, ls := range l.leases {
 		if ls.timeLeft(now) <= 0 {
-			ids = append(ids, id)
-			if len(ids) >= max {
-				break
-			}
+			due = append(due, ls)
 		}
+	}
+	sort.Slice(due, func(i, j int) bool {
+		if !due[i].expiry.Equal(due[j].expiry) {
+			return due[i].expiry.Before(due[j].expiry)
+		}
+		return due[i].ID < due[j].ID
+	})
+	ids := make([]int64, 0, min(len(due), max))
+	for _, ls := range due[:min(len(due), max)] {
+		ids = append(ids, ls.ID)
 	}
 	return ids
 }
