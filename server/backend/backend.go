@@ -31,7 +31,9 @@ var ErrLocked = errors.New("backend: database file is locked by another process"
 type Config struct {
 	Path string
 	// Buckets are created when the file is opened or replaced (schema.Buckets for a member).
-	Buckets       [][]byte
+	Buckets [][]byte
+	// BatchInterval is how often the batch is committed (zero: 100 ms); negative: never on
+	// its own, the owner calls Commit (the stepped simulation commits on its own clock).
 	BatchInterval time.Duration
 	BatchLimit    int
 	Logger        *slog.Logger
@@ -128,7 +130,11 @@ func Open(cfg Config) (*Backend, error) {
 		db.Close()
 		return nil, err
 	}
-	go b.run()
+	if cfg.BatchInterval > 0 {
+		go b.run()
+	} else {
+		close(b.done)
+	}
 	return b, nil
 }
 
@@ -400,6 +406,18 @@ func (t *BatchTx) Unlock() error {
 	}
 	t.b.batchMu.Unlock()
 	return err
+}
+
+// Crash closes the file as a power cut leaves it: what the batch holds since its last commit is
+// lost. The simulation's members crash this way.
+func (b *Backend) Crash() error {
+	b.batchMu.Lock()
+	if b.failed == nil && b.pending > 0 {
+		// Close rolls back a batch with nothing pending, committing nothing.
+		b.pending = 0
+	}
+	b.batchMu.Unlock()
+	return b.Close()
 }
 
 // Commit makes every write so far durable.

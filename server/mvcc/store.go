@@ -67,6 +67,9 @@ type Store struct {
 	// compactBatch and compactPause pace the backend clean-up; guarded by compactMu.
 	compactBatch int
 	compactPause time.Duration
+	// stepped: compactions wait in queued for StepCompaction (guarded by compactMu).
+	stepped bool
+	queued  []*queuedCompaction
 	// stop ends background work (watch sync, backend compaction); bg tracks it.
 	stop     chan struct{}
 	bg       sync.WaitGroup
@@ -546,6 +549,12 @@ func (s *Store) CompactIn(b *backend.BatchTx, rev int64) (<-chan struct{}, error
 	s.mu.Unlock()
 	s.watch.compacted(rev)
 	done := make(chan struct{})
+	if s.stepped {
+		s.compactMu.Lock()
+		s.queued = append(s.queued, &queuedCompaction{idx: idx, prev: prev, rev: rev, prevFinished: prevFinished, done: done})
+		s.compactMu.Unlock()
+		return done, nil
+	}
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
@@ -593,15 +602,28 @@ func (s *Store) compactIndex(idx *treeIndex, rev int64) (map[schema.Revision]str
 	return keep, true
 }
 
-// compactBackend deletes unreachable revisions in small batches so writes keep flowing, and
-// hashes what it reads as upstream's compaction does (prev is the compaction before). The
-// caller holds compactMu.
+// backendCompaction is one compaction's clean-up of the key bucket, a batch at a time, hashing
+// what it reads as upstream's compaction does (prev is the compaction before).
+type backendCompaction struct {
+	prev, rev    int64
+	prevFinished bool
+	keep         map[schema.Revision]struct{}
+	from, end    []byte
+	hasher       *kvHasher
+	started      time.Time
+}
+
+func newBackendCompaction(prev, rev int64, prevFinished bool, keep map[schema.Revision]struct{}) *backendCompaction {
+	return &backendCompaction{prev: prev, rev: rev, prevFinished: prevFinished, keep: keep,
+		from: schema.RevisionKey(schema.Revision{}, false), end: schema.RevisionKey(schema.Revision{Main: rev + 1}, false),
+		hasher: newKVHasher(prev, rev, keep), started: time.Now()}
+}
+
+// compactBackend deletes unreachable revisions in small batches so writes keep flowing, pausing
+// between batches as paced. The caller holds compactMu.
 func (s *Store) compactBackend(prev, rev int64, prevFinished bool, keep map[schema.Revision]struct{}) {
-	end := schema.RevisionKey(schema.Revision{Main: rev + 1}, false)
-	from := schema.RevisionKey(schema.Revision{}, false)
 	batchSize, pause := s.compactionPace()
-	started := time.Now()
-	hasher := newKVHasher(prev, rev, keep)
+	c := newBackendCompaction(prev, rev, prevFinished, keep)
 	for {
 		select {
 		case <-s.stop:
@@ -609,81 +631,9 @@ func (s *Store) compactBackend(prev, rev int64, prevFinished bool, keep map[sche
 			return
 		default:
 		}
-		batchStart := time.Now()
-		b := s.be.Batch()
-		failpoint.At(failpoint.CompactAfterAcquiredBatchTxLock)
-		tx, err := b.Tx()
-		if err != nil {
-			b.Unlock()
-			s.log.Error("compaction failed", "revision", rev, "error", err)
+		if s.compactBatchOf(c, batchSize) {
 			return
 		}
-		c := tx.Bucket(schema.Key).Cursor()
-		var del [][]byte
-		var last []byte
-		// A batch scans at most batchSize revisions, kept or not (as upstream's): counting only
-		// deletions, the last batch walked every kept revision after the last deleted one (a
-		// million in one hold of the batch lock).
-		scanned := 0
-		for k, v := c.Seek(from); k != nil && bytes.Compare(k, end) < 0 && scanned < batchSize; k, v = c.Next() {
-			scanned++
-			last = append([]byte(nil), k...)
-			hasher.write(k, v)
-			r, _, err := schema.ParseRevisionKey(k)
-			if err != nil {
-				continue
-			}
-			if _, ok := keep[r]; !ok {
-				del = append(del, last)
-			}
-		}
-		for _, k := range del {
-			if err = b.Delete(schema.Key, k); err != nil {
-				break
-			}
-		}
-		finished := scanned < batchSize
-		if finished && err == nil {
-			failpoint.At(failpoint.CompactBeforeSetFinishedCompact)
-			err = b.Put(schema.Meta, schema.MetaFinishedCompact, schema.RevisionKey(schema.Revision{Main: rev}, false))
-			failpoint.At(failpoint.CompactAfterSetFinishedCompact)
-		}
-		failpoint.At(failpoint.CompactBeforeCommitBatch)
-		uerr := b.Unlock()
-		if err != nil || uerr != nil {
-			s.log.Error("compaction failed", "revision", rev, "error", errors.Join(err, uerr))
-			return
-		}
-		if !finished {
-			// Each batch's deletes are committed at once, as upstream does: left in the write
-			// batch they piled up into one commit of 10,000 deletes that held every write (and,
-			// through the backend's lock, reads) for half a second.
-			if err := s.be.Commit(); err != nil {
-				s.log.Error("compaction failed", "revision", rev, "error", err)
-				return
-			}
-		}
-		failpoint.At(failpoint.CompactAfterCommitBatch)
-		s.metrics.compactionPauseMs.Observe(float64(time.Since(batchStart)) / float64(time.Millisecond))
-		s.metrics.compactionKeys.Add(float64(len(del)))
-		if finished {
-			s.metrics.compactionTotalMs.Observe(float64(time.Since(started)) / float64(time.Millisecond))
-			s.metrics.compactionLast.Set(float64(time.Now().Unix()))
-			sum := hasher.h.Sum32()
-			s.mu.Lock()
-			s.finishedRev = rev
-			s.mu.Unlock()
-			s.log.Info("finished scheduled compaction", "compact-revision", rev, "hash", sum)
-			if prevFinished {
-				s.compactHashes.add(CompactHash{Hash: sum, CompactRevision: prev, Revision: rev})
-			} else {
-				// It did not read what the interrupted one before it deleted: its hash would
-				// not match the other members' (upstream skips it too).
-				s.log.Info("previous compaction was interrupted, skip storing compaction hash value")
-			}
-			return
-		}
-		from = append(last, 0)
 		if pause > 0 {
 			select {
 			case <-time.After(pause):
@@ -691,6 +641,132 @@ func (s *Store) compactBackend(prev, rev int64, prevFinished bool, keep map[sche
 			}
 		}
 	}
+}
+
+// compactBatchOf deletes one batch of c's unreachable revisions and commits it; true when c is
+// finished (or failed, which it logs: the compaction resumes on restart). The caller holds
+// compactMu.
+func (s *Store) compactBatchOf(c *backendCompaction, batchSize int) bool {
+	rev := c.rev
+	batchStart := time.Now()
+	b := s.be.Batch()
+	failpoint.At(failpoint.CompactAfterAcquiredBatchTxLock)
+	tx, err := b.Tx()
+	if err != nil {
+		b.Unlock()
+		s.log.Error("compaction failed", "revision", rev, "error", err)
+		return true
+	}
+	cur := tx.Bucket(schema.Key).Cursor()
+	var del [][]byte
+	var last []byte
+	// A batch scans at most batchSize revisions, kept or not (as upstream's): counting only
+	// deletions, the last batch walked every kept revision after the last deleted one (a
+	// million in one hold of the batch lock).
+	scanned := 0
+	for k, v := cur.Seek(c.from); k != nil && bytes.Compare(k, c.end) < 0 && scanned < batchSize; k, v = cur.Next() {
+		scanned++
+		last = append([]byte(nil), k...)
+		c.hasher.write(k, v)
+		r, _, err := schema.ParseRevisionKey(k)
+		if err != nil {
+			continue
+		}
+		if _, ok := c.keep[r]; !ok {
+			del = append(del, last)
+		}
+	}
+	for _, k := range del {
+		if err = b.Delete(schema.Key, k); err != nil {
+			break
+		}
+	}
+	finished := scanned < batchSize
+	if finished && err == nil {
+		failpoint.At(failpoint.CompactBeforeSetFinishedCompact)
+		err = b.Put(schema.Meta, schema.MetaFinishedCompact, schema.RevisionKey(schema.Revision{Main: rev}, false))
+		failpoint.At(failpoint.CompactAfterSetFinishedCompact)
+	}
+	failpoint.At(failpoint.CompactBeforeCommitBatch)
+	uerr := b.Unlock()
+	if err != nil || uerr != nil {
+		s.log.Error("compaction failed", "revision", rev, "error", errors.Join(err, uerr))
+		return true
+	}
+	if !finished {
+		// Each batch's deletes are committed at once, as upstream does: left in the write
+		// batch they piled up into one commit of 10,000 deletes that held every write (and,
+		// through the backend's lock, reads) for half a second.
+		if err := s.be.Commit(); err != nil {
+			s.log.Error("compaction failed", "revision", rev, "error", err)
+			return true
+		}
+	}
+	failpoint.At(failpoint.CompactAfterCommitBatch)
+	s.metrics.compactionPauseMs.Observe(float64(time.Since(batchStart)) / float64(time.Millisecond))
+	s.metrics.compactionKeys.Add(float64(len(del)))
+	if !finished {
+		c.from = append(last, 0)
+		return false
+	}
+	s.metrics.compactionTotalMs.Observe(float64(time.Since(c.started)) / float64(time.Millisecond))
+	s.metrics.compactionLast.Set(float64(time.Now().Unix()))
+	sum := c.hasher.h.Sum32()
+	s.mu.Lock()
+	s.finishedRev = rev
+	s.mu.Unlock()
+	s.log.Info("finished scheduled compaction", "compact-revision", rev, "hash", sum)
+	if c.prevFinished {
+		s.compactHashes.add(CompactHash{Hash: sum, CompactRevision: c.prev, Revision: rev})
+	} else {
+		// It did not read what the interrupted one before it deleted: its hash would
+		// not match the other members' (upstream skips it too).
+		s.log.Info("previous compaction was interrupted, skip storing compaction hash value")
+	}
+	return true
+}
+
+// queuedCompaction is a compaction scheduled on a stepped store, waiting for its caller's steps.
+type queuedCompaction struct {
+	idx          *treeIndex
+	prev, rev    int64
+	prevFinished bool
+	done         chan struct{}
+	backend      *backendCompaction // nil until the index is compacted
+}
+
+// Stepped hands the store's compactions to its caller: each scheduled compaction waits for
+// StepCompaction instead of running in a goroutine paced by the wall clock (the stepped
+// simulation paces them by its own clock). Call before the first compaction.
+func (s *Store) Stepped() { s.stepped = true }
+
+// StepCompaction takes one step of the oldest compaction a stepped store has waiting: its index
+// compaction, or one batch of its backend clean-up (the pace's batch size). It reports whether
+// compactions still wait.
+func (s *Store) StepCompaction() bool {
+	s.compactMu.Lock()
+	defer s.compactMu.Unlock()
+	if len(s.queued) == 0 {
+		return false
+	}
+	q := s.queued[0]
+	finished := false
+	if q.backend == nil {
+		keep, ok := s.compactIndex(q.idx, q.rev)
+		if ok {
+			q.backend = newBackendCompaction(q.prev, q.rev, q.prevFinished, keep)
+		} else {
+			finished = true // the store was reloaded from a snapshot meanwhile: nothing to clean
+		}
+	} else {
+		batch, _ := s.compactionPace()
+		finished = s.compactBatchOf(q.backend, batch)
+	}
+	if finished {
+		close(q.done)
+		s.queued = s.queued[1:]
+	}
+	return len(s.queued) > 0
 }
 
 // SetCompactionPace sets how many revisions a compaction deletes per batch and the pause

@@ -274,6 +274,68 @@ func TestCompactionInSmallBatches(t *testing.T) {
 	}
 }
 
+// A stepped store's compaction waits for its caller: nothing is deleted until StepCompaction,
+// each step after the index's takes one batch, and the compaction finishes with the same
+// result and hash as one run in the background.
+func TestSteppedCompactionWaitsForItsSteps(t *testing.T) {
+	fill := func(s *Store) {
+		for round := 0; round < 2; round++ {
+			for i := 0; i < 20; i++ {
+				put(t, s, string(rune('a'+i)), string(rune('0'+round)))
+			}
+		}
+	}
+	beA, stepped := openStore(t, filepath.Join(t.TempDir(), "db"))
+	stepped.Stepped()
+	stepped.SetCompactionPace(3, 0)
+	_, background := openStore(t, filepath.Join(t.TempDir(), "db"))
+	fill(stepped)
+	fill(background)
+	done, err := stepped.Compact(stepped.Rev())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := storedRevisions(t, beA); n != 40 {
+		t.Fatalf("%d revisions stored before any step, want all 40", n)
+	}
+	// One step for the index, then batches of 3 over 40 revisions: 14 (the last finds fewer).
+	steps := 0
+	for more := true; more; steps++ {
+		select {
+		case <-done:
+			t.Fatalf("done after %d steps, with steps left", steps)
+		default:
+		}
+		more = stepped.StepCompaction()
+	}
+	if steps != 15 {
+		t.Fatalf("the compaction took %d steps, want 15", steps)
+	}
+	<-done
+	if n := storedRevisions(t, beA); n != 20 {
+		t.Fatalf("%d revisions stored after the compaction, want 20", n)
+	}
+	bgDone, err := background.Compact(background.Rev())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitCompacted(t, bgDone)
+	hs, _, _, _, err := stepped.HashKV(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, _, _, _, err := background.HashKV(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hs != hb {
+		t.Fatalf("stepped hash %d, background %d", hs, hb)
+	}
+	if stepped.StepCompaction() {
+		t.Fatal("a step with nothing queued reports more")
+	}
+}
+
 // TestRangeRecordsAsRange: the stored records RangeRecords hands on decode to what Range
 // answers, at every revision, with and without a limit, with writes still in the store's
 // buffer and after they reach the database; LastKey is the last key and Count the same.

@@ -7,7 +7,9 @@ import (
 	"log"
 	"log/slog"
 	"os"
-	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/raft/v3"
@@ -18,31 +20,58 @@ import (
 	"etcdx/server/lease"
 	"etcdx/server/mvcc"
 	"etcdx/server/schema"
+	"etcdx/server/version"
 )
 
-// member is one member's core: what survives a crash (disk: raft's hard state and log), raft
-// itself while the member is up, and the store its applier writes. A restart opens a new store
-// and applies the log again from the start: the store is rebuilt from what raft kept.
+// member is one member's core: what survives a crash (disk: raft's hard state and log, and
+// the database file as of its last commit), raft itself while the member is up, and the store
+// its applier writes. The store commits on the member's ticks (the batch interval); a crash
+// loses what it applied since, and a restart applies the log again from the consistent index
+// the file holds, as etcd does.
 type member struct {
 	id   uint64
 	name string
 	disk *raft.MemoryStorage
 	node *raft.RawNode // nil while down
+	path string        // the database file
+	now  func() time.Time
 
 	be      *backend.Backend
 	kv      *mvcc.Store
 	les     *lease.Lessor
 	applied uint64
+	// replayedTo is the consistent index the file held at start: entries up to it are in the
+	// store already, and only their configuration changes are applied again (to raft).
+	replayedTo uint64
 	// conf is the configuration as of applied: what a snapshot taken there records.
 	conf raftpb.ConfState
 	// snapped is the index of the disk's newest snapshot.
 	snapped uint64
-	starts  int // names each store's file
+	// leading: the lessor judges expiry (promoted when raft made the member leader).
+	leading bool
+	// readyAt is the last index of its log at start: a member reports its cluster version once
+	// it has applied that far (etcd's member is ready once the entries it had are applied: what
+	// it shows before may be older than what it showed before a crash).
+	readyAt uint64
+	ready   bool
+	// compactNext is the revision a leader compacts at next: its revision a period ago.
+	compactNext int64
+	// reads are keep-alives waiting for their read index to confirm the leadership and for the
+	// member to apply up to it, by request id.
+	reads map[uint64]uint64
+
+	// bin is the level the member's binary runs as; cv the cluster version its store holds
+	// (zero before the leader's first decision).
+	bin, cv version.Level
 
 	// isolated: every message to or from it is lost. removed: it applied its own removal and
 	// stopped for good, as etcd's member does.
 	isolated bool
 	removed  bool
+	// indexFirst is the planted bug of Options.IndexFirst.
+	indexFirst bool
+	// sawChange is the configuration change it applied last (nil: none since the harness looked).
+	sawChange *raftpb.ConfChange
 }
 
 // raftConfig is what etcd runs raft with (pre-vote, check-quorum), ticks counted by the harness.
@@ -60,15 +89,40 @@ func raftConfig(id uint64, disk *raft.MemoryStorage) *raft.Config {
 	}
 }
 
-// start brings the member up on what its disk holds: the store from its newest snapshot (the
-// bootstrap's is empty), raft on its log.
-func (m *member) start(dir string) error {
+// start brings the member up on what its disk holds: the database file as last committed (the
+// snapshot's database when the file is new), raft on its log from the disk's snapshot.
+func (m *member) start() error {
 	snap, err := m.disk.Snapshot()
 	if err != nil {
 		return fmt.Errorf("%s: read the disk's snapshot: %w", m.name, err)
 	}
-	if err := m.openStore(dir, snap.Data); err != nil {
+	if _, err := os.Stat(m.path); errors.Is(err, os.ErrNotExist) && len(snap.Data) > 0 {
+		if err := writeFile(m.path, snap.Data); err != nil {
+			return fmt.Errorf("%s: %w", m.name, err)
+		}
+	}
+	if err := m.openStore(); err != nil {
 		return err
+	}
+	var ci uint64
+	var cv version.Level
+	if err := m.be.View(func(tx *bolt.Tx) error {
+		ci, _ = schema.ReadConsistentIndex(tx)
+		var err error
+		cv, err = schema.ReadClusterVersion(tx)
+		return err
+	}); err != nil {
+		m.close()
+		return fmt.Errorf("%s: read the consistent index and the cluster version: %w", m.name, err)
+	}
+	if version.TooOld(m.bin, cv, version.DowngradeInfo{}) {
+		// As etcd's start-up check: a binary below the cluster version does not start.
+		m.close()
+		return errTooOld
+	}
+	if ci < snap.Metadata.Index && len(snap.Data) > 0 {
+		m.close()
+		return fmt.Errorf("%s: the database holds index %d, before the disk's snapshot at %d", m.name, ci, snap.Metadata.Index)
 	}
 	node, err := raft.NewRawNode(raftConfig(m.id, m.disk))
 	if err != nil {
@@ -76,23 +130,43 @@ func (m *member) start(dir string) error {
 		return fmt.Errorf("%s: start raft: %w", m.name, err)
 	}
 	m.node, m.applied, m.conf, m.snapped = node, snap.Metadata.Index, snap.Metadata.ConfState, snap.Metadata.Index
+	m.replayedTo, m.leading, m.reads, m.cv, m.compactNext = ci, false, map[uint64]uint64{}, cv, 0
+	if m.readyAt, err = m.disk.LastIndex(); err != nil {
+		m.close()
+		return fmt.Errorf("%s: read the log's last index: %w", m.name, err)
+	}
+	m.ready = false
 	return nil
 }
 
-// openStore opens a new store file holding data (a snapshot's database; empty for none).
-func (m *member) openStore(dir string, data []byte) error {
-	m.starts++
-	path := filepath.Join(dir, fmt.Sprintf("%s.%d.db", m.name, m.starts))
-	if len(data) > 0 {
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			return fmt.Errorf("%s: write the snapshot's database: %w", m.name, err)
-		}
+// errTooOld: the member's binary is below the cluster version its data holds.
+var errTooOld = errors.New("the binary is below the cluster version")
+
+// writeFile replaces path by data, as a received snapshot's database is put in place (renamed
+// over it whole).
+func writeFile(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("write the snapshot's database: %w", err)
 	}
-	be, err := backend.Open(backend.Config{Path: path, Buckets: schema.Buckets, Logger: discardLog})
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write the snapshot's database: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write the snapshot's database: %w", err)
+	}
+	return os.Rename(tmp, path)
+}
+
+// openStore opens the member's database file; nothing commits it but the member's ticks.
+func (m *member) openStore() error {
+	be, err := backend.Open(backend.Config{Path: m.path, Buckets: schema.Buckets, Logger: discardLog, BatchInterval: -1})
 	if err != nil {
 		return fmt.Errorf("%s: open store: %w", m.name, err)
 	}
-	les, err := lease.New(be, 1, nil)
+	les, err := lease.New(be, 1, m.now)
 	if err != nil {
 		be.Close()
 		return fmt.Errorf("%s: open lessor: %w", m.name, err)
@@ -102,20 +176,40 @@ func (m *member) openStore(dir string, data []byte) error {
 		be.Close()
 		return fmt.Errorf("%s: open mvcc: %w", m.name, err)
 	}
+	// Compactions go a batch per tick of the member's, as the clock paces them.
+	kv.Stepped()
+	kv.SetCompactionPace(compactionBatch, 0)
 	m.be, m.kv, m.les = be, kv, les
 	return nil
 }
 
+// compactionBatch is how many revisions a member's compaction cleans per tick (etcd's
+// --compaction-batch-limit, scaled to the run's store).
+const compactionBatch = 10
+
 // install replaces the store by a snapshot's, as a member does that raft hands one.
-func (m *member) install(dir string, snap raftpb.Snapshot) error {
+func (m *member) install(snap raftpb.Snapshot) error {
 	if err := m.disk.ApplySnapshot(snap); err != nil {
 		return fmt.Errorf("%s: keep snapshot: %w", m.name, err)
 	}
 	m.close()
-	if err := m.openStore(dir, snap.Data); err != nil {
+	if err := writeFile(m.path, snap.Data); err != nil {
+		return fmt.Errorf("%s: %w", m.name, err)
+	}
+	if err := m.openStore(); err != nil {
 		return err
 	}
-	m.applied, m.conf, m.snapped = snap.Metadata.Index, snap.Metadata.ConfState, snap.Metadata.Index
+	if err := m.be.View(func(tx *bolt.Tx) error {
+		var err error
+		m.cv, err = schema.ReadClusterVersion(tx)
+		return err
+	}); err != nil {
+		return fmt.Errorf("%s: read the snapshot's cluster version: %w", m.name, err)
+	}
+	m.applied, m.conf, m.snapped, m.replayedTo = snap.Metadata.Index, snap.Metadata.ConfState, snap.Metadata.Index, snap.Metadata.Index
+	if m.leading {
+		m.les.Promote(electionTimeout)
+	}
 	return nil
 }
 
@@ -160,10 +254,15 @@ func (m *member) compact(keep uint64) error {
 	return nil
 }
 
-// crash takes the member down: raft's volatile state and the store go, the disk stays.
+// crash takes the member down: raft's volatile state and what the store applied since its last
+// commit go; the disk and the file as committed stay.
 func (m *member) crash() {
 	m.node = nil
-	m.close()
+	if m.kv != nil {
+		m.kv.Close()
+		m.be.Crash()
+		m.kv, m.be, m.les = nil, nil, nil
+	}
 }
 
 func (m *member) close() {
@@ -178,14 +277,23 @@ func (m *member) up() bool { return m.node != nil }
 
 var discardLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// applied is one request the member applied: the client request's id and its answer.
+// appliedReq is one request the member applied: the client request's id and its answer, and
+// for a lease's revoke that deleted keys, which lease.
 type appliedReq struct {
-	id   uint64
-	resp *pb.ResponseOp
-	err  error
+	id      uint64
+	resp    *pb.ResponseOp
+	err     error
+	revoked int64
+	rev     int64
+	// version: it set the cluster version.
+	version bool
+	// compacted is the revision a compaction it applied compacted at.
+	compacted int64
 }
 
-// applyEntry applies one committed entry to the store; a request entry yields its answer.
+// applyEntry applies one committed entry to the store, the consistent index in the same batch;
+// a request entry yields its answer. An entry the file already holds only gives raft its
+// configuration change again.
 func (m *member) applyEntry(e raftpb.Entry) (*appliedReq, error) {
 	m.applied = e.Index
 	switch e.Type {
@@ -195,20 +303,16 @@ func (m *member) applyEntry(e raftpb.Entry) (*appliedReq, error) {
 			return nil, fmt.Errorf("%s: decode conf change at %d: %w", m.name, e.Index, err)
 		}
 		m.conf = *m.node.ApplyConfChange(cc)
-		if cc.Type == raftpb.ConfChangeRemoveNode && cc.NodeID == m.id {
-			m.removed = true
+		if cc.Type == raftpb.ConfChangeRemoveNode {
+			m.removed = m.removed || cc.NodeID == m.id
 		}
-		return nil, nil
+		m.sawChange = &cc
+		return nil, m.keepIndex(e)
 	case raftpb.EntryConfChangeV2:
-		var cc raftpb.ConfChangeV2
-		if err := cc.Unmarshal(e.Data); err != nil {
-			return nil, fmt.Errorf("%s: decode conf change at %d: %w", m.name, e.Index, err)
-		}
-		m.conf = *m.node.ApplyConfChange(cc)
-		return nil, nil
+		return nil, fmt.Errorf("%s: entry %d is a v2 configuration change, which etcd does not propose", m.name, e.Index)
 	}
-	if len(e.Data) == 0 {
-		return nil, nil // a new leader's empty entry
+	if len(e.Data) == 0 || e.Index <= m.replayedTo {
+		return nil, m.keepIndex(e) // a new leader's empty entry, or one the file holds
 	}
 	var r pb.InternalRaftRequest
 	if err := r.Unmarshal(e.Data); err != nil {
@@ -218,7 +322,25 @@ func (m *member) applyEntry(e raftpb.Entry) (*appliedReq, error) {
 	if r.Header != nil {
 		out.id = r.Header.ID
 	}
-	txn := m.kv.Write()
+	if r.Compaction != nil {
+		// Before a write transaction opens: scheduling a compaction takes the store's locks.
+		return out, m.applyCompaction(e, r.Compaction, out)
+	}
+	if m.indexFirst {
+		if err := m.keepIndex(e); err != nil {
+			return nil, err
+		}
+		if err := m.be.Commit(); err != nil {
+			return nil, fmt.Errorf("%s: commit: %w", m.name, err)
+		}
+	}
+	var keys [][]byte
+	if r.LeaseRevoke != nil {
+		// Read before the write transaction opens: it holds the store.
+		keys, _ = m.les.Keys(r.LeaseRevoke.ID)
+	}
+	b := m.be.Batch()
+	txn := m.kv.WriteIn(b)
 	switch {
 	case r.Put != nil:
 		resp, err := apply.Put(txn, m.les, r.Put)
@@ -230,15 +352,68 @@ func (m *member) applyEntry(e raftpb.Entry) (*appliedReq, error) {
 		resp, err := apply.Txn(txn, m.les, r.Txn)
 		if errors.Is(err, apply.ErrHalfApplied) {
 			txn.Abort(err)
+			b.Unlock()
 			return nil, fmt.Errorf("%s: txn at %d: %w", m.name, e.Index, err)
 		}
 		out.resp, out.err = &pb.ResponseOp{Response: &pb.ResponseOp_ResponseTxn{ResponseTxn: resp}}, err
+	case r.LeaseGrant != nil:
+		_, out.err = apply.LeaseGrant(b, m.les, r.LeaseGrant, txn.Rev())
+	case r.LeaseRevoke != nil:
+		if _, out.err = apply.LeaseRevoke(b, txn, m.les, r.LeaseRevoke, keys); out.err == nil && txn.Changes() > 0 {
+			out.revoked, out.rev = r.LeaseRevoke.ID, txn.Rev()
+		}
+	case r.LeaseCheckpoint != nil:
+		// Persisted, as from cluster version 3.6 on.
+		_, out.err = apply.LeaseCheckpoint(b, m.les, r.LeaseCheckpoint, txn.Rev())
+	case r.ClusterVersionSet != nil:
+		l, err := version.ParseLevel(r.ClusterVersionSet.Ver)
+		if err == nil {
+			err = schema.PutClusterVersion(b, l)
+		}
+		if out.err = err; err == nil {
+			m.cv, out.version = l, true
+		}
 	default:
 		txn.End()
+		b.Unlock()
 		return nil, fmt.Errorf("%s: entry %d holds a request the stepped cluster does not send", m.name, e.Index)
 	}
-	if err := txn.End(); err != nil {
-		return nil, fmt.Errorf("%s: commit entry %d: %w", m.name, e.Index, err)
+	if err := m.endBatch(b, e, txn.End()); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// applyCompaction schedules a compaction (its clean-up waits for the member's ticks), the consistent
+// index in the same batch; a revision compacted already or not yet written is the answer.
+func (m *member) applyCompaction(e raftpb.Entry, r *pb.CompactionRequest, out *appliedReq) error {
+	b := m.be.Batch()
+	_, out.err = m.kv.CompactIn(b, r.Revision)
+	if out.err == nil {
+		out.compacted = r.Revision
+	}
+	return m.endBatch(b, e, nil)
+}
+
+// endBatch records e as applied in the batch its changes went into (err: they failed) and
+// releases the batch.
+func (m *member) endBatch(b *backend.BatchTx, e raftpb.Entry, err error) error {
+	if err == nil {
+		err = schema.PutConsistentIndex(b, e.Index, e.Term)
+	}
+	if uerr := b.Unlock(); err == nil {
+		err = uerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: apply entry %d: %w", m.name, e.Index, err)
+	}
+	return nil
+}
+
+// keepIndex records an entry with nothing for the store as applied, so a restart starts after it.
+func (m *member) keepIndex(e raftpb.Entry) error {
+	if e.Index <= m.replayedTo {
+		return nil
+	}
+	return m.endBatch(m.be.Batch(), e, nil)
 }

@@ -2,17 +2,25 @@ package stepped
 
 import (
 	"bytes"
+	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"sort"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/membershippb"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
 	"etcdx/pkg/judge"
+	"etcdx/server/apply"
+	"etcdx/server/lease"
 	"etcdx/server/mvcc"
+	"etcdx/server/version"
 )
 
 // Options is one run: the seed draws everything else.
@@ -24,6 +32,15 @@ type Options struct {
 	// Diverge plants a bug: once the cluster has settled, one member's store takes a write
 	// raft never ordered (the hash check must catch it).
 	Diverge bool
+	// FastLeaseClock plants a bug: the lessors' clock runs twice as fast as the cluster's, so
+	// leases expire early (the lease-expired-early check must catch it).
+	FastLeaseClock bool
+	// NoExpiry plants a bug: leaders never revoke an expired lease (the lease-never-expired
+	// check must catch it).
+	NoExpiry bool
+	// IndexFirst plants a bug: a member commits an entry's consistent index before the
+	// entry's changes, so a crash in between loses them for good (the hash check must catch it).
+	IndexFirst bool
 }
 
 // Result is what a run did, event by event, and what the checks found.
@@ -60,10 +77,66 @@ type cluster struct {
 	bootstrap raftpb.Snapshot
 	clients   []*client
 	nextID    uint64
+	nextLease int64
 	step      int
-	hist      bytes.Buffer
-	findings  []judge.Finding
-	failed    []string
+	// clock is the cluster's time: every member's ticks together move it one tick interval.
+	// The lessors judge expiry by it, and the checks judge leases by it.
+	clock time.Time
+	ticks int
+	// deleted is every member's sight of a lease's keys deleted by its revoke, by lease.
+	deleted map[int64][]judge.LeaseDeletion
+	// plants are the run's planted bugs.
+	plants Options
+	// gone are the members a committed change removed: what one reports no longer counts.
+	gone map[uint64]bool
+	// joined are the members a committed change (or the bootstrap) made part of the cluster.
+	joined map[uint64]bool
+	// versions is what each member reported of its versions, each time they changed.
+	versions map[string][]judge.VersionSample
+	hist     bytes.Buffer
+	findings []judge.Finding
+	failed   []string
+}
+
+// tickInterval is a tick's length (etcd's --heartbeat-interval); electionTimeout is raft's
+// election ticks' length, by which a new leader's lessor extends every lease (as etcd's).
+const (
+	tickInterval    = 100 * time.Millisecond
+	electionTimeout = 10 * tickInterval
+)
+
+// A leader looks for expired leases every expiryTicks ticks (lease.ExpiryCheck) and checkpoints
+// remaining TTLs every checkpointTicks (etcd's 5 minutes, scaled to the leases' seconds).
+const (
+	expiryTicks     = int(lease.ExpiryCheck / tickInterval)
+	checkpointTicks = 20
+)
+
+// The members start on the older binary and are upgraded, one at a time, to the newer; the
+// leader raises the cluster version once every member runs the newer (version.Cluster.Decide).
+var (
+	olderBinary = version.Level{Major: 3, Minor: 6}
+	newerBinary = version.Level{Major: 3, Minor: 7}
+)
+
+// compactTicks is how often a leader compacts (etcd's periodic auto-compaction, scaled).
+const compactTicks = 50
+
+// versionTicks is how often the leader decides the cluster version (etcd's 1 s check).
+const versionTicks = 10
+
+// epoch is the cluster clock's start.
+var epoch = time.Unix(1_000_000_000, 0).UTC()
+
+func (c *cluster) now() time.Time { return c.clock }
+
+// lessorNow is the clock the lessors judge expiry by: the cluster's, or with FastLeaseClock
+// planted, one running twice as fast.
+func (c *cluster) lessorNow() time.Time {
+	if c.plants.FastLeaseClock {
+		return c.clock.Add(c.clock.Sub(epoch))
+	}
+	return c.clock
 }
 
 // client makes one request at a time through a member it picks, and waits for that member to
@@ -78,9 +151,17 @@ type client struct {
 	value   string
 	until   int // the step it gives up at
 	seq     int
+	ttl     time.Duration
 	counter int64 // the mod revision its counter key had at its last answer
 	seen    []judge.Seen
 	acked   map[string]string // ledger key -> value, acknowledged
+	// calledAt is when the request in flight was sent; lease is the lease it is about.
+	calledAt time.Time
+	lease    int64
+	// leases are the leases the client was granted, with what the cluster acknowledged.
+	leases map[int64]*judge.LeaseRecord
+	// attached: a key of the client's is on the lease (the put was acknowledged).
+	attached map[int64]bool
 }
 
 // patience is how many steps a client waits for its request's answer.
@@ -99,7 +180,8 @@ func Run(dir string, o Options) (*Result, error) {
 	if o.Steps == 0 {
 		o.Steps = 3000
 	}
-	c := &cluster{dir: dir, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed))}
+	c := &cluster{dir: dir, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed)), clock: epoch,
+		deleted: map[int64][]judge.LeaseDeletion{}, plants: o, versions: map[string][]judge.VersionSample{}, gone: map[uint64]bool{}, joined: map[uint64]bool{}}
 	defer func() {
 		for _, m := range c.members {
 			m.close()
@@ -111,6 +193,7 @@ func Run(dir string, o Options) (*Result, error) {
 	}
 	c.bootstrap = raftpb.Snapshot{Metadata: raftpb.SnapshotMetadata{Index: 1, Term: 1, ConfState: raftpb.ConfState{Voters: voters}}}
 	for _, id := range voters {
+		c.joined[id] = true
 		m, err := c.newMember(id)
 		if err != nil {
 			return nil, err
@@ -118,7 +201,7 @@ func Run(dir string, o Options) (*Result, error) {
 		c.members = append(c.members, m)
 	}
 	for i := 0; i < o.Clients; i++ {
-		c.clients = append(c.clients, &client{n: i + 1, acked: map[string]string{}})
+		c.clients = append(c.clients, &client{n: i + 1, acked: map[string]string{}, leases: map[int64]*judge.LeaseRecord{}, attached: map[int64]bool{}})
 	}
 	c.logf("seed %d: %d members, %d clients, %d steps", o.Seed, o.Members, o.Clients, o.Steps)
 	for c.step = 1; c.step <= o.Steps; c.step++ {
@@ -127,6 +210,9 @@ func Run(dir string, o Options) (*Result, error) {
 		}
 	}
 	if err := c.settle(); err != nil {
+		return nil, err
+	}
+	if err := c.expireLeases(); err != nil {
 		return nil, err
 	}
 	if o.Diverge {
@@ -165,7 +251,10 @@ func (c *cluster) draw() error {
 			return c.deliver(c.rng.IntN(len(c.inflight)))
 		}
 		return c.tickAll()
+	case r < 590:
+		return c.tickAll()
 	case r < 700:
+		// One member's timer ahead of the others'.
 		return c.tick(c.members[c.rng.IntN(len(c.members))])
 	case r < 930:
 		return c.act(c.clients[c.rng.IntN(len(c.clients))])
@@ -178,8 +267,10 @@ func (c *cluster) draw() error {
 		}
 	case r < 960:
 		c.crashOne()
-	case r < 975:
+	case r < 970:
 		return c.restartOne()
+	case r < 975:
+		return c.upgradeOne()
 	case r < 987:
 		c.partition()
 	case r < 995:
@@ -212,11 +303,23 @@ func (c *cluster) deliver(i int) error {
 
 // newMember starts a member on a disk holding the bootstrap: the first configuration, at index 1.
 func (c *cluster) newMember(id uint64) (*member, error) {
-	m := &member{id: id, name: fmt.Sprintf("m%d", id), disk: raft.NewMemoryStorage()}
+	m := &member{id: id, name: fmt.Sprintf("m%d", id), disk: raft.NewMemoryStorage(), now: c.lessorNow, indexFirst: c.plants.IndexFirst}
+	m.path = filepath.Join(c.dir, m.name+".db")
+	// A member added during an upgrade runs the newer binary.
+	m.bin = olderBinary
+	for _, x := range c.live() {
+		if x.bin == newerBinary {
+			m.bin = newerBinary
+		}
+	}
 	if err := m.disk.ApplySnapshot(c.bootstrap); err != nil {
 		return nil, fmt.Errorf("%s: bootstrap: %w", m.name, err)
 	}
-	return m, m.start(c.dir)
+	if err := m.start(); err != nil {
+		return nil, err
+	}
+	c.sample(m)
+	return m, nil
 }
 
 func (c *cluster) lose(msg raftpb.Message) {
@@ -235,21 +338,147 @@ func (c *cluster) member(id uint64) *member {
 	return c.members[id-1]
 }
 
+// tick is one of a member's tick intervals: raft's tick, and the store's batch committed.
 func (c *cluster) tick(m *member) error {
 	if !m.up() {
 		return nil
 	}
 	m.node.Tick()
+	m.kv.StepCompaction()
+	if err := m.be.Commit(); err != nil {
+		return fmt.Errorf("%s: commit: %w", m.name, err)
+	}
 	return c.ready(m)
 }
 
+// tickAll moves the clock one tick interval: every member ticks, and a leader runs its lease
+// rounds when they are due.
 func (c *cluster) tickAll() error {
+	c.clock = c.clock.Add(tickInterval)
+	c.ticks++
 	for _, m := range c.members {
 		if err := c.tick(m); err != nil {
 			return err
 		}
 	}
+	for _, m := range c.members {
+		if !m.up() || !m.leading {
+			continue
+		}
+		if c.ticks%expiryTicks == 0 && !c.plants.NoExpiry {
+			for _, id := range m.les.Expired(1000) {
+				c.propose(m, fmt.Sprintf("revoke expired lease %d", id), &pb.InternalRaftRequest{LeaseRevoke: &pb.LeaseRevokeRequest{ID: id}})
+			}
+		}
+		if c.ticks%versionTicks == 0 {
+			c.decideVersion(m)
+		}
+		if c.ticks%compactTicks == 0 {
+			// As etcd's periodic compactor: compact at the revision seen a period ago.
+			if at := m.compactNext; at > m.kv.CompactRev() && at > 1 {
+				c.propose(m, fmt.Sprintf("compact at %d", at), &pb.InternalRaftRequest{Compaction: &pb.CompactionRequest{Revision: at}})
+			}
+			m.compactNext = m.kv.Rev()
+		}
+		if rem := m.les.Remaining(); c.ticks%checkpointTicks == 0 && len(rem) > 0 {
+			c.propose(m, fmt.Sprintf("checkpoint %d leases", len(rem)), &pb.InternalRaftRequest{LeaseCheckpoint: apply.Checkpoints(rem)})
+		}
+		if err := c.ready(m); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// decideVersion is the leader's version round: each member of its configuration's binary level,
+// as etcd's leader asks each for its version (one it cannot reach is unknown, and then nothing
+// is decided), and the cluster version version.Cluster.Decide says to propose.
+func (c *cluster) decideVersion(l *member) {
+	cfg := l.node.Status().Config
+	ids := sortedIDs(cfg.Learners)
+	ids = append(ids, sortedIDs(cfg.Voters.IDs())...)
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	vc := version.Cluster{Version: l.cv}
+	for _, id := range ids {
+		vm := version.Member{ID: id}
+		if x := c.member(id); x != nil && x.up() && (x == l || (!x.isolated && !l.isolated)) {
+			vm.Version = x.bin.Full()
+		}
+		vc.Members = append(vc.Members, vm)
+	}
+	if d := vc.Decide(); !d.SetVersion.IsZero() && d.SetVersion != l.cv {
+		c.propose(l, "set cluster version "+d.SetVersion.String(), &pb.InternalRaftRequest{ClusterVersionSet: &membershippb.ClusterVersionSetRequest{Ver: d.SetVersion.Full()}})
+	}
+}
+
+// sample records what a member reports of its versions now: its level, and unless it has only
+// just started (its store may be behind its log until it applies again), its cluster version.
+func (c *cluster) sample(m *member) {
+	if c.gone[m.id] || !c.joined[m.id] {
+		return
+	}
+	c.versions[m.name] = append(c.versions[m.name], judge.VersionSample{At: c.now().UnixNano(), Level: m.bin.String()})
+}
+
+// sampleCluster records a member's cluster version with its level, as it applies one or at the end.
+func (c *cluster) sampleCluster(m *member) {
+	if c.gone[m.id] || !c.joined[m.id] {
+		return
+	}
+	v := judge.VersionSample{At: c.now().UnixNano(), Level: m.bin.String()}
+	if !m.cv.IsZero() {
+		v.Cluster = m.cv.String()
+	}
+	c.versions[m.name] = append(c.versions[m.name], v)
+}
+
+// upgradeOne swaps one member's older binary for the newer: the member stops (if up) and starts
+// again on the same data.
+func (c *cluster) upgradeOne() error {
+	var older []*member
+	for _, m := range c.live() {
+		if m.bin != newerBinary {
+			older = append(older, m)
+		}
+	}
+	if len(older) == 0 {
+		return nil
+	}
+	m := older[c.rng.IntN(len(older))]
+	c.logf("upgrade %s to %s", m.name, newerBinary)
+	if m.up() {
+		c.stop(m)
+	}
+	m.bin = newerBinary
+	return c.startMember(m)
+}
+
+// startMember starts a member that is down and says what it reports; a binary below the
+// cluster version its data holds refuses to start, as etcd's does, and stays down.
+func (c *cluster) startMember(m *member) error {
+	if err := m.start(); errors.Is(err, errTooOld) {
+		c.logf("%s refuses to start: its binary %s is below the cluster version its data holds", m.name, m.bin)
+		return nil
+	} else if err != nil {
+		return err
+	}
+	c.sample(m)
+	return c.ready(m)
+}
+
+// propose has a member propose a request of its own (no client waits for it); raft may drop it.
+func (c *cluster) propose(m *member, what string, r *pb.InternalRaftRequest) {
+	c.nextID++
+	r.Header = &pb.RequestHeader{ID: c.nextID}
+	data, err := r.Marshal()
+	if err == nil {
+		err = m.node.Propose(data)
+	}
+	if err != nil {
+		c.logf("%s proposes to %s: dropped (%v)", m.name, what, err)
+		return
+	}
+	c.logf("%s proposes to %s: request %d", m.name, what, c.nextID)
 }
 
 // ready does what raft asks of a member after each input: keep the log and hard state on disk
@@ -259,10 +488,23 @@ func (c *cluster) ready(m *member) error {
 		rd := m.node.Ready()
 		if rd.SoftState != nil {
 			c.logf("%s is %s (leader %d)", m.name, rd.SoftState.RaftState, rd.SoftState.Lead)
+			// As etcd: the leader's lessor judges expiry, every lease extended by an election
+			// timeout; any other's does not.
+			if lead := rd.SoftState.RaftState == raft.StateLeader; lead != m.leading {
+				m.leading = lead
+				if lead {
+					m.les.Promote(electionTimeout)
+				} else {
+					m.les.Demote()
+				}
+			}
+		}
+		for _, rs := range rd.ReadStates {
+			m.reads[binary.BigEndian.Uint64(rs.RequestCtx)] = rs.Index
 		}
 		if !raft.IsEmptySnap(rd.Snapshot) {
 			c.logf("%s installs the snapshot at %d (configuration %s)", m.name, rd.Snapshot.Metadata.Index, confString(rd.Snapshot.Metadata.ConfState))
-			if err := m.install(c.dir, rd.Snapshot); err != nil {
+			if err := m.install(rd.Snapshot); err != nil {
 				return err
 			}
 		}
@@ -300,8 +542,25 @@ func (c *cluster) ready(m *member) error {
 			if e.Type == raftpb.EntryConfChange {
 				c.logf("%s applies %d: configuration %s", m.name, e.Index, m.node.Status().Config)
 			}
+			if cc := m.sawChange; cc != nil {
+				// Committed: the member is in the cluster, or out of it, whether or not it
+				// knows yet.
+				if cc.Type == raftpb.ConfChangeRemoveNode {
+					c.gone[cc.NodeID] = true
+				} else {
+					c.joined[cc.NodeID] = true
+				}
+				m.sawChange = nil
+			}
 		}
 		m.node.Advance(rd)
+		if !m.ready && m.applied >= m.readyAt {
+			m.ready = true
+			c.sampleCluster(m)
+		}
+		if err := c.renewConfirmed(m); err != nil {
+			return err
+		}
 		if m.up() && m.applied >= m.snapped+snapshotEvery {
 			c.logf("%s keeps a snapshot at %d", m.name, m.applied)
 			if err := m.compact(snapshotKeep); err != nil {
@@ -310,6 +569,10 @@ func (c *cluster) ready(m *member) error {
 		}
 		if m.removed {
 			c.logf("%s was removed: it stops", m.name)
+			c.stop(m)
+		} else if m.up() && version.TooOld(m.bin, m.cv, version.DowngradeInfo{}) {
+			// As etcd's version loop: a binary the cluster version has passed stops.
+			c.logf("%s stops: its binary %s is below cluster version %s", m.name, m.bin, m.cv)
 			c.stop(m)
 		}
 	}
@@ -354,8 +617,14 @@ func (c *cluster) leader() *member {
 }
 
 // answered records a member's answer to a request, and hands it to the client waiting on that
-// member for it.
+// member for it. A revoke that deleted keys is a sight of its lease's expiry.
 func (c *cluster) answered(m *member, index uint64, a *appliedReq) {
+	if a.version && m.ready {
+		c.sampleCluster(m)
+	}
+	if a.revoked != 0 {
+		c.deleted[a.revoked] = append(c.deleted[a.revoked], judge.LeaseDeletion{At: c.now().UnixNano(), Rev: a.rev})
+	}
 	var cl *client
 	for _, x := range c.clients {
 		if x.waiting == a.id && x.via == m {
@@ -371,7 +640,9 @@ func (c *cluster) answered(m *member, index uint64, a *appliedReq) {
 	if a.err != nil {
 		return
 	}
-	cl.seen = append(cl.seen, judge.Seen{Op: fmt.Sprintf("%s #%d", cl.op, a.id), Revision: rev})
+	if a.resp != nil {
+		cl.seen = append(cl.seen, judge.Seen{Op: fmt.Sprintf("%s #%d", cl.op, a.id), Revision: rev})
+	}
 	switch cl.op {
 	case "put":
 		cl.acked[cl.key] = cl.value
@@ -382,6 +653,10 @@ func (c *cluster) answered(m *member, index uint64, a *appliedReq) {
 		} else if kvs := t.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
 			cl.counter = kvs[0].ModRevision
 		}
+	case "grant":
+		cl.leases[cl.lease] = &judge.LeaseRecord{TTL: cl.ttl, Kept: cl.calledAt.UnixNano()}
+	case "attach":
+		cl.attached[cl.lease] = true
 	}
 }
 
@@ -389,6 +664,15 @@ func (c *cluster) answered(m *member, index uint64, a *appliedReq) {
 func answer(a *appliedReq) (int64, string) {
 	if a.err != nil {
 		return 0, "fails: " + a.err.Error()
+	}
+	if a.resp == nil {
+		if a.compacted != 0 {
+			return 0, fmt.Sprintf("compacted at %d", a.compacted)
+		}
+		if a.revoked != 0 {
+			return a.rev, fmt.Sprintf("revoked lease %d at revision %d", a.revoked, a.rev)
+		}
+		return 0, "applied"
 	}
 	switch r := a.resp.Response.(type) {
 	case *pb.ResponseOp_ResponsePut:
@@ -401,8 +685,23 @@ func answer(a *appliedReq) (int64, string) {
 	return 0, "answered nothing"
 }
 
+// sortedLeases is a client's granted leases in ID order (a map's order is not the seed's).
+func (cl *client) sortedLeases() []int64 {
+	ids := make([]int64, 0, len(cl.leases))
+	for id := range cl.leases {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// maxLeases bounds the leases a client is granted in a run.
+const maxLeases = 4
+
 // act: a waiting client gives up once its patience is spent; an idle one sends its next request
-// through a member it draws (dropped at once if that member cannot propose).
+// through a member it draws (dropped at once if that member cannot propose). Its requests are
+// puts to its ledger, a counter's compare-and-swap, deletes, and leases: grants, a key put on
+// a lease, keep-alives.
 func (c *cluster) act(cl *client) error {
 	if cl.waiting != 0 {
 		if c.step >= cl.until {
@@ -415,14 +714,13 @@ func (c *cluster) act(cl *client) error {
 	if !via.up() {
 		return nil
 	}
-	c.nextID++
 	cl.seq++
-	r := &pb.InternalRaftRequest{Header: &pb.RequestHeader{ID: c.nextID}}
-	switch k := c.rng.IntN(10); {
-	case k < 6:
+	r := &pb.InternalRaftRequest{}
+	switch k := c.rng.IntN(20); {
+	case k < 8:
 		cl.op, cl.key, cl.value = "put", fmt.Sprintf("/ledger/c%d/%04d", cl.n, cl.seq), fmt.Sprintf("v%d", c.step)
 		r.Put = &pb.PutRequest{Key: []byte(cl.key), Value: []byte(cl.value)}
-	case k < 9:
+	case k < 12:
 		cl.op, cl.key = "txn", fmt.Sprintf("/counter/c%d", cl.n)
 		key := []byte(cl.key)
 		r.Txn = &pb.TxnRequest{
@@ -430,10 +728,30 @@ func (c *cluster) act(cl *client) error {
 			Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: key, Value: []byte(fmt.Sprint(cl.seq))}}}},
 			Failure: []*pb.RequestOp{{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: key}}}},
 		}
-	default:
+	case k < 13:
 		cl.op, cl.key = "delete", fmt.Sprintf("/scratch/c%d/", cl.n)
 		r.DeleteRange = &pb.DeleteRangeRequest{Key: []byte(cl.key), RangeEnd: []byte(fmt.Sprintf("/scratch/c%d0", cl.n))}
+	case k < 15:
+		if len(cl.leases) >= maxLeases {
+			return nil
+		}
+		c.nextLease++
+		cl.op, cl.lease, cl.ttl = "grant", 0x100+c.nextLease, time.Duration(1+c.rng.IntN(3))*time.Second
+		cl.key = fmt.Sprint(cl.lease)
+		r.LeaseGrant = &pb.LeaseGrantRequest{ID: cl.lease, TTL: int64(cl.ttl / time.Second)}
+	case k < 17:
+		ids := cl.sortedLeases()
+		if len(ids) == 0 {
+			return nil
+		}
+		cl.op, cl.lease = "attach", ids[c.rng.IntN(len(ids))]
+		cl.key = fmt.Sprintf("/lease/c%d/%d", cl.n, cl.lease)
+		r.Put = &pb.PutRequest{Key: []byte(cl.key), Value: []byte("held"), Lease: cl.lease}
+	default:
+		return c.keepAlive(cl, via)
 	}
+	c.nextID++
+	r.Header = &pb.RequestHeader{ID: c.nextID}
 	data, err := r.Marshal()
 	if err != nil {
 		return fmt.Errorf("encode request: %w", err)
@@ -442,9 +760,80 @@ func (c *cluster) act(cl *client) error {
 		c.logf("client %d %s %s via %s: dropped (%v)", cl.n, cl.op, cl.key, via.name, err)
 		return nil
 	}
-	cl.via, cl.waiting, cl.until = via, c.nextID, c.step+patience
+	cl.via, cl.waiting, cl.until, cl.calledAt = via, c.nextID, c.step+patience, c.now()
 	c.logf("client %d %s %s via %s: request %d", cl.n, cl.op, cl.key, via.name, c.nextID)
 	return c.ready(via)
+}
+
+// keepAlive sends a keep-alive of one of the client's leases, as etcd serves it: the member
+// hands it to the leader it knows, which confirms its leadership with a read index, waits to
+// have applied up to it, and renews the lease in its lessor.
+func (c *cluster) keepAlive(cl *client, via *member) error {
+	ids := cl.sortedLeases()
+	if len(ids) == 0 {
+		return nil
+	}
+	cl.op, cl.lease = "keepalive", ids[c.rng.IntN(len(ids))]
+	l := c.member(via.node.BasicStatus().Lead)
+	if l == nil || !l.up() || (l != via && (l.isolated || via.isolated)) {
+		c.logf("client %d keepalive %d via %s: no leader to send it to", cl.n, cl.lease, via.name)
+		return nil
+	}
+	c.nextID++
+	ctx := make([]byte, 8)
+	binary.BigEndian.PutUint64(ctx, c.nextID)
+	l.node.ReadIndex(ctx)
+	cl.via, cl.waiting, cl.until, cl.calledAt = l, c.nextID, c.step+patience, c.now()
+	c.logf("client %d keepalive %d via %s at %s: request %d", cl.n, cl.lease, l.name, l.name, c.nextID)
+	return c.ready(l)
+}
+
+// renewConfirmed renews the leases whose keep-alives' read indexes the member has applied, if it
+// still leads, and answers their clients.
+func (c *cluster) renewConfirmed(m *member) error {
+	ids := make([]uint64, 0, len(m.reads))
+	for id, index := range m.reads {
+		if index <= m.applied {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		delete(m.reads, id)
+		var cl *client
+		for _, x := range c.clients {
+			if x.waiting == id && x.via == m {
+				cl = x
+			}
+		}
+		if cl == nil {
+			continue
+		}
+		cl.waiting = 0
+		if !m.leading {
+			c.logf("%s refuses keepalive %d of lease %d: not the leader", m.name, id, cl.lease)
+			continue
+		}
+		// Not waited on: a lease past its expiry is refused at once (its revoke is on its way).
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		ttl, checkpointed, err := m.les.Renew(done, cl.lease)
+		if err != nil {
+			c.logf("%s refuses keepalive %d of lease %d", m.name, id, cl.lease)
+			continue
+		}
+		c.logf("%s renews lease %d for %d s: keepalive %d", m.name, cl.lease, ttl, id)
+		if rec := cl.leases[cl.lease]; rec != nil {
+			rec.Kept = cl.calledAt.UnixNano()
+			rec.Renewals = append(rec.Renewals, rec.Kept)
+		}
+		if checkpointed {
+			// As etcd: clear the checkpoint, or a later leader starts the lease from it.
+			c.propose(m, fmt.Sprintf("clear lease %d's checkpoint", cl.lease),
+				&pb.InternalRaftRequest{LeaseCheckpoint: &pb.LeaseCheckpointRequest{Checkpoints: []*pb.LeaseCheckpoint{{ID: cl.lease}}}})
+		}
+	}
+	return nil
 }
 
 // crashOne takes a member down, while a majority of the live members stays up.
@@ -476,10 +865,7 @@ func (c *cluster) restartOne() error {
 	}
 	m := down[c.rng.IntN(len(down))]
 	c.logf("restart %s", m.name)
-	if err := m.start(c.dir); err != nil {
-		return err
-	}
-	return c.ready(m)
+	return c.startMember(m)
 }
 
 // partition cuts one member off from the rest, or mends every cut.
@@ -580,10 +966,14 @@ func (c *cluster) settle() error {
 	c.mend()
 	for _, m := range c.live() {
 		if !m.up() {
-			if err := m.start(c.dir); err != nil {
+			if err := c.startMember(m); err != nil {
 				return err
 			}
-			if err := c.ready(m); err != nil {
+		}
+		if !m.up() {
+			// It refused its binary: the operator swaps in the newer.
+			m.bin = newerBinary
+			if err := c.startMember(m); err != nil {
 				return err
 			}
 		}
@@ -614,6 +1004,46 @@ func (c *cluster) settle() error {
 	}
 	c.failed = append(c.failed, fmt.Sprintf("the cluster did not settle within %d rounds", settleRounds))
 	c.logf("did not settle")
+	return nil
+}
+
+// expireRounds is how long the run goes on, with no client left, for every lease to expire:
+// far past the longest TTL, a new leader's extension and a round of the leader's expiry check.
+const expireRounds = 100
+
+// expireLeases runs the settled cluster for expireRounds more ticks, with every link up, and
+// settles it again: no lease has keep-alives any more, so none may still hold a key then.
+func (c *cluster) expireLeases() error {
+	c.logf("expire: %d more ticks with no keep-alives", expireRounds)
+	for round := 0; round < expireRounds; round++ {
+		for n := 0; len(c.inflight) > 0 && n < settleDeliveries; n++ {
+			if err := c.deliver(0); err != nil {
+				return err
+			}
+		}
+		if err := c.tickAll(); err != nil {
+			return err
+		}
+		c.step++
+	}
+	if err := c.settle(); err != nil {
+		return err
+	}
+	for _, m := range c.live() {
+		if !m.up() {
+			continue
+		}
+		txn := m.kv.Read()
+		res, err := txn.Range([]byte("/lease/"), []byte("/lease0"), mvcc.RangeOptions{})
+		txn.End()
+		if err != nil {
+			return fmt.Errorf("%s: read the leases' keys: %w", m.name, err)
+		}
+		for _, kv := range res.KVs {
+			c.findings = append(c.findings, judge.Finding{Check: judge.LeaseNeverExpired,
+				Detail: fmt.Sprintf("%s: still holds %s on lease %d, %v after the last keep-alive", m.name, kv.Key, kv.Lease, time.Duration(expireRounds)*tickInterval)})
+		}
+	}
 	return nil
 }
 
@@ -677,6 +1107,30 @@ func (c *cluster) judge() {
 	}
 	c.findings = append(c.findings, judge.Monotonic(seen)...)
 	c.findings = append(c.findings, judge.Hashes(hashes)...)
+	leases := map[int64]judge.LeaseRecord{}
+	for _, cl := range c.clients {
+		for id, rec := range cl.leases {
+			leases[id] = *rec
+		}
+	}
+	for _, m := range c.live() {
+		c.sampleCluster(m)
+	}
+	names := make([]string, 0, len(c.versions))
+	for name := range c.versions {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		c.findings = append(c.findings, judge.ClusterVersions(name, c.versions[name], nil)...)
+	}
+	c.findings = append(c.findings, judge.ClusterVersionsAcross(c.versions, nil)...)
+	for _, m := range c.live() {
+		c.logf("%s runs %s, cluster version %s", m.name, m.bin, m.cv)
+	}
+	lf, expired := judge.Leases(leases, c.deleted)
+	c.findings = append(c.findings, lf...)
+	c.logf("%d leases granted, %d seen to expire", len(leases), expired)
 	for _, f := range c.findings {
 		c.logf("finding %s", f)
 	}
