@@ -8,6 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
+	"etcdx/server/apply"
 	"etcdx/server/auth"
 	"etcdx/server/schema"
 	"etcdx/server/version"
@@ -168,85 +169,6 @@ func needsAdmin(r *pb.InternalRaftRequest, level version.Level) bool {
 		r.AuthRoleRevokePermission != nil || r.AuthRoleDelete != nil || r.AuthUserList != nil || r.AuthRoleList != nil
 }
 
-func (s *Server) checkPutAuth(in *auth.Info, r *pb.PutRequest) error {
-	if err := s.auth.IsPutPermitted(in, r.Key); err != nil {
-		return err
-	}
-	if err := s.checkLeaseKeys(in, r.Lease, true); err != nil {
-		return err
-	}
-	if r.PrevKv {
-		return s.auth.IsRangePermitted(in, r.Key, nil)
-	}
-	return nil
-}
-
-func (s *Server) checkDeleteAuth(in *auth.Info, r *pb.DeleteRangeRequest) error {
-	if err := s.auth.IsDeleteRangePermitted(in, r.Key, r.RangeEnd); err != nil {
-		return err
-	}
-	if r.PrevKv {
-		return s.auth.IsRangePermitted(in, r.Key, r.RangeEnd)
-	}
-	return nil
-}
-
-// checkTxnAuth checks every compare and every operation of both branches, nested ones too,
-// whichever branch will run.
-func (s *Server) checkTxnAuth(in *auth.Info, r *pb.TxnRequest) error {
-	for _, c := range r.Compare {
-		if err := s.auth.IsRangePermitted(in, c.Key, c.RangeEnd); err != nil {
-			return err
-		}
-	}
-	for _, ops := range [][]*pb.RequestOp{r.Success, r.Failure} {
-		for _, op := range ops {
-			var err error
-			switch {
-			case op.GetRequestRange() != nil:
-				rr := op.GetRequestRange()
-				err = s.auth.IsRangePermitted(in, rr.Key, rr.RangeEnd)
-			case op.GetRequestPut() != nil:
-				err = s.checkPutAuth(in, op.GetRequestPut())
-			case op.GetRequestDeleteRange() != nil:
-				err = s.checkDeleteAuth(in, op.GetRequestDeleteRange())
-			case op.GetRequestTxn() != nil:
-				err = s.checkTxnAuth(in, op.GetRequestTxn())
-			}
-			if err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// checkLeaseKeys: a caller that is not root may use (write) or read a lease only if it may
-// write (or read) every key attached to it.
-func (s *Server) checkLeaseKeys(in *auth.Info, id int64, write bool) error {
-	if id == 0 || !s.auth.Enabled() {
-		return nil
-	}
-	keys, err := s.les.Keys(id)
-	if err != nil {
-		return nil // no such lease: the request fails on its own terms
-	}
-	if s.auth.IsAdminPermitted(in) == nil {
-		return nil
-	}
-	for _, k := range keys {
-		if write {
-			err = s.auth.IsPutPermitted(in, k)
-		} else {
-			err = s.auth.IsRangePermitted(in, k, nil)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // checkLeaseUse is the API-side check of keep-alive and time-to-live: a named caller, allowed on
 // every key of the lease, and no auth change meanwhile.
 func (s *Server) checkLeaseUse(ctx context.Context, id int64, write bool) error {
@@ -261,7 +183,7 @@ func (s *Server) checkLeaseUse(ctx context.Context, id int64, write bool) error 
 	if in == nil {
 		return auth.ErrUserEmpty
 	}
-	if err := s.checkLeaseKeys(in, id, write); err != nil {
+	if err := apply.LeasePermitted(s.auth, s.les, in, id, write); err != nil {
 		return err
 	}
 	if rev != s.auth.Revision() {
@@ -270,19 +192,9 @@ func (s *Server) checkLeaseUse(ctx context.Context, id int64, write bool) error 
 	return nil
 }
 
-// checkApplyAuth checks the caller's permissions for a key or lease request.
+// checkApplyAuth checks the caller's permissions for a key or lease request (apply.Permitted).
 func (s *Server) checkApplyAuth(in *auth.Info, r *pb.InternalRaftRequest) error {
-	switch {
-	case r.Put != nil:
-		return s.checkPutAuth(in, r.Put)
-	case r.DeleteRange != nil:
-		return s.checkDeleteAuth(in, r.DeleteRange)
-	case r.Txn != nil:
-		return s.checkTxnAuth(in, r.Txn)
-	case r.LeaseRevoke != nil:
-		return s.checkLeaseKeys(in, r.LeaseRevoke.ID, true)
-	}
-	return nil
+	return apply.Permitted(s.auth, s.les, in, r)
 }
 
 // applyAuth applies the auth requests of an entry; ok is false for any other request.

@@ -124,7 +124,7 @@ func (s *Server) readTxn(ctx context.Context, r *pb.TxnRequest) (resp *pb.TxnRes
 			return nil, err
 		}
 	}
-	err = s.checkedRead(ctx, func(in *auth.Info) error { return s.checkTxnAuth(in, r) }, func() error {
+	err = s.checkedRead(ctx, func(in *auth.Info) error { return apply.Permitted(s.auth, s.les, in, &pb.InternalRaftRequest{Txn: r}) }, func() error {
 		v := s.kv.Read()
 		defer v.End()
 		var err error
