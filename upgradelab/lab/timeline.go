@@ -167,6 +167,13 @@ func (rc *recorder) judgeVersions(downgrades []judge.DowngradeWindow) []judge.Fi
 		if !v.Answered || v.Server == "" || majorMinor(v.Cluster, "") == "" || strings.Contains(v.Cluster, "not") {
 			continue
 		}
+		if majorMinor(v.Cluster, "") == "3.0" {
+			// Upstream 3.5's leader sets 3.0.0 (its MinClusterVersion) when it knows no cluster
+			// version and cannot reach every member to decide one (monitorVersions): members
+			// that joined with fresh data dirs show it until the real decision. A placeholder
+			// below every level, not a lowering.
+			continue
+		}
 		if _, ok := byMember[v.Member]; !ok {
 			names = append(names, v.Member)
 		}
