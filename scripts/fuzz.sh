@@ -5,19 +5,20 @@
 #
 # The budget is a count, not a duration: with a duration, Go 1.26's fuzz coordinator can report
 # its own deadline as "context deadline exceeded" and fail a target that found nothing
-# (golang/go#75804). Each count is about 10 s of work on a 2-core machine. FUZZTIME (e.g. 60s or
+# (golang/go#75804). Each count is about 5 s of work on a 2-core machine (make test's budget:
+# building each target's instrumented test binary costs as much again). FUZZTIME (e.g. 60s or
 # 500000x) replaces every count for a longer run by hand.
 # Minimization is kept short: on inputs of tens of kilobytes (database files) it would take the
 # whole budget.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=(
-  "server ./wal FuzzSegment 6000x"
-  "server ./wal FuzzRecordPayloads 100000x"
-  "server ./snap FuzzLoad 20000x"
-  "server ./v3rpc FuzzRequestChecks 50000x"
-  "server ./httpapi FuzzGatewayBody 40000x"
-  "etcdutl ./offline FuzzGetStatus 5000x"
+  "server ./wal FuzzSegment 3000x"
+  "server ./wal FuzzRecordPayloads 50000x"
+  "server ./snap FuzzLoad 10000x"
+  "server ./v3rpc FuzzRequestChecks 25000x"
+  "server ./httpapi FuzzGatewayBody 20000x"
+  "etcdutl ./offline FuzzGetStatus 2500x"
 )
 for t in "${targets[@]}"; do
   read -r mod pkg name budget <<<"$t"

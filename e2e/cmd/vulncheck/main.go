@@ -17,8 +17,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // finding is the part of govulncheck's JSON finding this check reads.
@@ -54,8 +56,30 @@ func main() {
 	}
 	dbURL := "file://" + mustAbs(*db)
 	failed := false
-	for _, mod := range flag.Args() {
-		found, unreached, err := check(*bin, dbURL, mod)
+	mods := flag.Args()
+	// The modules are checked side by side (govulncheck's analysis leaves CPUs idle), and
+	// reported in the order given.
+	type result struct {
+		found     []reached
+		unreached int
+		err       error
+	}
+	results := make([]result, len(mods))
+	sem := make(chan struct{}, max(2, runtime.NumCPU()))
+	var wg sync.WaitGroup
+	for i, mod := range mods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			r := &results[i]
+			r.found, r.unreached, r.err = check(*bin, dbURL, mod)
+		}()
+	}
+	wg.Wait()
+	for i, mod := range mods {
+		found, unreached, err := results[i].found, results[i].unreached, results[i].err
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "vulncheck %s: %v\n", mod, err)
 			os.Exit(1)
