@@ -104,16 +104,10 @@ func (m *member) start() error {
 	if err := m.openStore(); err != nil {
 		return err
 	}
-	var ci uint64
-	var cv version.Level
-	if err := m.be.View(func(tx *bolt.Tx) error {
-		ci, _ = schema.ReadConsistentIndex(tx)
-		var err error
-		cv, err = schema.ReadClusterVersion(tx)
-		return err
-	}); err != nil {
+	ci, cv, err := m.readState()
+	if err != nil {
 		m.close()
-		return fmt.Errorf("%s: read the consistent index and the cluster version: %w", m.name, err)
+		return err
 	}
 	if version.TooOld(m.bin, cv, version.DowngradeInfo{}) {
 		// As etcd's start-up check: a binary below the cluster version does not start.
@@ -137,6 +131,21 @@ func (m *member) start() error {
 	}
 	m.ready = false
 	return nil
+}
+
+// readState is what the store's file says was applied: the consistent index and the cluster
+// version.
+func (m *member) readState() (ci uint64, cv version.Level, err error) {
+	err = m.be.View(func(tx *bolt.Tx) error {
+		ci, _ = schema.ReadConsistentIndex(tx)
+		var err error
+		cv, err = schema.ReadClusterVersion(tx)
+		return err
+	})
+	if err != nil {
+		err = fmt.Errorf("%s: read the consistent index and the cluster version: %w", m.name, err)
+	}
+	return ci, cv, err
 }
 
 // errTooOld: the member's binary is below the cluster version its data holds.
@@ -199,12 +208,9 @@ func (m *member) install(snap raftpb.Snapshot) error {
 	if err := m.openStore(); err != nil {
 		return err
 	}
-	if err := m.be.View(func(tx *bolt.Tx) error {
-		var err error
-		m.cv, err = schema.ReadClusterVersion(tx)
+	var err error
+	if _, m.cv, err = m.readState(); err != nil {
 		return err
-	}); err != nil {
-		return fmt.Errorf("%s: read the snapshot's cluster version: %w", m.name, err)
 	}
 	m.applied, m.conf, m.snapped, m.replayedTo = snap.Metadata.Index, snap.Metadata.ConfState, snap.Metadata.Index, snap.Metadata.Index
 	if m.leading {

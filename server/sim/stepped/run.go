@@ -6,8 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -318,7 +320,7 @@ func (c *cluster) newMember(id uint64) (*member, error) {
 	if err := m.start(); err != nil {
 		return nil, err
 	}
-	c.sample(m)
+	c.sample(m, false)
 	return m, nil
 }
 
@@ -395,9 +397,8 @@ func (c *cluster) tickAll() error {
 // is decided), and the cluster version version.Cluster.Decide says to propose.
 func (c *cluster) decideVersion(l *member) {
 	cfg := l.node.Status().Config
-	ids := sortedIDs(cfg.Learners)
-	ids = append(ids, sortedIDs(cfg.Voters.IDs())...)
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	ids := append(slices.Collect(maps.Keys(cfg.Voters.IDs())), slices.Collect(maps.Keys(cfg.Learners))...)
+	slices.Sort(ids)
 	vc := version.Cluster{Version: l.cv}
 	for _, id := range ids {
 		vm := version.Member{ID: id}
@@ -411,22 +412,15 @@ func (c *cluster) decideVersion(l *member) {
 	}
 }
 
-// sample records what a member reports of its versions now: its level, and unless it has only
-// just started (its store may be behind its log until it applies again), its cluster version.
-func (c *cluster) sample(m *member) {
-	if c.gone[m.id] || !c.joined[m.id] {
-		return
-	}
-	c.versions[m.name] = append(c.versions[m.name], judge.VersionSample{At: c.now().UnixNano(), Level: m.bin.String()})
-}
-
-// sampleCluster records a member's cluster version with its level, as it applies one or at the end.
-func (c *cluster) sampleCluster(m *member) {
+// sample records what a member reports of its versions now: its level, and with cluster its
+// cluster version too (not while it has only just started: its store may be behind its log
+// until it applies again).
+func (c *cluster) sample(m *member, cluster bool) {
 	if c.gone[m.id] || !c.joined[m.id] {
 		return
 	}
 	v := judge.VersionSample{At: c.now().UnixNano(), Level: m.bin.String()}
-	if !m.cv.IsZero() {
+	if cluster && !m.cv.IsZero() {
 		v.Cluster = m.cv.String()
 	}
 	c.versions[m.name] = append(c.versions[m.name], v)
@@ -462,7 +456,7 @@ func (c *cluster) startMember(m *member) error {
 	} else if err != nil {
 		return err
 	}
-	c.sample(m)
+	c.sample(m, false)
 	return c.ready(m)
 }
 
@@ -556,7 +550,7 @@ func (c *cluster) ready(m *member) error {
 		m.node.Advance(rd)
 		if !m.ready && m.applied >= m.readyAt {
 			m.ready = true
-			c.sampleCluster(m)
+			c.sample(m, true)
 		}
 		if err := c.renewConfirmed(m); err != nil {
 			return err
@@ -620,7 +614,7 @@ func (c *cluster) leader() *member {
 // member for it. A revoke that deleted keys is a sight of its lease's expiry.
 func (c *cluster) answered(m *member, index uint64, a *appliedReq) {
 	if a.version && m.ready {
-		c.sampleCluster(m)
+		c.sample(m, true)
 	}
 	if a.revoked != 0 {
 		c.deleted[a.revoked] = append(c.deleted[a.revoked], judge.LeaseDeletion{At: c.now().UnixNano(), Rev: a.rev})
@@ -685,16 +679,6 @@ func answer(a *appliedReq) (int64, string) {
 	return 0, "answered nothing"
 }
 
-// sortedLeases is a client's granted leases in ID order (a map's order is not the seed's).
-func (cl *client) sortedLeases() []int64 {
-	ids := make([]int64, 0, len(cl.leases))
-	for id := range cl.leases {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return ids
-}
-
 // maxLeases bounds the leases a client is granted in a run.
 const maxLeases = 4
 
@@ -740,7 +724,7 @@ func (c *cluster) act(cl *client) error {
 		cl.key = fmt.Sprint(cl.lease)
 		r.LeaseGrant = &pb.LeaseGrantRequest{ID: cl.lease, TTL: int64(cl.ttl / time.Second)}
 	case k < 17:
-		ids := cl.sortedLeases()
+		ids := slices.Sorted(maps.Keys(cl.leases))
 		if len(ids) == 0 {
 			return nil
 		}
@@ -769,7 +753,7 @@ func (c *cluster) act(cl *client) error {
 // hands it to the leader it knows, which confirms its leadership with a read index, waits to
 // have applied up to it, and renews the lease in its lessor.
 func (c *cluster) keepAlive(cl *client, via *member) error {
-	ids := cl.sortedLeases()
+	ids := slices.Sorted(maps.Keys(cl.leases))
 	if len(ids) == 0 {
 		return nil
 	}
@@ -1114,14 +1098,9 @@ func (c *cluster) judge() {
 		}
 	}
 	for _, m := range c.live() {
-		c.sampleCluster(m)
+		c.sample(m, true)
 	}
-	names := make([]string, 0, len(c.versions))
-	for name := range c.versions {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(c.versions)) {
 		c.findings = append(c.findings, judge.ClusterVersions(name, c.versions[name], nil)...)
 	}
 	c.findings = append(c.findings, judge.ClusterVersionsAcross(c.versions, nil)...)
