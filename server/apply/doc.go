@@ -10,6 +10,10 @@
 // The files:
 //
 //	kv.go     the inputs (Reader, Writer, Leases) and the errors a request is refused with
+//	request.go
+//	          Apply: the one dispatch of a committed key, compaction or lease request to its
+//	          function, in the caller's batch (the server's apply loop and the stepped
+//	          simulation both apply through it)
 //	range.go  Range: revisions, limits, counts, filters by revision, sort orders, keys only
 //	write.go  Put (ignore_value, ignore_lease, prev_kv, the lease must exist) and DeleteRange
 //	txn.go    Txn: every branch decided against the state before it, every op on them checked,

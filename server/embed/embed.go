@@ -22,6 +22,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"etcdx/server/compactor"
 	"etcdx/server/etcdserver"
 	"etcdx/server/features"
 	"etcdx/server/httpapi"
@@ -294,7 +295,7 @@ func (c *Config) Validate() error {
 	if c.QuotaBackendBytes < 0 {
 		return fmt.Errorf("--quota-backend-bytes must not be negative")
 	}
-	if _, _, err := etcdserver.ParseRetention(c.AutoCompactionMode, c.AutoCompactionRetention); err != nil {
+	if _, _, err := compactor.ParseRetention(c.AutoCompactionMode, c.AutoCompactionRetention); err != nil {
 		return fmt.Errorf("--auto-compaction-retention: %w", err)
 	}
 	if c.Logger == nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"etcdx/pkg/buildinfo"
+	"etcdx/server/compactor"
 	"etcdx/server/etcdserver"
 	"etcdx/server/features"
 	"etcdx/server/version"
@@ -26,7 +27,7 @@ func startupFields(cfg *Config, localAddr string) []any {
 	if walDir == "" {
 		walDir = filepath.Join(cfg.Dir, "member", "wal")
 	}
-	period, revisions, _ := etcdserver.ParseRetention(cfg.AutoCompactionMode, cfg.AutoCompactionRetention) // checked by Validate
+	period, revisions, _ := compactor.ParseRetention(cfg.AutoCompactionMode, cfg.AutoCompactionRetention) // checked by Validate
 	retention := period
 	if revisions > 0 {
 		retention = time.Duration(revisions) // upstream keeps a revision count in a Duration

@@ -242,74 +242,21 @@ func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest, ind
 	if err := s.checkApplyAuth(in, r); err != nil {
 		return &applyResult{err: err}
 	}
-	switch {
-	case r.Put != nil:
-		if noSpace {
-			return &applyResult{err: ErrNoSpace}
-		}
-		txn := s.kv.WriteIn(b)
-		defer txn.End()
-		resp, err := apply.Put(txn, s.les, r.Put)
-		return &applyResult{resp: resp, err: err}
-	case r.DeleteRange != nil:
-		txn := s.kv.WriteIn(b)
-		defer txn.End()
-		resp, err := apply.DeleteRange(txn, r.DeleteRange)
-		return &applyResult{resp: resp, err: err}
-	case r.Txn != nil:
-		if noSpace && apply.TxnHasPuts(r.Txn) {
-			return &applyResult{err: ErrNoSpace}
-		}
-		txn := s.kv.WriteIn(b)
-		resp, err := apply.Txn(txn, s.les, r.Txn)
-		if errors.Is(err, apply.ErrHalfApplied) {
+	if noSpace && (r.Put != nil || r.LeaseGrant != nil || (r.Txn != nil && apply.TxnHasPuts(r.Txn))) {
+		return &applyResult{err: ErrNoSpace}
+	}
+	// Persisted from cluster version 3.6 on, or earlier with upstream's LeaseCheckpointPersist gate.
+	persist := r.LeaseCheckpoint != nil && (version.LeaseCheckpointPersist.On(s.cfg.Level, s.ClusterVersion()) || s.cfg.Features.Enabled(features.LeaseCheckpointPersist))
+	if res, ok := apply.Apply(b, s.kv, s.les, r, persist); ok {
+		if errors.Is(res.Err, apply.ErrHalfApplied) {
 			// Only a storage failure gets here (every refusal is found before the first
-			// write): nothing of this batch may be committed, and the member stops.
-			txn.Abort(err)
-			s.fatal("unexpected error during txn with writes", err)
-			return &applyResult{err: err}
+			// write): its batch is failed, nothing of it is committed, and the member stops.
+			s.fatal("unexpected error during txn with writes", res.Err)
 		}
-		txn.End()
-		return &applyResult{resp: resp, err: err}
-	case r.Compaction != nil:
-		physc, err := s.kv.CompactIn(b, r.Compaction.Revision)
-		if err != nil {
-			return &applyResult{err: err}
-		}
-		s.log.Info("compacted keyspace", "revision", r.Compaction.Revision)
-		return &applyResult{resp: &pb.CompactionResponse{Header: &pb.ResponseHeader{Revision: s.kv.Rev()}}, physc: physc}
-	case r.LeaseGrant != nil:
-		if noSpace {
-			return &applyResult{err: ErrNoSpace}
-		}
-		resp, err := apply.LeaseGrant(b, s.les, r.LeaseGrant, s.kv.Rev())
-		if err != nil {
-			return &applyResult{err: err}
-		}
-		s.m.leaseGranted.Inc()
-		s.m.leaseTTL.Observe(float64(resp.TTL))
-		return &applyResult{resp: resp}
-	case r.LeaseRevoke != nil:
-		keys, err := s.les.Keys(r.LeaseRevoke.ID)
-		if err != nil {
-			return &applyResult{err: err}
-		}
-		txn := s.kv.WriteIn(b)
-		resp, err := apply.LeaseRevoke(b, txn, s.les, r.LeaseRevoke, keys)
-		txn.End()
-		if err != nil {
-			return &applyResult{err: err}
-		}
-		s.m.leaseRevoked.Inc()
-		return &applyResult{resp: resp}
-	case r.LeaseCheckpoint != nil:
-		var persist *backend.BatchTx
-		// Persisted from cluster version 3.6 on, or earlier with upstream's LeaseCheckpointPersist gate.
-		if version.LeaseCheckpointPersist.On(s.cfg.Level, s.ClusterVersion()) || s.cfg.Features.Enabled(features.LeaseCheckpointPersist) {
-			persist = b
-		}
-		resp, err := apply.LeaseCheckpoint(persist, s.les, r.LeaseCheckpoint, s.kv.Rev())
-		return &applyResult{resp: resp, err: err}
+		s.appliedKind(r, res)
+		return &applyResult{resp: res.Resp, err: res.Err, physc: res.Compacted}
+	}
+	switch {
 	case r.Alarm != nil:
 		resp, err := s.alarms.apply(b, r.Alarm, s.id)
 		if err == nil && r.Alarm.Action == pb.AlarmRequest_ACTIVATE {
@@ -343,6 +290,23 @@ func (s *Server) applyRequest(b *backend.BatchTx, r *pb.InternalRaftRequest, ind
 		return s.applyDowngradeInfo(b, r.DowngradeInfoSet)
 	default:
 		return &applyResult{err: fmt.Errorf("unsupported raft request")}
+	}
+}
+
+// appliedKind logs and counts what the member's metrics and log say of a key or lease request
+// it applied.
+func (s *Server) appliedKind(r *pb.InternalRaftRequest, res apply.Result) {
+	if res.Err != nil {
+		return
+	}
+	switch {
+	case r.Compaction != nil:
+		s.log.Info("compacted keyspace", "revision", r.Compaction.Revision)
+	case r.LeaseGrant != nil:
+		s.m.leaseGranted.Inc()
+		s.m.leaseTTL.Observe(float64(res.Resp.(*pb.LeaseGrantResponse).TTL))
+	case r.LeaseRevoke != nil:
+		s.m.leaseRevoked.Inc()
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"etcdx/server/apply"
 	"etcdx/server/backend"
+	"etcdx/server/compactor"
 	"etcdx/server/lease"
 	"etcdx/server/mvcc"
 	"etcdx/server/schema"
@@ -54,8 +55,8 @@ type member struct {
 	// it shows before may be older than what it showed before a crash).
 	readyAt uint64
 	ready   bool
-	// compactNext is the revision a leader compacts at next: its revision a period ago.
-	compactNext int64
+	// compaction is its auto-compaction rule (etcd's periodic mode), asked while it leads.
+	compaction compactor.Retention
 	// reads are keep-alives waiting for their read index to confirm the leadership and for the
 	// member to apply up to it, by request id.
 	reads map[uint64]uint64
@@ -124,7 +125,8 @@ func (m *member) start() error {
 		return fmt.Errorf("%s: start raft: %w", m.name, err)
 	}
 	m.node, m.applied, m.conf, m.snapped = node, snap.Metadata.Index, snap.Metadata.ConfState, snap.Metadata.Index
-	m.replayedTo, m.leading, m.reads, m.cv, m.compactNext = ci, false, map[uint64]uint64{}, cv, 0
+	m.replayedTo, m.leading, m.reads, m.cv = ci, false, map[uint64]uint64{}, cv
+	m.compaction = compactor.Retention{Period: compactPeriod}
 	if m.readyAt, err = m.disk.LastIndex(); err != nil {
 		m.close()
 		return fmt.Errorf("%s: read the log's last index: %w", m.name, err)
@@ -328,10 +330,6 @@ func (m *member) applyEntry(e raftpb.Entry) (*appliedReq, error) {
 	if r.Header != nil {
 		out.id = r.Header.ID
 	}
-	if r.Compaction != nil {
-		// Before a write transaction opens: scheduling a compaction takes the store's locks.
-		return out, m.applyCompaction(e, r.Compaction, out)
-	}
 	if m.indexFirst {
 		if err := m.keepIndex(e); err != nil {
 			return nil, err
@@ -340,65 +338,52 @@ func (m *member) applyEntry(e raftpb.Entry) (*appliedReq, error) {
 			return nil, fmt.Errorf("%s: commit: %w", m.name, err)
 		}
 	}
-	var keys [][]byte
-	if r.LeaseRevoke != nil {
-		// Read before the write transaction opens: it holds the store.
-		keys, _ = m.les.Keys(r.LeaseRevoke.ID)
-	}
 	b := m.be.Batch()
-	txn := m.kv.WriteIn(b)
-	switch {
-	case r.Put != nil:
-		resp, err := apply.Put(txn, m.les, r.Put)
-		out.resp, out.err = &pb.ResponseOp{Response: &pb.ResponseOp_ResponsePut{ResponsePut: resp}}, err
-	case r.DeleteRange != nil:
-		resp, err := apply.DeleteRange(txn, r.DeleteRange)
-		out.resp, out.err = &pb.ResponseOp{Response: &pb.ResponseOp_ResponseDeleteRange{ResponseDeleteRange: resp}}, err
-	case r.Txn != nil:
-		resp, err := apply.Txn(txn, m.les, r.Txn)
-		if errors.Is(err, apply.ErrHalfApplied) {
-			txn.Abort(err)
+	// Persisted, as from cluster version 3.6 on.
+	if res, ok := apply.Apply(b, m.kv, m.les, &r, true); ok {
+		if errors.Is(res.Err, apply.ErrHalfApplied) {
 			b.Unlock()
-			return nil, fmt.Errorf("%s: txn at %d: %w", m.name, e.Index, err)
+			return nil, fmt.Errorf("%s: txn at %d: %w", m.name, e.Index, res.Err)
 		}
-		out.resp, out.err = &pb.ResponseOp{Response: &pb.ResponseOp_ResponseTxn{ResponseTxn: resp}}, err
-	case r.LeaseGrant != nil:
-		_, out.err = apply.LeaseGrant(b, m.les, r.LeaseGrant, txn.Rev())
-	case r.LeaseRevoke != nil:
-		if _, out.err = apply.LeaseRevoke(b, txn, m.les, r.LeaseRevoke, keys); out.err == nil && txn.Changes() > 0 {
-			out.revoked, out.rev = r.LeaseRevoke.ID, txn.Rev()
+		out.resp, out.err = asOp(res.Resp), res.Err
+		switch {
+		case res.Err != nil:
+		case r.Compaction != nil:
+			out.compacted = r.Compaction.Revision
+		case r.LeaseRevoke != nil && res.Changes > 0:
+			out.revoked, out.rev = r.LeaseRevoke.ID, res.Resp.(*pb.LeaseRevokeResponse).Header.Revision
 		}
-	case r.LeaseCheckpoint != nil:
-		// Persisted, as from cluster version 3.6 on.
-		_, out.err = apply.LeaseCheckpoint(b, m.les, r.LeaseCheckpoint, txn.Rev())
-	case r.ClusterVersionSet != nil:
-		l, err := version.ParseLevel(r.ClusterVersionSet.Ver)
-		if err == nil {
-			err = schema.PutClusterVersion(b, l)
-		}
-		if out.err = err; err == nil {
-			m.cv, out.version = l, true
-		}
-	default:
-		txn.End()
+		return out, m.endBatch(b, e, nil)
+	}
+	if r.ClusterVersionSet == nil {
 		b.Unlock()
 		return nil, fmt.Errorf("%s: entry %d holds a request the stepped cluster does not send", m.name, e.Index)
 	}
-	if err := m.endBatch(b, e, txn.End()); err != nil {
+	l, err := version.ParseLevel(r.ClusterVersionSet.Ver)
+	if err == nil {
+		err = schema.PutClusterVersion(b, l)
+	}
+	if out.err = err; err == nil {
+		m.cv, out.version = l, true
+	}
+	if err := m.endBatch(b, e, nil); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// applyCompaction schedules a compaction (its clean-up waits for the member's ticks), the consistent
-// index in the same batch; a revision compacted already or not yet written is the answer.
-func (m *member) applyCompaction(e raftpb.Entry, r *pb.CompactionRequest, out *appliedReq) error {
-	b := m.be.Batch()
-	_, out.err = m.kv.CompactIn(b, r.Revision)
-	if out.err == nil {
-		out.compacted = r.Revision
+// asOp wraps a key request's answer as a txn's op answer (the form the clients read); the other
+// kinds' answers are none.
+func asOp(resp any) *pb.ResponseOp {
+	switch r := resp.(type) {
+	case *pb.PutResponse:
+		return &pb.ResponseOp{Response: &pb.ResponseOp_ResponsePut{ResponsePut: r}}
+	case *pb.DeleteRangeResponse:
+		return &pb.ResponseOp{Response: &pb.ResponseOp_ResponseDeleteRange{ResponseDeleteRange: r}}
+	case *pb.TxnResponse:
+		return &pb.ResponseOp{Response: &pb.ResponseOp_ResponseTxn{ResponseTxn: r}}
 	}
-	return m.endBatch(b, e, nil)
+	return nil
 }
 
 // endBatch records e as applied in the batch its changes went into (err: they failed) and

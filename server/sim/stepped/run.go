@@ -20,6 +20,7 @@ import (
 
 	"etcdx/pkg/judge"
 	"etcdx/server/apply"
+	"etcdx/server/compactor"
 	"etcdx/server/lease"
 	"etcdx/server/mvcc"
 	"etcdx/server/version"
@@ -121,8 +122,14 @@ var (
 	newerBinary = version.Level{Major: 3, Minor: 7}
 )
 
-// compactTicks is how often a leader compacts (etcd's periodic auto-compaction, scaled).
-const compactTicks = 50
+// compactPeriod is the history a leader's auto-compaction keeps (etcd's periodic mode, its
+// retention scaled down); the rule is asked every compactTicks.
+const compactPeriod = 5 * time.Second
+
+// compactTicks is the rule's interval in ticks.
+func compactTicks() int {
+	return int((&compactor.Retention{Period: compactPeriod}).Interval() / tickInterval)
+}
 
 // versionTicks is how often the leader decides the cluster version (etcd's 1 s check).
 const versionTicks = 10
@@ -364,6 +371,9 @@ func (c *cluster) tickAll() error {
 		}
 	}
 	for _, m := range c.members {
+		if m.up() && !m.leading && c.ticks%compactTicks() == 0 {
+			m.compaction.Forget() // as etcd's compactor on a member that is not the leader
+		}
 		if !m.up() || !m.leading {
 			continue
 		}
@@ -375,12 +385,10 @@ func (c *cluster) tickAll() error {
 		if c.ticks%versionTicks == 0 {
 			c.decideVersion(m)
 		}
-		if c.ticks%compactTicks == 0 {
-			// As etcd's periodic compactor: compact at the revision seen a period ago.
-			if at := m.compactNext; at > m.kv.CompactRev() && at > 1 {
+		if c.ticks%compactTicks() == 0 {
+			if at := m.compaction.Next(c.now(), m.kv.Rev(), m.kv.CompactRev()); at > 1 {
 				c.propose(m, fmt.Sprintf("compact at %d", at), &pb.InternalRaftRequest{Compaction: &pb.CompactionRequest{Revision: at}})
 			}
-			m.compactNext = m.kv.Rev()
 		}
 		if rem := m.les.Remaining(); c.ticks%checkpointTicks == 0 && len(rem) > 0 {
 			c.propose(m, fmt.Sprintf("checkpoint %d leases", len(rem)), &pb.InternalRaftRequest{LeaseCheckpoint: apply.Checkpoints(rem)})
