@@ -94,19 +94,20 @@ lint:
 vulncheck:
 	@tools=$$(./scripts/go-tools.sh); $(GO) run ./e2e/cmd/vulncheck -govulncheck $$tools/govulncheck -db $$tools/vulndb $(MODULES)
 
-# A long campaign of the in-process simulation (server/sim): SEEDS seeded runs from FIRST_SEED, in
-# PARALLEL processes, each run a 3-member cluster under client load and its seed's faults; every
-# failing seed is printed with the command that replays it (scripts/sim.sh). Built with
-# failpoints, so its "delay" steps take effect. make test runs two seeds with the unit tests, and
-# a third with failpoints. VIRTUAL=1: each seed in virtual time (testing/synctest). STEPPED=1: the
-# campaign of member cores stepped by one goroutine (server/sim/stepped), replayed byte for byte.
+# A long campaign of the in-process simulation: SEEDS seeded runs from FIRST_SEED, each a cluster
+# under client load and its seed's faults; every failing seed is printed with the command that
+# replays it (scripts/sim.sh). By default the stepped simulation (server/sim/stepped), where a
+# seed replays byte for byte. WHOLE=1: the whole-member simulation (server/sim, each member the
+# real etcdserver), in PARALLEL processes, built with failpoints so its "delay" steps take
+# effect; VIRTUAL=1 with it: each seed in virtual time (testing/synctest). make test runs two
+# whole-member seeds with the unit tests, a third with failpoints, and 50 stepped seeds.
 SEEDS ?= 100
 FIRST_SEED ?= 1
 PARALLEL ?= 1
 VIRTUAL ?=
-STEPPED ?=
+WHOLE ?=
 sim:
-	SEEDS=$(SEEDS) FIRST_SEED=$(FIRST_SEED) PARALLEL=$(PARALLEL) VIRTUAL=$(VIRTUAL) STEPPED=$(STEPPED) GO=$(GO) ./scripts/sim.sh
+	SEEDS=$(SEEDS) FIRST_SEED=$(FIRST_SEED) PARALLEL=$(PARALLEL) VIRTUAL=$(VIRTUAL) WHOLE=$(WHOLE) GO=$(GO) ./scripts/sim.sh
 
 # The hot paths' micro-benchmarks (mvcc put, range, watch fan-out; WAL save; backend commit): a
 # change's effect in seconds, before make bench.

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# make sim: a campaign of the in-process simulation (server/sim), SEEDS seeds from FIRST_SEED, in
-# PARALLEL processes at once (a run spends most of its time waiting on timers, so two per CPU
-# keep the machine busy); VIRTUAL=1 runs each seed in virtual time (testing/synctest). Prints every run's summary and, for a failing seed, its reasons and the
-# command that replays it; exits 1 when a seed failed. STEPPED=1 runs the campaign of member cores
-# stepped by one goroutine (server/sim/stepped), where a seed replays byte for byte.
+# make sim: a campaign of SEEDS seeds from FIRST_SEED. By default the stepped simulation
+# (server/sim/stepped: member cores stepped by one goroutine on the cluster's clock), where a seed
+# replays byte for byte, so a failing seed replays to the same failure. WHOLE=1: the whole-member
+# simulation (server/sim: each member the real etcdserver with its WAL, transport and loops, on
+# the wall clock; a seed replays its faults and requests, not Go's interleaving), in PARALLEL
+# processes at once (a run spends most of its time waiting on timers, so two per CPU keep the
+# machine busy), VIRTUAL=1 in virtual time (testing/synctest). Prints every run's summary and,
+# for a failing seed, its reasons and the command that replays it; exits 1 when a seed failed.
 set -euo pipefail
-seeds=${SEEDS:-100} first=${FIRST_SEED:-1} parallel=${PARALLEL:-1} go=${GO:-go} virtual=${VIRTUAL:-} stepped=${STEPPED:-}
+seeds=${SEEDS:-100} first=${FIRST_SEED:-1} parallel=${PARALLEL:-1} go=${GO:-go} virtual=${VIRTUAL:-} whole=${WHOLE:-}
 cd "$(dirname "$0")/../server"
-if [[ $stepped == 1 ]]; then
+if [[ $whole != 1 ]]; then
 	start=$(date +%s)
 	status=0
 	STEPPED_SEEDS=$seeds STEPPED_FIRST_SEED=$first "$go" test -count=1 -timeout=0 -run '^TestSteppedCampaign$' ./sim/stepped || status=1

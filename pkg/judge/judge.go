@@ -118,16 +118,32 @@ type MemberHash struct {
 }
 
 // Hashes requires every member's hash of the keyspace, taken at one revision, to agree: the
-// HashMismatch check, one finding naming each group of members that agree.
+// HashMismatch check, one finding naming each group of members that agree. Members at another
+// revision disagree; a hash over another range of revisions (the same revision, another
+// compaction point: a member answers at a compaction's revision with the hash that compaction
+// kept, which a member restarted since has lost) is not comparable, as upstream's corruption
+// checks skip it, and is no finding by itself.
 func Hashes(byMember map[string]MemberHash) []Finding {
 	if len(byMember) < 2 {
 		return nil
 	}
 	groups := map[MemberHash][]string{}
+	revisions := map[int64]bool{}
+	hashesOver := map[[2]int64]map[uint32]bool{} // revision and compaction point -> hashes
 	for m, h := range byMember {
 		groups[h] = append(groups[h], m)
+		revisions[h.Revision] = true
+		r := [2]int64{h.Revision, h.CompactRevision}
+		if hashesOver[r] == nil {
+			hashesOver[r] = map[uint32]bool{}
+		}
+		hashesOver[r][h.Hash] = true
 	}
-	if len(groups) == 1 {
+	disagree := len(revisions) > 1
+	for _, hs := range hashesOver {
+		disagree = disagree || len(hs) > 1
+	}
+	if !disagree {
 		return nil
 	}
 	var parts []string

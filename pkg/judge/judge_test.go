@@ -57,6 +57,33 @@ func TestLostWritesSortedKeys(t *testing.T) {
 	}
 }
 
+func TestHashesCompareOnlyTheSameRange(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		hashes map[string]MemberHash
+		want   string // the finding's detail, or none
+	}{
+		{"agree", map[string]MemberHash{"m1": {42, 3, 100}, "m2": {42, 3, 100}}, ""},
+		{"another hash over the same range", map[string]MemberHash{"m1": {42, 3, 100}, "m2": {43, 3, 100}},
+			"members disagree on the keyspace: m1: hash 42 (compacted at 3) at revision 100; m2: hash 43 (compacted at 3) at revision 100"},
+		{"another revision", map[string]MemberHash{"m1": {42, 3, 100}, "m2": {42, 3, 101}},
+			"members disagree on the keyspace: m1: hash 42 (compacted at 3) at revision 100; m2: hash 42 (compacted at 3) at revision 101"},
+		{"a compaction's kept hash beside a restarted member's: another range", map[string]MemberHash{"m1": {42, -1, 23}, "m2": {7, 23, 23}, "m3": {42, -1, 23}}, ""},
+		{"another range, and a disagreement within one", map[string]MemberHash{"m1": {42, -1, 23}, "m2": {7, 23, 23}, "m3": {41, -1, 23}},
+			"members disagree on the keyspace: m1: hash 42 (compacted at -1) at revision 23; m2: hash 7 (compacted at 23) at revision 23; m3: hash 41 (compacted at -1) at revision 23"},
+	} {
+		got := ""
+		if fs := Hashes(tc.hashes); len(fs) == 1 && fs[0].Check == HashMismatch {
+			got = fs[0].Detail
+		} else if len(fs) > 0 {
+			got = strings.Join(Strings(fs), "; ")
+		}
+		if got != tc.want {
+			t.Errorf("%s:\n got  %q\n want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestHashesNeedTwoMembers(t *testing.T) {
 	if fs := Hashes(map[string]MemberHash{"m1": {1, 0, 5}}); fs != nil {
 		t.Fatalf("one member cannot disagree: %v", fs)
