@@ -33,17 +33,21 @@ func startCluster(t *testing.T, level version.Level) *Cluster {
 
 func leaderOf(t *testing.T, c *Cluster) *Member {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var lead *Member
+	if !waitUntil(ctx, c, func() bool {
 		for _, m := range c.Up() {
 			if s := m.Server(); s != nil && s.Leader() == s.ID() {
-				return m
+				lead = m
+				return true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		return false
+	}) {
+		t.Fatal("no leader within 10 s")
 	}
-	t.Fatal("no leader within 10 s")
-	return nil
+	return lead
 }
 
 // TestCutOffLeaderRenewsNoLease: a leader cut off from the others must not renew a lease. The
@@ -106,27 +110,22 @@ func TestReplaceAMember(t *testing.T) {
 	// Caught up by a snapshot, and nothing written since: its power is cut. It must start again
 	// (seed 57 of a campaign: the hard state saved with the snapshot was never synced, and the
 	// member refused its own data dir).
-	deadline := time.Now().Add(10 * time.Second)
-	for nm.Server().KV().Rev() < last {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not catch up", nm.Name)
-		}
-		time.Sleep(10 * time.Millisecond)
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	caughtUp := func(rev int64) func() bool {
+		return func() bool { s := nm.Server(); return s != nil && s.KV().Rev() >= rev }
+	}
+	if !waitUntil(wctx, c, caughtUp(last)) {
+		t.Fatalf("%s did not catch up", nm.Name)
 	}
 	c.Crash(nm)
 	if err := c.Restart(nm); err != nil {
 		t.Fatalf("%s after a power cut just after its snapshot: %v", nm.Name, err)
 	}
-	for !c.Promote(ctx, nm) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not promotable within 10 s", nm.Name)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !waitUntil(wctx, c, func() bool { return c.Promote(wctx, nm) }) {
+		t.Fatalf("%s not promotable within 10 s", nm.Name)
 	}
-	rev := put("after")
-	for time.Now().Before(deadline) && nm.Server().KV().Rev() < rev {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitUntil(wctx, c, caughtUp(put("after")))
 	r, err := nm.Server().KV().Range([]byte("before/"), []byte("before0"), mvcc.RangeOptions{})
 	if err != nil || len(r.KVs) != 500 {
 		t.Fatalf("%s holds %d of the 500 keys written before it joined (%v)", nm.Name, len(r.KVs), err)
@@ -155,36 +154,62 @@ func TestUpgradeAndDowngradeInPlace(t *testing.T) {
 	defer cancel()
 	waitFor := func(what string, ok func(s *etcdserver.Server) bool) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) {
-			all := true
+		wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+		defer wcancel()
+		if !waitUntil(wctx, c, func() bool {
 			for _, m := range c.Members() {
 				if s := m.Server(); s == nil || !ok(s) {
-					all = false
+					return false
 				}
 			}
-			if all {
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
+			return true
+		}) {
+			t.Fatalf("not every member within 20 s: %s", what)
 		}
-		t.Fatalf("not every member within 20 s: %s", what)
+	}
+	// As an operator: each step once every member serves and follows one leader; the
+	// lifecycle says when it is waiting for the cluster (a version to apply, a member to be
+	// ready to downgrade), and the cluster's next change tries again.
+	steady := func() bool {
+		lead := uint64(0)
+		for _, m := range c.Members() {
+			s := m.Server()
+			if s == nil || s.Leader() == 0 || (lead != 0 && s.Leader() != lead) {
+				return false
+			}
+			select {
+			case <-s.ReadyNotify():
+			default:
+				return false
+			}
+			lead = s.Leader()
+		}
+		return true
 	}
 	var did []string
-	for i := 0; i < 50 && !(l.enabled && l.next(to) == nil); i++ {
+	var stepErr error
+	waitUntil(ctx, c, func() bool {
+		if !steady() {
+			return false
+		}
 		step, err := l.advance(ctx)
 		if err != nil {
-			t.Fatalf("%s: %v", step, err)
+			stepErr = fmt.Errorf("%s: %w", step, err)
+			return true
 		}
-		if step != "" {
-			did = append(did, step)
+		if step == "" {
+			return l.enabled && l.next(to) == nil
 		}
+		did = append(did, step)
 		if len(did) == 3 && l.next(from) == nil { // the last member is at 3.7
 			waitFor("cluster and storage at 3.7", func(s *etcdserver.Server) bool {
 				return s.ClusterVersion() == to && s.StorageVersion() == to
 			})
 		}
-		time.Sleep(100 * time.Millisecond)
+		return false
+	})
+	if stepErr != nil {
+		t.Fatal(stepErr)
 	}
 	if len(did) != 7 {
 		t.Fatalf("the lifecycle took %d steps, want 3 swaps, the downgrade and 3 swaps back: %v", len(did), did)

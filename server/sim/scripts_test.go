@@ -137,14 +137,11 @@ func (s *script) step(t *testing.T, d *datadriven.TestData) string {
 			d.Fatalf(t, "start %s: %v", nm.Name, err)
 		}
 		say("%s replaced by %s, started as %s", old.Name, nm.Name, nm.Level())
-		deadline := time.Now().Add(memberChangeBound)
-		for !s.c.Promote(ctx, nm) {
-			if time.Now().After(deadline) {
-				say("%s not promoted within %v", nm.Name, memberChangeBound)
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
+		pctx, pcancel := context.WithTimeout(ctx, memberChangeBound)
+		if !waitUntil(pctx, s.c, func() bool { return s.c.Promote(pctx, nm) }) {
+			say("%s not promoted within %v", nm.Name, memberChangeBound)
 		}
+		pcancel()
 	case "stop":
 		s.c.Stop(member())
 	case "restart":
@@ -176,22 +173,16 @@ func (s *script) step(t *testing.T, d *datadriven.TestData) string {
 }
 
 // settled waits until the report stays the same for two seconds (the leader decides versions
-// every second), within a bound, and returns it.
+// every second), reading it at each change of the cluster, within a bound, and returns it.
 func (s *script) settled(t *testing.T, d *datadriven.TestData) string {
-	const bound, calm, every = 30 * time.Second, 2 * time.Second, 100 * time.Millisecond
-	last, since := s.report(), time.Now()
-	for deadline := time.Now().Add(bound); time.Now().Before(deadline); time.Sleep(every) {
-		r := s.report()
-		if r != last {
-			last, since = r, time.Now()
-			continue
-		}
-		if time.Since(since) >= calm {
-			return r
-		}
+	const bound, calm = 30 * time.Second, 2 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	r, ok := quiet(ctx, s.c, calm, s.report)
+	if !ok {
+		d.Fatalf(t, "the cluster did not settle within %v; last:\n%s", bound, r)
 	}
-	d.Fatalf(t, "the cluster did not settle within %v; last:\n%s", bound, last)
-	return ""
+	return r
 }
 
 // report is what every member says of itself: its level, its role in the membership a running
