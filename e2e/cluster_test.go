@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -227,53 +228,65 @@ func TestFiveMemberClusterToleratesTwoFailures(t *testing.T) {
 	}
 }
 
-func TestLeaseTTLSurvivesLeaderChange(t *testing.T) {
-	c := NewCluster(t, 3, "--lease-checkpoint-interval", "1s")
-	c.Start()
-	ctx := Ctx(t)
-	lead := c.Leader(10 * time.Second)
-	lc := lead.Client()
-	neglected, err := lc.Grant(ctx, 30)
-	if err != nil {
-		t.Fatal(err)
-	}
-	renewed, _ := lc.Grant(ctx, 30)
-	time.Sleep(5 * time.Second) // several checkpoint rounds
-	if _, err := lc.KeepAliveOnce(ctx, renewed.ID); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1500 * time.Millisecond) // the renewal's checkpoint reset is applied everywhere
+// TestLeaseTTLAfterLeaderChange: with upstream's LeaseCheckpoint gate on, the leader
+// checkpoints remaining TTLs (every second here), so a new leader carries a neglected lease on
+// from its checkpoint; with the gate off, as by default in upstream 3.5 to 3.7, nothing is
+// checkpointed and a new leader gives every lease its whole TTL again. A renewed lease has its
+// whole TTL either way (its checkpoint is cleared with the renewal).
+func TestLeaseTTLAfterLeaderChange(t *testing.T) {
+	for _, gate := range []bool{true, false} {
+		t.Run(fmt.Sprintf("LeaseCheckpoint=%t", gate), func(t *testing.T) {
+			c := NewCluster(t, 3, "--lease-checkpoint-interval", "1s", fmt.Sprintf("--feature-gates=LeaseCheckpoint=%t", gate))
+			c.Start()
+			ctx := Ctx(t)
+			lead := c.Leader(10 * time.Second)
+			lc := lead.Client()
+			neglected, err := lc.Grant(ctx, 30)
+			if err != nil {
+				t.Fatal(err)
+			}
+			renewed, _ := lc.Grant(ctx, 30)
+			time.Sleep(5 * time.Second) // several checkpoint rounds
+			if _, err := lc.KeepAliveOnce(ctx, renewed.ID); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(1500 * time.Millisecond) // the renewal's checkpoint reset is applied everywhere
 
-	var target *Member
-	for _, m := range c.Members {
-		if m != lead {
-			target = m
-			break
-		}
+			var target *Member
+			for _, m := range c.Members {
+				if m != lead {
+					target = m
+					break
+				}
+			}
+			st, _ := target.Client().Status(ctx, target.ClientURL)
+			if _, err := lc.MoveLeader(ctx, st.Header.MemberId); err != nil {
+				t.Fatal(err)
+			}
+			if c.Leader(5*time.Second) != target {
+				t.Fatal("leadership did not move")
+			}
+			tc := target.Client()
+			n, err := tc.TimeToLive(ctx, neglected.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// ~6.5s have passed: with checkpoints the new leader continues from the last one
+			// (plus one election timeout of grace); without, it grants the whole 30 s again.
+			if gate && n.TTL > 27 {
+				t.Fatalf("neglected lease TTL after leader change = %d, want it to keep running down (<= 27)", n.TTL)
+			}
+			if !gate && n.TTL < 28 {
+				t.Fatalf("neglected lease TTL after leader change = %d, want its whole 30 s again, as upstream without checkpoints", n.TTL)
+			}
+			r, err := tc.TimeToLive(ctx, renewed.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.TTL < 27 {
+				t.Fatalf("renewed lease TTL after leader change = %d, want about its full 30s", r.TTL)
+			}
+			t.Logf("after the leader change: neglected lease %ds, renewed lease %ds", n.TTL, r.TTL)
+		})
 	}
-	st, _ := target.Client().Status(ctx, target.ClientURL)
-	if _, err := lc.MoveLeader(ctx, st.Header.MemberId); err != nil {
-		t.Fatal(err)
-	}
-	if c.Leader(5*time.Second) != target {
-		t.Fatal("leadership did not move")
-	}
-	tc := target.Client()
-	n, err := tc.TimeToLive(ctx, neglected.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// ~6.5s have passed: the new leader continues from the checkpoint (plus one election
-	// timeout of grace), instead of granting the full 30s again.
-	if n.TTL > 27 {
-		t.Fatalf("neglected lease TTL after leader change = %d, want it to keep running down (<= 27)", n.TTL)
-	}
-	r, err := tc.TimeToLive(ctx, renewed.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.TTL < 27 {
-		t.Fatalf("renewed lease TTL after leader change = %d, want about its full 30s", r.TTL)
-	}
-	t.Logf("after the leader change: neglected lease %ds, renewed lease %ds", n.TTL, r.TTL)
 }

@@ -503,7 +503,7 @@ func TestStopGRPCServiceOnDefrag(t *testing.T) {
 func TestLeaseCheckpointPersistGate(t *testing.T) {
 	t.Parallel() // waits more than it computes (e2e/doc.go)
 	for _, gate := range []bool{false, true} {
-		m := NewMember(t, "--lease-checkpoint-interval", "200ms", fmt.Sprintf("--experimental-enable-lease-checkpoint-persist=%t", gate))
+		m := NewMember(t, "--lease-checkpoint-interval", "200ms", "--experimental-enable-lease-checkpoint", fmt.Sprintf("--experimental-enable-lease-checkpoint-persist=%t", gate))
 		m.Bin = ServerAt(t, "3.5") // cluster version 3.5
 		m.Start()
 		c := m.Client()

@@ -389,7 +389,7 @@ func TestLeaseCheckpointPersistFollowsClusterVersion(t *testing.T) {
 		clusterVer string
 	}{{"3.6", true, "3.6.0"}, {"3.5", false, "3.5.0"}} {
 		t.Run(v.bin, func(t *testing.T) {
-			m := NewMember(t, "--lease-checkpoint-interval", "1s")
+			m := NewMember(t, "--lease-checkpoint-interval", "1s", "--experimental-enable-lease-checkpoint")
 			m.Bin = ServerAt(t, v.bin)
 			m.Start()
 			(&Cluster{t: t, Members: []*Member{m}}).WaitVersions(v.clusterVer, map[bool]string{true: "3.6.0", false: ""}[v.persisted], 10*time.Second)

@@ -9,6 +9,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"etcdx/server/apply"
+	"etcdx/server/features"
 	"etcdx/server/lease"
 )
 
@@ -29,18 +30,28 @@ func resErr(r *applyResult) error {
 	return r.err
 }
 
-// leaseLoop has the leader revoke expired leases and checkpoint remaining TTLs through raft.
+// checkpointing says whether the leader checkpoints remaining TTLs: upstream's LeaseCheckpoint
+// gate (--experimental-enable-lease-checkpoint before 3.7), off by default, when a new leader
+// starts every lease over from its whole TTL.
+func (s *Server) checkpointing() bool { return s.cfg.Features.Enabled(features.LeaseCheckpoint) }
+
+// leaseLoop has the leader revoke expired leases and, with the gate on, checkpoint remaining
+// TTLs through raft.
 func (s *Server) leaseLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(lease.ExpiryCheck)
 	defer t.Stop()
-	cp := time.NewTicker(s.cfg.LeaseCheckpointInterval)
-	defer cp.Stop()
+	var checkpoints <-chan time.Time // nil: never
+	if s.checkpointing() {
+		cp := time.NewTicker(s.cfg.LeaseCheckpointInterval)
+		defer cp.Stop()
+		checkpoints = cp.C
+	}
 	for {
 		select {
 		case <-t.C:
-		case <-cp.C:
-			if rem := s.les.Remaining(); len(rem) > 0 {
+		case <-checkpoints:
+			if rem := s.les.Remaining(s.cfg.LeaseCheckpointInterval); len(rem) > 0 {
 				go s.checkpointLeases(rem)
 			}
 			continue

@@ -210,9 +210,9 @@ func (s *Server) renewLocal(ctx context.Context, id int64) (int64, error) {
 	if err == nil {
 		s.m.leaseRenewed.Inc()
 	}
-	if checkpointed {
+	if checkpointed && s.checkpointing() {
 		// Clear the checkpoint everywhere, or a new leader would start this renewed lease from
-		// its old, shorter remaining TTL.
+		// its old, shorter remaining TTL (as upstream, only while the gate is on).
 		go s.checkpointLeases(map[int64]int64{id: 0})
 	}
 	if errors.Is(err, lease.ErrNotPrimary) {

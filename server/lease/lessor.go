@@ -267,9 +267,11 @@ func (l *Lessor) Checkpoint(b *backend.BatchTx, id, remaining int64) error {
 	return b.Put(schema.Lease, schema.LeaseKey(id), schema.LeaseRecord{ID: id, TTL: ls.TTL, RemainingTTL: remaining}.Encode())
 }
 
-// Remaining returns, for the leader's checkpoint round, the remaining TTL of every lease that
-// has run down since it was granted or renewed.
-func (l *Lessor) Remaining() map[int64]int64 {
+// Remaining returns, for the leader's checkpoint round every interval, the remaining TTL of
+// every lease that has run down since it was granted or renewed, of those longer than the
+// interval: as upstream's lessor, which schedules a lease's checkpoint only while its remaining
+// TTL exceeds the interval, so one that expires before a round is never checkpointed.
+func (l *Lessor) Remaining(interval time.Duration) map[int64]int64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if !l.primary {
@@ -279,7 +281,7 @@ func (l *Lessor) Remaining() map[int64]int64 {
 	out := map[int64]int64{}
 	for id, ls := range l.leases {
 		rem := int64(math.Ceil(ls.timeLeft(now).Seconds()))
-		if rem > 0 && rem < ls.TTL {
+		if rem > 0 && rem < ls.TTL && ls.TTL > int64(interval.Seconds()) {
 			out[id] = rem
 		}
 	}

@@ -150,3 +150,28 @@ func TestPromoteCarriesCheckpoints(t *testing.T) {
 		t.Fatalf("a checkpointed lease outlived its remaining TTL: %v", got)
 	}
 }
+
+// The checkpoint round's leases, with a 5 s interval: only those that have run down, and only
+// those longer than the interval (upstream schedules a checkpoint only while a lease's
+// remaining TTL exceeds it: a shorter one expires before its checkpoint would be due).
+func TestRemainingTakesLeasesLongerThanTheInterval(t *testing.T) {
+	l, be, clock := newLessor(t)
+	grant(t, l, be, 1, 60) // long, runs down
+	grant(t, l, be, 2, 5)  // as long as the interval: never checkpointed
+	grant(t, l, be, 3, 6)  // just longer
+	if got := l.Remaining(5 * time.Second); got != nil {
+		t.Fatalf("a follower's round: %v", got)
+	}
+	l.Promote(0)
+	if got := l.Remaining(5 * time.Second); len(got) != 0 {
+		t.Fatalf("nothing has run down yet: %v", got)
+	}
+	clock.Add(2 * time.Second)
+	got := l.Remaining(5 * time.Second)
+	if len(got) != 2 || got[1] != 58 || got[3] != 4 {
+		t.Fatalf("after 2 s: %v, want lease 1 at 58 and 3 at 4 (not 2, no longer than the interval)", got)
+	}
+	if got := l.Remaining(0); len(got) != 3 || got[2] != 3 {
+		t.Fatalf("with no interval every lease that ran down: %v", got)
+	}
+}

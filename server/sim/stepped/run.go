@@ -112,7 +112,7 @@ const (
 // remaining TTLs every checkpointTicks (etcd's 5 minutes, scaled to the leases' seconds).
 const (
 	expiryTicks     = int(lease.ExpiryCheck / tickInterval)
-	checkpointTicks = 20
+	checkpointTicks = 10
 )
 
 // The members start on the older binary and are upgraded, one at a time, to the newer; the
@@ -390,7 +390,7 @@ func (c *cluster) tickAll() error {
 				c.propose(m, fmt.Sprintf("compact at %d", at), &pb.InternalRaftRequest{Compaction: &pb.CompactionRequest{Revision: at}})
 			}
 		}
-		if rem := m.les.Remaining(); c.ticks%checkpointTicks == 0 && len(rem) > 0 {
+		if rem := m.les.Remaining(checkpointTicks * tickInterval); c.ticks%checkpointTicks == 0 && len(rem) > 0 {
 			c.propose(m, fmt.Sprintf("checkpoint %d leases", len(rem)), &pb.InternalRaftRequest{LeaseCheckpoint: apply.Checkpoints(rem)})
 		}
 		if err := c.ready(m); err != nil {
