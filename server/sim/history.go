@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"sync"
@@ -63,11 +64,7 @@ func (h *History) Ops() []Op {
 func (h *History) Acked() map[string]string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := make(map[string]string, len(h.acked))
-	for k, v := range h.acked {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(h.acked)
 }
 
 // CheckLinearizable judges the register operations with porcupine: nil when some order

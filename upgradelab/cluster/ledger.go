@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -33,11 +34,7 @@ func (l *Ledger) Ack(key, value string) {
 func (l *Ledger) Acked() map[string]string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make(map[string]string, len(l.acked))
-	for k, v := range l.acked {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(l.acked)
 }
 
 // Check reads the ledger back from the cluster: see CheckAcked.
