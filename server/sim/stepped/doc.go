@@ -13,7 +13,11 @@
 // per tick (mvcc's stepped mode); and the leader's rounds: expired leases revoked
 // (lease.ExpiryCheck), remaining TTLs checkpointed, the cluster version decided
 // (version.Cluster.Decide, over the binary levels of the members it can reach) and the
-// keyspace compacted at the revision it saw a period before. The lessors judge expiry by the
+// keyspace compacted where the server's auto-compaction rule says (compactor.Retention, the
+// newest revision sampled a period before). Entries apply through the server's own dispatch
+// (apply.Apply), so the harness holds no rule of the member's but a reduced cluster-version
+// apply (the version stored; no downgrade). Checkpoints model upstream's LeaseCheckpoint gate
+// on. The lessors judge expiry by the
 // cluster's clock; keep-alives go to the leader, which confirms its leadership with a read index
 // and renews once it has applied that far. Members start on 3.6 and are upgraded to 3.7 one at
 // a time; a binary below the cluster version its data holds refuses to start, and one the
