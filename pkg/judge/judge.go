@@ -128,22 +128,18 @@ func Hashes(byMember map[string]MemberHash) []Finding {
 		return nil
 	}
 	groups := map[MemberHash][]string{}
-	revisions := map[int64]bool{}
-	hashesOver := map[[2]int64]map[uint32]bool{} // revision and compaction point -> hashes
 	for m, h := range byMember {
 		groups[h] = append(groups[h], m)
-		revisions[h.Revision] = true
+	}
+	// Two groups disagree when they are at other revisions, or hash the same range differently.
+	revisions, ranges := map[int64]bool{}, map[[2]int64]bool{}
+	disagree := false
+	for h := range groups {
 		r := [2]int64{h.Revision, h.CompactRevision}
-		if hashesOver[r] == nil {
-			hashesOver[r] = map[uint32]bool{}
-		}
-		hashesOver[r][h.Hash] = true
+		disagree = disagree || ranges[r]
+		revisions[h.Revision], ranges[r] = true, true
 	}
-	disagree := len(revisions) > 1
-	for _, hs := range hashesOver {
-		disagree = disagree || len(hs) > 1
-	}
-	if !disagree {
+	if !disagree && len(revisions) == 1 {
 		return nil
 	}
 	var parts []string

@@ -352,7 +352,6 @@ func (s *Server) applyBatch(b applyBatch) {
 	applied := s.appliedIndex.Load()
 	s.m.proposalsApplied.Set(float64(applied))
 	s.applyW.advance(applied)
-	s.changes.Notify()
 	if toDisk, due := snapshotDue(applied, s.snapIndex, s.memSnapIndex, s.memSnapBytes, s.cfg.SnapshotCount, s.forceSnapshot); due {
 		if err := s.snapshot(applied, toDisk); err != nil {
 			s.log.Error("failed to take raft snapshot", "index", applied, "to-disk", toDisk, "error", err)

@@ -237,7 +237,6 @@ func (s *Server) onSoftState(ss *raft.SoftState) {
 	if old != ss.Lead {
 		s.peerStats.leaderChanged(ss.Lead, time.Now())
 		s.leaders.Notify()
-		s.changes.Notify()
 		if ss.Lead != raft.None {
 			s.m.leaderChanges.Inc()
 		}

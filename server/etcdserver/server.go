@@ -129,9 +129,6 @@ type Server struct {
 	versionWake chan struct{}
 	// leaders wakes proposals that raft dropped while leadership was moving.
 	leaders broadcast.Changes
-	// changes wakes whoever watches the member from outside (the simulation's tests) at each
-	// leader change and each batch of entries applied, instead of their polling it.
-	changes broadcast.Changes
 	// remoteProposals counts proposals forwarded by peers that are still being handed to raft;
 	// remoteClosed (under remoteMu) is set when the member stops taking them.
 	remoteProposals sync.WaitGroup
@@ -289,9 +286,8 @@ func (s *Server) Level() version.Level { return s.cfg.Level }
 // AppliedIndex is the last applied raft index.
 func (s *Server) AppliedIndex() uint64 { return s.appliedIndex.Load() }
 
-// Changed is closed at the member's next leader change or batch of entries applied: what it
-// reports of its leader, store and versions may have changed.
-func (s *Server) Changed() <-chan struct{} { return s.changes.Next() }
+// LeaderChanged is closed at the member's next leader change.
+func (s *Server) LeaderChanged() <-chan struct{} { return s.leaders.Next() }
 
 // AppliedNotify is closed once the member has applied raft index index.
 func (s *Server) AppliedNotify(index uint64) <-chan struct{} { return s.applyW.wait(index) }

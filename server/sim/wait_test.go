@@ -11,7 +11,8 @@ func changes(ctx context.Context, c *Cluster) <-chan struct{} {
 	chans := []<-chan struct{}{c.Changed()}
 	for _, m := range c.Up() {
 		if s := m.Server(); s != nil {
-			chans = append(chans, s.Changed(), s.Done())
+			// Its next leader change, its next entry applied, its stop.
+			chans = append(chans, s.LeaderChanged(), s.AppliedNotify(s.AppliedIndex()+1), s.Done())
 			select {
 			case <-s.ReadyNotify():
 			default:

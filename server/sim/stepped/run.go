@@ -390,8 +390,10 @@ func (c *cluster) tickAll() error {
 				c.propose(m, fmt.Sprintf("compact at %d", at), &pb.InternalRaftRequest{Compaction: &pb.CompactionRequest{Revision: at}})
 			}
 		}
-		if rem := m.les.Remaining(checkpointTicks * tickInterval); c.ticks%checkpointTicks == 0 && len(rem) > 0 {
-			c.propose(m, fmt.Sprintf("checkpoint %d leases", len(rem)), &pb.InternalRaftRequest{LeaseCheckpoint: apply.Checkpoints(rem)})
+		if c.ticks%checkpointTicks == 0 {
+			if rem := m.les.Remaining(checkpointTicks * tickInterval); len(rem) > 0 {
+				c.propose(m, fmt.Sprintf("checkpoint %d leases", len(rem)), &pb.InternalRaftRequest{LeaseCheckpoint: apply.Checkpoints(rem)})
+			}
 		}
 		if err := c.ready(m); err != nil {
 			return err
