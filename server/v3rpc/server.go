@@ -52,13 +52,11 @@ func streamWindow(maxRequest int) int32 {
 	return int32(min(connWindow, max(64<<10, maxRequest)))
 }
 
-// NewServer returns a gRPC server with every v3 service registered for s.
-func NewServer(s Member, o Options) *grpc.Server {
-	cfg := s.Config()
-	opts := append([]grpc.ServerOption{
-		grpc.MaxRecvMsgSize(int(cfg.MaxRequestBytes) + etcdserver.GRPCOverheadBytes),
-		grpc.MaxSendMsgSize(math.MaxInt32),
-		grpc.MaxConcurrentStreams(math.MaxUint32),
+// TransportOptions are how a member's gRPC server runs its connections (keepalive, request
+// goroutines, write buffers, flow-control windows) for requests of up to maxRequest bytes; the
+// bench's transport floor (e2e/cmd/grpcfloor) serves with the same.
+func TransportOptions(maxRequest int) []grpc.ServerOption {
+	return []grpc.ServerOption{
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: false}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Hour, Timeout: 20 * time.Second}),
 		// Requests run on reused goroutines whose stacks have already grown: a new goroutine per
@@ -69,10 +67,20 @@ func NewServer(s Member, o Options) *grpc.Server {
 		// of the write calls for a 5 MiB page of a list); gRPC takes the buffer from a pool for
 		// each write and gives it back after it, so an idle connection holds none.
 		grpc.WriteBufferSize(256 << 10),
-		grpc.InitialWindowSize(streamWindow(int(cfg.MaxRequestBytes) + etcdserver.GRPCOverheadBytes)),
+		grpc.InitialWindowSize(streamWindow(maxRequest)),
 		grpc.InitialConnWindowSize(connWindow),
-		grpc.ForceServerCodecV2(codec{traffic: o.Traffic}),
-	}, o.ExtraServerOptions...)
+	}
+}
+
+// NewServer returns a gRPC server with every v3 service registered for s.
+func NewServer(s Member, o Options) *grpc.Server {
+	cfg := s.Config()
+	opts := append(TransportOptions(int(cfg.MaxRequestBytes)+etcdserver.GRPCOverheadBytes),
+		grpc.MaxRecvMsgSize(int(cfg.MaxRequestBytes)+etcdserver.GRPCOverheadBytes),
+		grpc.MaxSendMsgSize(math.MaxInt32),
+		grpc.MaxConcurrentStreams(math.MaxUint32),
+		grpc.ForceServerCodecV2(codec{traffic: o.Traffic}))
+	opts = append(opts, o.ExtraServerOptions...)
 	if o.Metrics != nil {
 		opts = append(opts, grpc.ChainUnaryInterceptor(o.Metrics.UnaryServerInterceptor()),
 			grpc.ChainStreamInterceptor(o.Metrics.StreamServerInterceptor()))
