@@ -59,9 +59,9 @@ const (
 )
 
 // benchKube finds the largest N whose window holds every SLO: N grows by ko.factor on one
-// cluster until a window misses one, then the gap between the last N that held and the first
-// that missed is halved (geometrically) ko.bisect times, each probe on a fresh cluster filled
-// straight to its N. Every window is recorded (kubeStepKey), the figures at the largest N too.
+// cluster until a window misses one, then (nextKubeProbe) down from a start that missed, and the
+// gap between the last N that held and the first that missed halved (geometrically) ko.bisect
+// times, each probe on a fresh cluster filled straight to its N. Every window is recorded (kubeStepKey), the figures at the largest N too.
 func benchKube(ko kubeOptions) func(label, bin string, o options, profDir string) (sample, error) {
 	return func(label, bin string, o options, profDir string) (sample, error) {
 		prof := kubeProfiler{dir: profDir, d: o.profileFor}
@@ -92,10 +92,18 @@ func benchKube(ko kubeOptions) func(label, bin string, o options, profDir string
 		if err != nil {
 			return smp, err
 		}
-		for i := 0; i < ko.bisect && fail > 0 && pass > 0 && fail-pass > max(1, pass/50); i++ {
-			mid := int(math.Round(math.Sqrt(float64(pass) * float64(fail))))
+		for downs, halvings := 0, 0; ; {
+			n, ok := nextKubeProbe(pass, fail, downs, halvings, ko)
+			if !ok {
+				break
+			}
+			if pass == 0 {
+				downs++
+			} else {
+				halvings++
+			}
 			err := onKubeCluster(label, bin, ko, prof.on(), func(ss []*server, l *kubeload.Load) error {
-				st, err := kubeWindow(label, ss, l, mid, ko, prof)
+				st, err := kubeWindow(label, ss, l, n, ko, prof)
 				if err == nil {
 					keep(st)
 				}
@@ -104,10 +112,10 @@ func benchKube(ko kubeOptions) func(label, bin string, o options, profDir string
 			if err != nil {
 				return smp, err
 			}
-			if steps[mid].holds {
-				pass = mid
+			if steps[n].holds {
+				pass = n
 			} else {
-				fail = mid
+				fail = n
 			}
 		}
 		if fail > 0 {
@@ -121,6 +129,28 @@ func benchKube(ko kubeOptions) func(label, bin string, o options, profDir string
 		}
 		return smp, nil
 	}
+}
+
+// kubeMostDowns bounds the probes below the start when the start itself missed.
+const kubeMostDowns = 3
+
+// nextKubeProbe is the N the search probes next on a fresh cluster after the ramp, from the
+// largest N that held (pass, 0 when none did) and the smallest that missed (fail, 0 when none
+// did), with downs probes made below the start and halvings between the two; false when the
+// search is over. A side that misses at the start steps down by the factor until an N holds
+// (a side whose only window missed has no figure to compare), then the gap is halved
+// geometrically up to ko.bisect times, while it is wider than one node in fifty.
+func nextKubeProbe(pass, fail, downs, halvings int, ko kubeOptions) (int, bool) {
+	switch {
+	case fail == 0:
+		return 0, false
+	case pass == 0:
+		n := int(math.Floor(float64(fail) / ko.factor))
+		return n, downs < kubeMostDowns && n > 0
+	case halvings < ko.bisect && fail-pass > max(1, pass/50):
+		return int(math.Round(math.Sqrt(float64(pass) * float64(fail)))), true
+	}
+	return 0, false
 }
 
 // onKubeCluster runs fn on a fresh three-member cluster with the load's clients and watches.
@@ -274,8 +304,8 @@ func (r report) kubeMarkdown(values func(label, key string) []float64, runLine s
 	fmt.Fprintf(&b, "\n## Kubernetes-shaped load: the largest cluster a three-member etcd carries\n\n%s", runLine)
 	fmt.Fprintf(&b, "What the kube-apiservers of a cluster of N nodes send etcd (e2e/kubeload, shaped by docs/kube-shape.md, recorded from kube-apiserver %s): %d API servers, each with its own client, its watch of each of %d resource prefixes (progress notifications, previous values), a progress request every %v and its own leases; per node a lease renewed every %v and its status every %v; %d pods per node, %.2f replaced per node per minute (each life: create, %d updates, %d reads, %d events with an hour's lease, delete); each API server refilling its caches of pods, nodes and leases from etcd every %v (pages of %d at a revision, by RangeStream where the member has it, 3.7, and by paginated Range before); compaction every %v. ",
 		kubeapi.Version, k.shape.APIServers, k.shape.WatchedResources, k.shape.ProgressRequests, k.shape.LeaseRenew, k.shape.NodeStatus, k.shape.PodsPerNode, k.shape.ChurnPerNodeMinute, k.shape.PodUpdates, k.shape.PodReads, k.shape.EventsPerPod, k.shape.CacheRefill, k.shape.ListPage, k.shape.Compaction)
-	fmt.Fprintf(&b, "Open loop: each request is sent when its schedule says and timed from then. Three members with kubeadm's flags (%s). N starts at %d and grows %.2fx per step on one cluster (the nodes added with their objects first, not timed, then %v of the load unmeasured, then a %v window) until a window misses an SLO; then the gap between the last N that held and the first that missed is halved (geometrically) up to %d times, each probe on a fresh cluster. SLOs (Kubernetes' scalability SLOs): p99 of mutating requests and of single-object reads <= 1 s, of a full LIST of pods <= 30 s, of watch delivery (write to watcher) <= 5 s, no failed request. Higher N is better; in the other rows each side is at its own largest N.\n\n",
-		strings.Join(kubeload.MemberFlags, " "), k.start, k.factor, k.warmup, k.window, k.bisect)
+	fmt.Fprintf(&b, "Open loop: each request is sent when its schedule says and timed from then. Three members with kubeadm's flags (%s). N starts at %d and grows %.2fx per step on one cluster (the nodes added with their objects first, not timed, then %v of the load unmeasured, then a %v window) until a window misses an SLO (if the first misses, N steps down %.2fx at a time on fresh clusters, up to %d times, until one holds); then the gap between the last N that held and the first that missed is halved (geometrically) up to %d times, each probe on a fresh cluster. SLOs (Kubernetes' scalability SLOs): p99 of mutating requests and of single-object reads <= 1 s, of a full LIST of pods <= 30 s, of watch delivery (write to watcher) <= 5 s, no failed request. Higher N is better; in the other rows each side is at its own largest N.\n\n",
+		strings.Join(kubeload.MemberFlags, " "), k.start, k.factor, k.warmup, k.window, k.factor, kubeMostDowns, k.bisect)
 	fmt.Fprintf(&b, "| figure | ours | upstream | ratio (rounds) |\n|---|---|---|---|\n")
 	for i, f := range kubeFigures {
 		ov, uv := values(ours, f.key), values(up, f.key)

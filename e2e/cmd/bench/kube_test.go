@@ -1,0 +1,27 @@
+package main
+
+import "testing"
+
+func TestNextKubeProbe(t *testing.T) {
+	ko := kubeOptions{factor: 1.5, bisect: 1}
+	for _, c := range []struct {
+		name                        string
+		pass, fail, downs, halvings int
+		want                        int
+		ok                          bool
+	}{
+		{name: "the ramp never missed", pass: 20000, want: 0, ok: false},
+		{name: "the start missed: one step down", fail: 8000, want: 5333, ok: true},
+		{name: "still missing: further down", fail: 5333, downs: 1, want: 3555, ok: true},
+		{name: "down as far as allowed", fail: 2370, downs: kubeMostDowns, ok: false},
+		{name: "held below the start: halve the gap", pass: 5333, fail: 8000, downs: 1, want: 6532, ok: true},
+		{name: "a gap to halve", pass: 11250, fail: 16875, want: 13778, ok: true},
+		{name: "halved as often as asked", pass: 11250, fail: 13778, halvings: 1, ok: false},
+		{name: "a gap of under one node in fifty", pass: 10000, fail: 10150, ok: false},
+	} {
+		n, ok := nextKubeProbe(c.pass, c.fail, c.downs, c.halvings, ko)
+		if ok != c.ok || ok && n != c.want {
+			t.Errorf("%s: nextKubeProbe(%d, %d, %d, %d) = %d, %v; want %d, %v", c.name, c.pass, c.fail, c.downs, c.halvings, n, ok, c.want, c.ok)
+		}
+	}
+}
