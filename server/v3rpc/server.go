@@ -75,8 +75,9 @@ func TransportOptions(maxRequest int) []grpc.ServerOption {
 // NewServer returns a gRPC server with every v3 service registered for s.
 func NewServer(s Member, o Options) *grpc.Server {
 	cfg := s.Config()
-	opts := append(TransportOptions(int(cfg.MaxRequestBytes)+etcdserver.GRPCOverheadBytes),
-		grpc.MaxRecvMsgSize(int(cfg.MaxRequestBytes)+etcdserver.GRPCOverheadBytes),
+	maxRecv := int(cfg.MaxRequestBytes) + etcdserver.GRPCOverheadBytes
+	opts := append(TransportOptions(maxRecv),
+		grpc.MaxRecvMsgSize(maxRecv),
 		grpc.MaxSendMsgSize(math.MaxInt32),
 		grpc.MaxConcurrentStreams(math.MaxUint32),
 		grpc.ForceServerCodecV2(codec{traffic: o.Traffic}))

@@ -61,7 +61,8 @@ const (
 // benchKube finds the largest N whose window holds every SLO: N grows by ko.factor on one
 // cluster until a window misses one, then (nextKubeProbe) down from a start that missed, and the
 // gap between the last N that held and the first that missed halved (geometrically) ko.bisect
-// times, each probe on a fresh cluster filled straight to its N. Every window is recorded (kubeStepKey), the figures at the largest N too.
+// times, each probe on a fresh cluster filled straight to its N. Every window is recorded
+// (kubeStepKey), the figures at the largest N too.
 func benchKube(ko kubeOptions) func(label, bin string, o options, profDir string) (sample, error) {
 	return func(label, bin string, o options, profDir string) (sample, error) {
 		prof := kubeProfiler{dir: profDir, d: o.profileFor}

@@ -30,6 +30,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/mem"
 
+	"etcdx/server/etcdserver"
 	"etcdx/server/v3rpc"
 )
 
@@ -52,7 +53,7 @@ func serve(l net.Listener, transport string) error {
 	case "", "default":
 	case "ours":
 		// A member's default request limit (--max-request-bytes) and gRPC's overhead over it.
-		opts = append(opts, v3rpc.TransportOptions(1536<<10+512<<10)...)
+		opts = append(opts, v3rpc.TransportOptions(etcdserver.DefaultMaxRequestBytes+etcdserver.GRPCOverheadBytes)...)
 	default:
 		return fmt.Errorf("GRPCFLOOR_TRANSPORT %q: want default or ours", transport)
 	}
@@ -121,7 +122,6 @@ func cannedAnswers() answers {
 func kvService(a answers) *grpc.ServiceDesc {
 	sd := &grpc.ServiceDesc{ServiceName: "etcdserverpb.KV", HandlerType: (*any)(nil), Metadata: "rpc.proto"}
 	for name, b := range a {
-		b := b
 		sd.Methods = append(sd.Methods, grpc.MethodDesc{MethodName: name,
 			Handler: func(_ any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
 				if err := dec(nil); err != nil {
