@@ -54,15 +54,20 @@ type Load struct {
 	filler    []byte
 }
 
-// New connects one client per API server to endpoints (each client spreads its requests over
-// all of them, as kube-apiserver's --etcd-servers does) and opens the API servers' watches.
+// New connects one client per API server, to its own member of endpoints when the shape is
+// stacked and to all of them otherwise (the client spreads its requests over them, as
+// kube-apiserver over its --etcd-servers), and opens the API servers' watches.
 func New(ctx context.Context, endpoints []string, s Shape) (*Load, error) {
 	l := &Load{s: s, rnd: rand.New(rand.NewSource(s.Seed)), filler: make([]byte, 64<<10)}
 	for i := range l.filler {
 		l.filler[i] = byte('a' + i%26)
 	}
 	for i := 0; i < s.APIServers; i++ {
-		c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
+		eps := endpoints
+		if s.Stacked && len(endpoints) > 0 {
+			eps = endpoints[i%len(endpoints) : i%len(endpoints)+1]
+		}
+		c, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second,
 			MaxCallRecvMsgSize: 1 << 30, DialKeepAliveTime: 30 * time.Second,
 			Logger: zap.NewNop()}) // its retries' warnings: the failures are counted instead
 		if err != nil {

@@ -10,6 +10,10 @@ import (
 type Shape struct {
 	Nodes      int
 	APIServers int // an HA control plane's three
+	// Stacked: API server a talks to member a alone, as kubeadm's stacked control plane sets
+	// kube-apiserver's --etcd-servers to the member on its own machine; otherwise each talks to
+	// every member, and where its watch stream lands is the client balancer's pick.
+	Stacked bool
 	// Per node.
 	PodsPerNode        int
 	ChurnPerNodeMinute float64
@@ -45,7 +49,7 @@ type Shape struct {
 // Defaults is the shape docs/kube-shape.md recorded, at nodes nodes.
 func Defaults(nodes int) Shape {
 	return Shape{
-		Nodes: nodes, APIServers: 3,
+		Nodes: nodes, APIServers: 3, Stacked: true,
 		PodsPerNode: 30, ChurnPerNodeMinute: 0.5,
 		LeaseRenew: 10 * time.Second, NodeStatus: time.Minute,
 		PodUpdates: 6, PodReads: 2, DeleteConflicts: 0.6, EventsPerPod: 7,
@@ -60,6 +64,7 @@ func Defaults(nodes int) Shape {
 func (s *Shape) Flags(fs *flag.FlagSet, d Shape) {
 	*s = d
 	fs.IntVar(&s.APIServers, "kube-apiservers", d.APIServers, "API servers (each with its own etcd client, watches and background); an HA control plane's three")
+	fs.BoolVar(&s.Stacked, "kube-stacked", d.Stacked, "each API server talks to one member, its own (kubeadm's stacked control plane: --etcd-servers=https://127.0.0.1:2379); false: each to every member, its watches wherever its client's balancer puts them")
 	fs.IntVar(&s.PodsPerNode, "kube-pods-per-node", d.PodsPerNode, "pods per node (Kubernetes' scalability tests run 30)")
 	fs.Float64Var(&s.ChurnPerNodeMinute, "kube-churn", d.ChurnPerNodeMinute, "pods replaced per node per minute")
 	fs.DurationVar(&s.LeaseRenew, "kube-lease-renew", d.LeaseRenew, "node lease renewal period (kubelet's default)")

@@ -337,8 +337,9 @@ func (l *Lessor) Attach(id int64, key []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if ls, ok := l.leases[id]; ok {
-		ls.keys[string(key)] = struct{}{}
-		l.keyLease[string(key)] = id
+		k := string(key) // one copy for both maps: a lease's keys are most of the lessor's heap
+		ls.keys[k] = struct{}{}
+		l.keyLease[k] = id
 	}
 }
 

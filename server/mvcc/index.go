@@ -26,12 +26,11 @@ func (ti *treeIndex) lookup(key []byte) *keyIndex {
 }
 
 func (ti *treeIndex) put(key []byte, rev schema.Revision) {
-	ki := ti.lookup(key)
-	if ki == nil {
-		ki = &keyIndex{key: append([]byte(nil), key...)}
-		ti.tree.Set(ki)
+	if ki := ti.lookup(key); ki != nil {
+		ki.put(rev)
+		return
 	}
-	ki.put(rev)
+	ti.tree.Set(newKeyIndex(key, rev, rev, 1))
 }
 
 func (ti *treeIndex) tombstone(key []byte, rev schema.Revision) error {

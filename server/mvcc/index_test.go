@@ -1,6 +1,7 @@
 package mvcc
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"testing"
@@ -88,6 +89,52 @@ func TestIndexCountEqualsRevisionsTotal(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestNewKeyIndexInOneAllocation: a new key's entry (up to 128-byte keys) is one object the
+// collector follows, and it behaves as an entry grown by puts: its key, its revisions as they
+// are added past the one inline, its versions and its generations after a deletion.
+func TestNewKeyIndexInOneAllocation(t *testing.T) {
+	for _, n := range []int{1, 31, 32, 33, 64, 65, 96, 100, 128, 129, 300} {
+		key := make([]byte, n)
+		for i := range key {
+			key[i] = byte('a' + (i*7+n)%26)
+		}
+		want := 1.0
+		if n > 128 {
+			want = 2
+		}
+		if got := testing.AllocsPerRun(10, func() { newKeyIndex(key, schema.Revision{Main: 5}, schema.Revision{Main: 5}, 1) }); got != want {
+			t.Errorf("%d-byte key: %v allocations, want %v", n, got, want)
+		}
+		ti := newTreeIndex()
+		for rev := int64(2); rev <= 9; rev++ {
+			ti.put(key, schema.Revision{Main: rev, Sub: rev % 2})
+		}
+		if err := ti.tombstone(key, schema.Revision{Main: 10}); err != nil {
+			t.Fatal(err)
+		}
+		ti.put(key, schema.Revision{Main: 11})
+		other := append([]byte(nil), key...)
+		other[0]++
+		ti.put(other, schema.Revision{Main: 12})
+		ki := ti.lookup(key)
+		if ki == nil || !bytes.Equal(ki.key, key) || len(ki.key) != cap(ki.key) {
+			t.Fatalf("%d-byte key: entry %v", n, ki)
+		}
+		for rev := int64(2); rev <= 9; rev++ {
+			mod, created, ver, err := ki.get(rev)
+			if err != nil || mod.Main != rev || mod.Sub != rev%2 || created.Main != 2 || ver != rev-1 {
+				t.Fatalf("%d-byte key at %d: %v %v %d %v", n, rev, mod, created, ver, err)
+			}
+		}
+		if _, _, _, err := ki.get(10); err != errKeyNotFound {
+			t.Fatalf("%d-byte key at its deletion: %v", n, err)
+		}
+		if mod, created, ver, err := ki.get(11); err != nil || mod.Main != 11 || created.Main != 11 || ver != 1 {
+			t.Fatalf("%d-byte key recreated: %v %v %d %v", n, mod, created, ver, err)
 		}
 	}
 }

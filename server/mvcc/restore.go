@@ -335,14 +335,14 @@ func mergeScans(scans []*restoreScan, bounds scanBounds, out chan<- []*keyIndex)
 				case r.tomb && ki == nil:
 					// Only the deletion is left: a compaction at its revision keeps it (watchers
 					// from there see it), and the next one removes it, as upstream's.
-					ki = newRestoredKey(key, rev, schema.Revision{}, 1)
+					ki = newKeyIndex(key, rev, schema.Revision{}, 1)
 					ki.generations = append(ki.generations, generation{})
 				case r.tomb:
 					if ki.isLive() {
 						_ = ki.tombstone(rev)
 					}
 				case ki == nil:
-					ki = newRestoredKey(key, rev, schema.Revision{Main: r.created}, r.ver)
+					ki = newKeyIndex(key, rev, schema.Revision{Main: r.created}, r.ver)
 				default:
 					ki.restore(rev, schema.Revision{Main: r.created}, r.ver)
 				}
@@ -364,21 +364,4 @@ func mergeScans(scans []*restoreScan, bounds scanBounds, out chan<- []*keyIndex)
 		out <- batch
 	}
 	return leases
-}
-
-// restoredKey is a key's index entry as a restore first makes it, in one allocation: most keys
-// have one revision left after compaction.
-type restoredKey struct {
-	ki  keyIndex
-	gen [1]generation
-	rev [1]schema.Revision
-}
-
-// newRestoredKey is the entry of a key whose first stored revision is rev.
-func newRestoredKey(key []byte, rev, created schema.Revision, ver int64) *keyIndex {
-	rk := &restoredKey{}
-	rk.rev[0] = rev
-	rk.gen[0] = generation{ver: ver, created: created, revs: rk.rev[:]}
-	rk.ki = keyIndex{key: bytes.Clone(key), modified: rev, generations: rk.gen[:]}
-	return &rk.ki
 }

@@ -2,11 +2,12 @@ package mvcc
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -857,51 +858,84 @@ type Event struct {
 	KV   mvccpb.KeyValue
 }
 
-// eventsBetween returns the changes with main revision in [from, to], in order. Caller holds mu.
-func (s *Store) eventsBetween(from, to int64) ([]Event, error) {
+// eventsBetween returns the changes with main revision in [from, to] whose keys want takes, in
+// order. Only those are copied out and decoded (into one buffer they share): the watchers a
+// catch-up serves mostly watch a few prefixes, and decoding every change (a lease renewal, an
+// event) for them was most of the catch-up's work while it kept writers waiting. Caller holds
+// mu.
+func (s *Store) eventsBetween(from, to int64, want func(key []byte) bool) ([]Event, error) {
 	lo := schema.RevisionKey(schema.Revision{Main: from}, false)
 	hi := schema.RevisionKey(schema.Revision{Main: to + 1}, false)
 	type rec struct {
-		k []byte
-		v []byte
+		rev  schema.Revision
+		tomb bool
+		v    []byte // the stored record: in the write buffer or the database's memory map
 	}
-	seen := map[string]bool{}
 	var recs []rec
+	var inBuf map[schema.Revision]bool // the write buffer's changes, newer than the database's
+	take := func(k, v []byte) error {
+		rev, tomb, err := schema.ParseRevisionKey(k)
+		if err != nil {
+			return err
+		}
+		if inBuf[rev] {
+			return nil
+		}
+		var kv mvccpb.KeyValue
+		if err := decodeKV(v, &kv); err != nil {
+			return fmt.Errorf("mvcc: decode revision %d_%d: %w", rev.Main, rev.Sub, err)
+		}
+		if want(kv.Key) {
+			recs = append(recs, rec{rev, tomb, v})
+		}
+		return nil
+	}
 	for k, v := range s.buf {
 		kb := []byte(k)
 		if bytes.Compare(kb, lo) >= 0 && bytes.Compare(kb, hi) < 0 {
-			recs = append(recs, rec{kb, v})
-			seen[k] = true
+			if err := take(kb, v); err != nil {
+				return nil, err
+			}
 		}
 	}
+	if len(recs) > 0 {
+		inBuf = make(map[schema.Revision]bool, len(recs))
+		for _, r := range recs {
+			inBuf[r.rev] = true
+		}
+	}
+	var evs []Event
 	err := s.be.Read(func(tx *bolt.Tx) error {
 		c := tx.Bucket(schema.Key).Cursor()
 		for k, v := c.Seek(lo); k != nil && bytes.Compare(k, hi) < 0; k, v = c.Next() {
-			if !seen[string(k)] {
-				recs = append(recs, rec{append([]byte(nil), k...), append([]byte(nil), v...)})
+			if err := take(k, v); err != nil {
+				return err
+			}
+		}
+		// Decoded inside the transaction: the records point into its memory map.
+		slices.SortFunc(recs, func(a, b rec) int {
+			return cmp.Or(cmp.Compare(a.rev.Main, b.rev.Main), cmp.Compare(a.rev.Sub, b.rev.Sub))
+		})
+		vals := make([][]byte, len(recs))
+		for i, r := range recs {
+			vals[i] = r.v
+		}
+		kvs := make([]mvccpb.KeyValue, len(recs))
+		if i, err := decodeKVs(vals, kvs); err != nil {
+			return fmt.Errorf("mvcc: decode revision %d_%d: %w", recs[i].rev.Main, recs[i].rev.Sub, err)
+		}
+		evs = make([]Event, len(recs))
+		for i, r := range recs {
+			evs[i].KV = kvs[i]
+			if r.tomb {
+				evs[i].Type = mvccpb.DELETE
+				evs[i].KV.ModRevision = r.rev.Main
 			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
-	}
-	sort.Slice(recs, func(i, j int) bool { return bytes.Compare(recs[i].k, recs[j].k) < 0 })
-	evs := make([]Event, 0, len(recs))
-	for _, r := range recs {
-		rev, tomb, err := schema.ParseRevisionKey(r.k)
-		if err != nil {
-			return nil, err
-		}
-		var ev Event
-		if err := ev.KV.Unmarshal(r.v); err != nil {
-			return nil, fmt.Errorf("mvcc: decode revision %d_%d: %w", rev.Main, rev.Sub, err)
-		}
-		if tomb {
-			ev.Type = mvccpb.DELETE
-			ev.KV.ModRevision = rev.Main
-		}
-		evs = append(evs, ev)
 	}
 	return evs, nil
 }

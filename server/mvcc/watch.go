@@ -250,7 +250,7 @@ func (g *watchGroups) syncOnce() (sent, behind bool) {
 	var evs []Event
 	if minRev := lagging[0].minRev; minRev <= cur {
 		var err error
-		if evs, err = s.eventsBetween(minRev, cur); err != nil {
+		if evs, err = s.eventsBetween(minRev, cur, newKeySet(lagging).has); err != nil {
 			s.log.Error("watch catch-up failed to read history", "from", minRev, "to", cur, "error", err)
 			return sent, behind
 		}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -257,5 +258,94 @@ func TestNoProgressBeforeTheStartRevision(t *testing.T) {
 	}
 	if !ws.RequestProgressAll() {
 		t.Fatal("every watcher synced and started: the stream-wide progress must go out")
+	}
+}
+
+// TestCatchUpFromHistoryTakesWatchedKeys: watchers that start in the past catch up from stored
+// history (part committed to the database, part still in the write buffer) in which most
+// changes are to keys none of them watches. Each gets exactly its own changes, puts and
+// deletes, with their values and revisions, in order.
+func TestCatchUpFromHistoryTakesWatchedKeys(t *testing.T) {
+	be, s := openStore(t, filepath.Join(t.TempDir(), "db"))
+	type change struct {
+		key, value string
+		rev        int64
+		del        bool
+	}
+	var history []change
+	write := func(i int) {
+		k := fmt.Sprintf("other/%03d", i%17)
+		switch {
+		case i%7 == 0:
+			k = fmt.Sprintf("pods/%03d", i%5)
+		case i%11 == 0:
+			k = "one"
+		}
+		v := fmt.Sprintf("v%d", i)
+		if i%13 == 0 && slices.ContainsFunc(history, func(c change) bool { return c.key == k }) {
+			w := s.Write()
+			if _, err := w.DeleteRange([]byte(k), nil); err != nil {
+				t.Fatal(err)
+			}
+			w.End()
+			history = append(history, change{key: k, rev: s.Rev(), del: true})
+			return
+		}
+		put(t, s, k, v)
+		history = append(history, change{key: k, value: v, rev: s.Rev()})
+	}
+	for i := 0; i < 300; i++ {
+		write(i)
+	}
+	if err := be.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 300; i < 400; i++ {
+		write(i)
+	}
+	from := history[10].rev
+	ws := s.NewWatchStream()
+	defer ws.Close()
+	watches := map[string][2]string{"prefix": {"pods/", "pods0"}, "key": {"one", ""}}
+	ids := map[int64]string{}
+	for name, r := range watches {
+		var end []byte
+		if r[1] != "" {
+			end = []byte(r[1])
+		}
+		id, err := ws.Watch(0, []byte(r[0]), end, from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[id] = name
+	}
+	want := map[string][]change{}
+	for _, c := range history {
+		if c.rev < from {
+			continue
+		}
+		if strings.HasPrefix(c.key, "pods/") {
+			want["prefix"] = append(want["prefix"], c)
+		} else if c.key == "one" {
+			want["key"] = append(want["key"], c)
+		}
+	}
+	got := map[string][]change{}
+	deadline := time.After(10 * time.Second)
+	for len(got["prefix"]) < len(want["prefix"]) || len(got["key"]) < len(want["key"]) {
+		select {
+		case r := <-ws.Chan():
+			for _, ev := range r.Events {
+				got[ids[r.WatchID]] = append(got[ids[r.WatchID]], change{key: string(ev.KV.Key), value: string(ev.KV.Value),
+					rev: ev.KV.ModRevision, del: ev.Type == mvccpb.DELETE})
+			}
+		case <-deadline:
+			t.Fatalf("got %d and %d events, want %d and %d", len(got["prefix"]), len(got["key"]), len(want["prefix"]), len(want["key"]))
+		}
+	}
+	for name := range watches {
+		if !slices.Equal(got[name], want[name]) {
+			t.Fatalf("%s watcher:\n got %v\nwant %v", name, got[name], want[name])
+		}
 	}
 }

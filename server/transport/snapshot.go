@@ -46,7 +46,7 @@ func (t *Transport) postSnapshot(p *peer, m raftpb.Message, db io.Reader) error 
 	pr, pw := io.Pipe()
 	go func() {
 		bw := bufio.NewWriterSize(countingWriter{pw, t.m.sentBytes.WithLabelValues(to)}, 256<<10)
-		err := (&messageEncoder{w: bw}).encode(&m)
+		err := (&messageEncoder{pieces{w: bw}}).encode(&m)
 		if err == nil {
 			_, err = io.Copy(bw, db)
 		}

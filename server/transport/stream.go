@@ -40,11 +40,11 @@ func (t streamType) String() string {
 	return "stream Message"
 }
 
-func (t streamType) encoder(w io.Writer) encoder {
+func (t streamType) encoder(w bufferedWriter) encoder {
 	if t == streamMsgAppV2 {
-		return &msgAppV2Encoder{w: w}
+		return &msgAppV2Encoder{pieces: pieces{w: w}}
 	}
-	return &messageEncoder{w: w}
+	return &messageEncoder{pieces{w: w}}
 }
 
 // outgoingConn is the response of a stream a peer opened to us, which we write messages into.

@@ -175,7 +175,8 @@ func onKubeCluster(label, bin string, ko kubeOptions, pprof bool, fn func([]*ser
 }
 
 // kubeProfiler saves each member's CPU profile and what it allocated (the collector's work) in
-// the start of each window in dir, when set.
+// the start of each window, and what it holds at the window's end (what the collector marks), in
+// dir, when set.
 type kubeProfiler struct {
 	dir string
 	d   time.Duration
@@ -190,13 +191,32 @@ func (p kubeProfiler) start(label string, ss []*server, n int) func() {
 	}
 	var waits []func()
 	for _, s := range ss {
-		name := filepath.Join(p.dir, fileName(fmt.Sprintf("%s-%s-kube-%d", label, s.Name, n)))
+		name := p.path(label, s, n)
 		waits = append(waits, s.profile(name+".cpu.pprof", p.d), s.allocs(name+".allocs.pprof", p.d))
 	}
 	return func() {
 		for _, w := range waits {
 			w()
 		}
+	}
+}
+
+// path is where a member's profiles of the window at n nodes go, less their suffix.
+func (p kubeProfiler) path(label string, s *server, n int) string {
+	return filepath.Join(p.dir, fileName(fmt.Sprintf("%s-%s-kube-%d", label, s.Name, n)))
+}
+
+// heaps saves the members' in-use heaps at the end of the window at n nodes.
+func (p kubeProfiler) heaps(label string, ss []*server, n int) {
+	if !p.on() {
+		return
+	}
+	var waits []func()
+	for _, s := range ss {
+		waits = append(waits, s.heap(p.path(label, s, n)+".heap.pprof"))
+	}
+	for _, w := range waits {
+		w()
 	}
 }
 
@@ -217,6 +237,7 @@ func kubeWindow(label string, ss []*server, l *kubeload.Load, n int, ko kubeOpti
 	res := l.Run(ctx, ko.window)
 	st := kubeStep{res: res, cpu: cpuTimes(ss) - cpu0}
 	profiled()
+	prof.heaps(label, ss, n)
 	for _, s := range ss {
 		_, now := s.memory()
 		st.rss += now
@@ -225,6 +246,14 @@ func kubeWindow(label string, ss []*server, l *kubeload.Load, n int, ko kubeOpti
 	st.holds, st.missed = res.Holds(kubeload.KubernetesSLO)
 	printKubeStep(label, st)
 	return st, nil
+}
+
+// topology says which members the API servers talk to.
+func topology(s kubeload.Shape) string {
+	if s.Stacked {
+		return "to its own member, as kubeadm's stacked control plane"
+	}
+	return "to every member"
 }
 
 // kubeStepKey is the sample key of one figure of the window at n nodes.
@@ -303,8 +332,8 @@ func (r report) kubeMarkdown(values func(label, key string) []float64, runLine s
 	var b strings.Builder
 	k := r.kube
 	fmt.Fprintf(&b, "\n## Kubernetes-shaped load: the largest cluster a three-member etcd carries\n\n%s", runLine)
-	fmt.Fprintf(&b, "What the kube-apiservers of a cluster of N nodes send etcd (e2e/kubeload, shaped by docs/kube-shape.md, recorded from kube-apiserver %s): %d API servers, each with its own client, its watch of each of %d resource prefixes (progress notifications, previous values), a progress request every %v and its own leases; per node a lease renewed every %v and its status every %v; %d pods per node, %.2f replaced per node per minute (each life: create, %d updates, %d reads, %d events with an hour's lease, delete); each API server refilling its caches of pods, nodes and leases from etcd every %v (pages of %d at a revision, by RangeStream where the member has it, 3.7, and by paginated Range before); compaction every %v. ",
-		kubeapi.Version, k.shape.APIServers, k.shape.WatchedResources, k.shape.ProgressRequests, k.shape.LeaseRenew, k.shape.NodeStatus, k.shape.PodsPerNode, k.shape.ChurnPerNodeMinute, k.shape.PodUpdates, k.shape.PodReads, k.shape.EventsPerPod, k.shape.CacheRefill, k.shape.ListPage, k.shape.Compaction)
+	fmt.Fprintf(&b, "What the kube-apiservers of a cluster of N nodes send etcd (e2e/kubeload, shaped by docs/kube-shape.md, recorded from kube-apiserver %s): %d API servers, each with its own client (%s), its watch of each of %d resource prefixes (progress notifications, previous values), a progress request every %v and its own leases; per node a lease renewed every %v and its status every %v; %d pods per node, %.2f replaced per node per minute (each life: create, %d updates, %d reads, %d events with an hour's lease, delete); each API server refilling its caches of pods, nodes and leases from etcd every %v (pages of %d at a revision, by RangeStream where the member has it, 3.7, and by paginated Range before); compaction every %v. ",
+		kubeapi.Version, k.shape.APIServers, topology(k.shape), k.shape.WatchedResources, k.shape.ProgressRequests, k.shape.LeaseRenew, k.shape.NodeStatus, k.shape.PodsPerNode, k.shape.ChurnPerNodeMinute, k.shape.PodUpdates, k.shape.PodReads, k.shape.EventsPerPod, k.shape.CacheRefill, k.shape.ListPage, k.shape.Compaction)
 	fmt.Fprintf(&b, "Open loop: each request is sent when its schedule says and timed from then. Three members with kubeadm's flags (%s). N starts at %d and grows %.2fx per step on one cluster (the nodes added with their objects first, not timed, then %v of the load unmeasured, then a %v window) until a window misses an SLO (if the first misses, N steps down %.2fx at a time on fresh clusters, up to %d times, until one holds); then the gap between the last N that held and the first that missed is halved (geometrically) up to %d times, each probe on a fresh cluster. SLOs (Kubernetes' scalability SLOs): p99 of mutating requests and of single-object reads <= 1 s, of a full LIST of pods <= 30 s, of watch delivery (write to watcher) <= 5 s, no failed request. Higher N is better; in the other rows each side is at its own largest N.\n\n",
 		strings.Join(kubeload.MemberFlags, " "), k.start, k.factor, k.warmup, k.window, k.factor, kubeMostDowns, k.bisect)
 	fmt.Fprintf(&b, "| figure | ours | upstream | ratio (rounds) |\n|---|---|---|---|\n")

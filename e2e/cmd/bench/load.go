@@ -174,6 +174,10 @@ func (s *server) profile(path string, d time.Duration) func() { return s.record(
 // allocs is profile for what the member allocates in d (a delta of the allocation profile).
 func (s *server) allocs(path string, d time.Duration) func() { return s.record("allocs", path, d) }
 
+// heap saves what the member holds now (the in-use heap, after a collection): what its
+// collector has to mark every cycle.
+func (s *server) heap(path string) func() { return s.record("heap", path, 0) }
+
 // trace is profile for a Go execution trace (go tool trace), which shows what each goroutine
 // waited for.
 func (s *server) trace(path string, d time.Duration) func() { return s.record("trace", path, d) }
@@ -182,7 +186,11 @@ func (s *server) record(kind, path string, d time.Duration) func() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/%s?seconds=%d", s.ClientURL, kind, int(d.Seconds())))
+		url := fmt.Sprintf("%s/debug/pprof/%s?seconds=%d", s.ClientURL, kind, int(d.Seconds()))
+		if d == 0 { // a snapshot, not a delta
+			url = fmt.Sprintf("%s/debug/pprof/%s?gc=1", s.ClientURL, kind)
+		}
+		resp, err := http.Get(url)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", kind, err)
 			return
