@@ -11,8 +11,10 @@
 //	               compaction (the index in chunks, the backend in paced batches), HashKV
 //	index.go       treeIndex: keys to their revisions, in key order
 //	keyindex.go    one key's generations and revisions
+//	keyentry.go    a key's entry made in one allocation with its first revision and key
 //	restore.go     the index rebuilt from the backend at start-up and after a snapshot
 //	watch.go       watchers: synced ones fed by writes, the others caught up from history
+//	keyset.go      the keys some watchers watch, which a catch-up decodes history for
 //	pagecounts.go  a paginated read's count carried from one page to the next
 //	kvdecode.go    a range's stored key-values decoded into one buffer
 //	compacthash.go the hashes compactions computed, which HashKV answers with

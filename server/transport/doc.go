@@ -17,7 +17,7 @@
 //	transport.go Transport: the peers, sending a member's messages, starting and stopping
 //	peer.go      one remote member: its stream writers and readers and its pipeline
 //	stream.go    the two stream types, their endpoints and names
-//	codec.go     the two stream encodings (message, msgappv2)
+//	codec.go     the two stream encodings (message, msgappv2), written piece by piece
 //	handlers.go  the raft endpoints of the peer listener, the version checks, refusals logged once
 //	snapshot.go  a snapshot message and its database sent on a request of its own
 //	dial.go      peer requests over TCP or a unix socket
