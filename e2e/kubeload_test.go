@@ -58,4 +58,10 @@ func TestKubernetesShapedLoadRuns(t *testing.T) {
 	if n := count("/registry/events/"); n == 0 {
 		t.Error("no events written")
 	}
+	// Stacked, as kubeadm's control plane: each API server's watches are on its own member.
+	for i, m := range c.Members {
+		if n := metricValue(t, m, "etcd_debugging_mvcc_watcher_total"); n != float64(s.WatchedResources) {
+			t.Errorf("member %d serves %v watchers, want one API server's %d", i, n, s.WatchedResources)
+		}
+	}
 }

@@ -137,6 +137,12 @@ func main() {
 	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member, open-loop, three-member and Kubernetes-shaped (each window's start, every member, with what it allocated) workloads (with --pin-member-cpu also execution traces of the single-member ones) and of the watch delivery and the bigread reads, and an execution trace of the compaction's start with its slow requests (first round), in this directory")
 	flag.DurationVar(&o.profileFor, "pprof-seconds", 3*time.Second, "length of each CPU profile")
 	flag.Parse()
+	// A run takes up to hours: a report path it cannot write fails now, not at the end.
+	if f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE, 0o644); err != nil {
+		fail(fmt.Errorf("report path: %w", err))
+	} else {
+		f.Close()
+	}
 	if o.pinCPU >= 0 {
 		var others []string
 		for c := 0; c < runtime.NumCPU(); c++ {
