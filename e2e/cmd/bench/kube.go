@@ -346,7 +346,24 @@ func (r report) kubeMarkdown(values func(label, key string) []float64, runLine s
 		if i >= 2 && median(values(ours, figKubeN)) != median(values(up, figKubeN)) {
 			rt = "- (different N)"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.title, f.format(median(ov)), f.format(median(uv)), rt)
+		show := func(v []float64) string { return f.format(median(v)) }
+		switch f.key {
+		case figKubeN:
+			if len(values(ours, figKubeFirstFail)) == 0 {
+				rt += fmt.Sprintf(", a floor: ours missed no N up to %d", k.most)
+			}
+		case figKubeFirstFail: // a side that missed nothing has no such N
+			if len(ov) == 0 || len(uv) == 0 {
+				rt = "-"
+			}
+			show = func(v []float64) string {
+				if len(v) == 0 {
+					return fmt.Sprintf("none up to %d", k.most)
+				}
+				return f.format(median(v))
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.title, show(ov), show(uv), rt)
 	}
 	// every window either side measured, by N
 	ns := map[int]bool{}

@@ -1,6 +1,11 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"etcdx/e2e/kubeload"
+)
 
 func TestNextKubeProbe(t *testing.T) {
 	ko := kubeOptions{factor: 1.5, bisect: 1}
@@ -22,6 +27,26 @@ func TestNextKubeProbe(t *testing.T) {
 		n, ok := nextKubeProbe(c.pass, c.fail, c.downs, c.halvings, ko)
 		if ok != c.ok || ok && n != c.want {
 			t.Errorf("%s: nextKubeProbe(%d, %d, %d, %d) = %d, %v; want %d, %v", c.name, c.pass, c.fail, c.downs, c.halvings, n, ok, c.want, c.ok)
+		}
+	}
+}
+
+// TestKubeMarkdownSideThatNeverMissed: a side with no N that missed has no "smallest N that
+// missed" (not 0), and its largest N is a floor, which the ratio row says.
+func TestKubeMarkdownSideThatNeverMissed(t *testing.T) {
+	ko := kubeOptions{shape: kubeload.Defaults(0), start: 6000, factor: 1.5, most: 20000, bisect: 1}
+	r := report{subjects: []subject{{label: "ours"}, {label: "upstream"}}, kube: ko}
+	got := map[string]map[string][]float64{
+		"ours":     {figKubeN: {13500, 13500}},
+		"upstream": {figKubeN: {7348, 7348}, figKubeFirstFail: {9000, 9000}},
+	}
+	md := r.kubeMarkdown(func(label, key string) []float64 { return got[label][key] }, "Run of now\n\n")
+	for _, want := range []string{
+		"| largest N (nodes) whose window held every SLO | 13500 | 7348 | 1.84 (1.84, 1.84), a floor: ours missed no N up to 20000 |",
+		"| smallest N found that missed one | none up to 20000 | 9000 | - |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("no %q in\n%s", want, md)
 		}
 	}
 }
