@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // failpointMember is a member of the failpoint build (make build-failpoints) whose failpoints
@@ -232,6 +234,83 @@ func TestFailpointCrashesLoseNoWrite(t *testing.T) {
 	// Every member holds every acknowledged write, each applied once.
 	for _, m := range members {
 		checkAcked(t, m.Client(), "ledger", acked)
+	}
+	requireSameHashKV(t, c)
+}
+
+// TestWALReleaseFailpointOnAReceivedSnapshot: raftAfterWALRelease is where upstream has it, in
+// a follower's Ready that carries the leader's snapshot, after the WAL segments it covers are
+// released; a member's own snapshots pass by it (upstream's robustness suite blackholes a member
+// until it needs a snapshot and waits for it to die there). The member that died there starts
+// again on its data and serves every key.
+func TestWALReleaseFailpointOnAReceivedSnapshot(t *testing.T) {
+	c := NewCluster(t, 3, "--snapshot-count", "100", "--snapshot-catchup-entries", "10")
+	members := make([]*failpointMember, len(c.Members))
+	for i, m := range c.Members {
+		members[i] = newFailpointMember(t, m, "failpoints/etcd")
+	}
+	c.Start()
+	for _, m := range members {
+		m.set(t, "raftAfterWALRelease", "panic")
+	}
+	cli := c.Client()
+	put := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			if _, err := cli.Put(Ctx(t), fmt.Sprintf("k%04d", i), "v"); err != nil {
+				t.Fatalf("put %d: %v", i, err)
+			}
+		}
+	}
+	// Every member takes its own snapshots (one per 100 entries) and must not stop at the point.
+	put(0, 350)
+	for _, m := range members {
+		if !m.Running() || strings.Contains(m.Log(), "failpoint panic") {
+			t.Fatalf("%s stopped at raftAfterWALRelease on its own snapshot:\n%s", m.Name, m.LogTail(30))
+		}
+		if !strings.Contains(m.Log(), "saved snapshot to disk") {
+			t.Fatalf("%s took no snapshot of its own in 350 writes", m.Name)
+		}
+	}
+	leader := c.Leader(10 * time.Second)
+	var f *failpointMember
+	for _, m := range members {
+		if m.Member != leader {
+			f = m
+		}
+	}
+	if err := f.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	put(350, 700) // the leader's log now starts past where the stopped follower left off
+	f.Env = append(f.Env, "GOFAIL_FAILPOINTS=raftAfterWALRelease=panic")
+	if err := f.StartNoWait(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-f.Exited():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s did not stop at raftAfterWALRelease on the leader's snapshot:\n%s", f.Name, f.LogTail(30))
+	}
+	if !strings.Contains(f.Log(), "failpoint panic") {
+		t.Fatalf("%s ended, but not at the failpoint:\n%s", f.Name, f.LogTail(30))
+	}
+	f.Env = f.Env[:len(f.Env)-1]
+	f.Start()
+	fcli := f.Client()
+	resp, err := fcli.Get(Ctx(t), "k", clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithSerializable())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for resp.Count != 700 {
+		time.Sleep(100 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatalf("%s serves %d of 700 keys after its restart", f.Name, resp.Count)
+		}
+		if resp, err = fcli.Get(Ctx(t), "k", clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithSerializable()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	requireSameHashKV(t, c)
 }

@@ -144,6 +144,13 @@ func (s *Server) handleReady(rd raft.Ready, st *readyState) bool {
 		}
 		st.persisted = rd.Snapshot.Metadata.Index
 		failpoint.At(failpoint.RaftAfterApplySnap)
+		// The received snapshot is durable: the WAL segments it covers are no longer needed
+		// (upstream releases them here too; its raftAfterWALRelease marks this moment).
+		if err := s.wal.ReleaseTo(rd.Snapshot.Metadata.Index); err != nil {
+			s.fatal("failed to release the WAL segments the incoming snapshot covers", err)
+			return false
+		}
+		failpoint.At(failpoint.RaftAfterWALRelease)
 	}
 	if err := s.storage.Append(rd.Entries); err != nil {
 		s.fatal("failed to append entries to raft storage", err)

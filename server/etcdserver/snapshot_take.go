@@ -157,7 +157,6 @@ func (s *Server) saveSnapshotToDisk(sn raftpb.Snapshot) error {
 	if err := s.wal.ReleaseTo(index); err != nil {
 		return err
 	}
-	failpoint.At(failpoint.RaftAfterWALRelease)
 	s.log.Info("saved snapshot to disk", "snapshot-index", index)
 	if err := snap.Purge(s.cfg.snapDir(), s.cfg.MaxSnapshots); err != nil {
 		return err

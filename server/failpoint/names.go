@@ -85,7 +85,7 @@ var All = []Point{
 	{RaftAfterSave, "3.5", "", "after the WAL write (fsynced), before the entries reach raft's log in memory"},
 	{RaftBeforeApplySnap, "3.5", "", "before the leader's snapshot is applied to raft's log in memory"},
 	{RaftAfterApplySnap, "3.5", "", "after the leader's snapshot is applied to raft's log in memory"},
-	{RaftAfterWALRelease, "3.5", "", "after WAL segments a snapshot covers are released"},
+	{RaftAfterWALRelease, "3.5", "", "after the WAL segments the leader's snapshot covers are released"},
 	{RaftBeforeFollowerSend, "3.5", "", "a follower's Ready: after the WAL write, before its answers go out"},
 	{RaftBeforeAdvance, "3.5", "", "after a Ready is handled, before raft is told so (Advance)"},
 	{RaftBeforeWALSaveSnaphot, "3.5", "", "a snapshot to disk: after the snapshot file, before its WAL record"},
