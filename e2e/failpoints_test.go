@@ -15,8 +15,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // failpointMember is a member of the failpoint build (make build-failpoints) whose failpoints
@@ -297,21 +295,7 @@ func TestWALReleaseFailpointOnAReceivedSnapshot(t *testing.T) {
 	}
 	f.Env = f.Env[:len(f.Env)-1]
 	f.Start()
-	fcli := f.Client()
-	resp, err := fcli.Get(Ctx(t), "k", clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithSerializable())
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for resp.Count != 700 {
-		time.Sleep(100 * time.Millisecond)
-		if time.Now().After(deadline) {
-			t.Fatalf("%s serves %d of 700 keys after its restart", f.Name, resp.Count)
-		}
-		if resp, err = fcli.Get(Ctx(t), "k", clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithSerializable()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	waitKeys(t, f.Member, "k", 700)
 	requireSameHashKV(t, c)
 }
 
