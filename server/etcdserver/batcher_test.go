@@ -21,7 +21,7 @@ type batchRig struct {
 func newBatchRig(t *testing.T, maxHold time.Duration) *batchRig {
 	t.Helper()
 	r := &batchRig{steps: make(chan []string, 16)}
-	r.b = newProposalBatcher(&r.committed, maxHold, 0)
+	r.b = newProposalBatcher(&r.committed, maxHold, 0, 0)
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -160,7 +160,7 @@ func TestBatcherRefusedBatchHoldsNothing(t *testing.T) {
 // The pacing rule, on take's clock: after a step of lastSize entries whose round (up to index
 // 10) has committed, with queued entries waiting, since after the step.
 func TestBatcherPacesRoundsUnderLoad(t *testing.T) {
-	const pace, maxHold = 2 * time.Millisecond, time.Hour
+	const pace, maxPace, maxHold = 2 * time.Millisecond, 4 * time.Millisecond, time.Hour
 	for _, tc := range []struct {
 		name       string
 		replicated bool
@@ -171,14 +171,16 @@ func TestBatcherPacesRoundsUnderLoad(t *testing.T) {
 	}{
 		{"a lone client's next request goes at once", true, 1, 1, 100 * time.Microsecond, 0},
 		{"under load a small batch waits out the pace", true, 5, 3, 500 * time.Microsecond, 1500 * time.Microsecond},
-		{"a full batch goes at once", true, 5, fullBatch, 500 * time.Microsecond, 0},
+		{"after a round filling up, the long pace", true, longPaceAfter, 3, 500 * time.Microsecond, 3500 * time.Microsecond},
+		{"a full batch goes at once", true, longPaceAfter, fullBatch, 500 * time.Microsecond, 0},
 		{"once the pace has passed it goes", true, 5, 3, pace, 0},
+		{"once the long pace has passed it goes", true, longPaceAfter, 3, maxPace, 0},
 		{"no followers: a round is one Ready, nothing to pace", false, 5, 3, 500 * time.Microsecond, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var committed atomic.Uint64
 			committed.Store(10)
-			b := newProposalBatcher(&committed, maxHold, pace)
+			b := newProposalBatcher(&committed, maxHold, pace, maxPace)
 			step := time.Unix(1000, 0)
 			for range tc.lastSize {
 				b.add([]byte("x"), proposalOrigin{id: 1})
@@ -202,6 +204,27 @@ func TestBatcherPacesRoundsUnderLoad(t *testing.T) {
 				t.Fatalf("took %d entries, want %d", len(es), want)
 			}
 		})
+	}
+}
+
+func TestBatchPace(t *testing.T) {
+	const pace, maxPace = 2 * time.Millisecond, 4 * time.Millisecond
+	for _, tc := range []struct {
+		pace, maxPace time.Duration
+		lastSize      int
+		want          time.Duration
+	}{
+		{pace, maxPace, 1, pace},                 // a lone client's round (paceWait lets it go)
+		{pace, maxPace, longPaceAfter - 1, pace}, // a light load's rounds: the short pace
+		{pace, maxPace, longPaceAfter, maxPace},  // rounds filling up: the long one
+		{pace, maxPace, 1000, maxPace},           // never longer
+		{0, maxPace, 1000, 0},                    // pacing off
+		{pace, 0, 1000, pace},                    // no long pace: the short one
+		{pace, pace / 2, longPaceAfter, pace},    // a long pace below the short: the short
+	} {
+		if got := batchPace(tc.pace, tc.maxPace, tc.lastSize); got != tc.want {
+			t.Errorf("batchPace(%v, %v, %d) = %v, want %v", tc.pace, tc.maxPace, tc.lastSize, got, tc.want)
+		}
 	}
 }
 

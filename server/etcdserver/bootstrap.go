@@ -48,7 +48,7 @@ func New(cfg Config) (*Server, error) {
 		readc: make(chan raft.ReadState, 16), msgSnapC: make(chan raftpb.Message, 16), snapJobs: make(chan snapJob, 1), readWake: make(chan struct{}, 1), readNotifier: newNotifier(), versionWake: make(chan struct{}, 1),
 		rangeBufs: rangewire.NewPool(rangeBufsKept),
 		draining:  make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{})}
-	s.batcher = newProposalBatcher(&s.committedIndex, cfg.heartbeat(), roundPace)
+	s.batcher = newProposalBatcher(&s.committedIndex, cfg.heartbeat(), roundPace, maxRoundPace)
 	if !version.NoV2API.Built(cfg.Level) {
 		s.v2 = v2store.New(time.Now, v2store.ClusterPrefix, v2store.KeysPrefix)
 		s.peerStats = newPeerStats(time.Now())

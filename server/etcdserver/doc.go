@@ -22,7 +22,8 @@
 //	                 followers
 //	batcher.go       a leader's proposals gathered while the raft loop is busy and stepped
 //	                 into raft as one per Ready (one append per follower, not one per entry),
-//	                 one batch in flight, rounds paced under load (paceWait)
+//	                 one batch in flight, rounds paced under load, longer after a full one
+//	                 (paceWait, batchPace)
 //	handover.go      the gate that orders proposals stepped without raft's answer against
 //	                 leadership transfers
 //	v3.go            the KV and lease requests of the v3 API (Range, Put, Txn, Compact, Lease*)

@@ -182,6 +182,17 @@ func (s *server) heap(path string) func() { return s.record("heap", path, 0) }
 // waited for.
 func (s *server) trace(path string, d time.Duration) func() { return s.record("trace", path, d) }
 
+// observe takes the member's CPU profile (base.cpu.pprof) and, with o.traceFor set, its
+// execution trace (base.trace) at once; the returned func waits for both.
+func (s *server) observe(base string, o options) func() {
+	prof := s.profile(base+".cpu.pprof", o.profileFor)
+	if o.traceFor <= 0 {
+		return prof
+	}
+	tr := s.trace(base+".trace", o.traceFor)
+	return func() { prof(); tr() }
+}
+
 func (s *server) record(kind, path string, d time.Duration) func() {
 	done := make(chan struct{})
 	go func() {

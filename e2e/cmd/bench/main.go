@@ -136,6 +136,7 @@ func main() {
 	throughputRounds := flag.Int("throughput-rounds", 7, "rounds of the single and cluster parts")
 	profDir := flag.String("pprof", "", "save CPU profiles of both implementations' single-member, open-loop, three-member and Kubernetes-shaped (each window's start, every member, with what it allocated) workloads (with --pin-member-cpu also execution traces of the single-member ones) and of the watch delivery and the bigread reads, and an execution trace of the compaction's start with its slow requests (first round), in this directory")
 	flag.DurationVar(&o.profileFor, "pprof-seconds", 3*time.Second, "length of each CPU profile")
+	flag.DurationVar(&o.traceFor, "trace-seconds", 0, "with --pprof, also an execution trace this long (go tool trace) of every member in the offered and offered3 parts, taken with its CPU profile: which goroutines block and wake per request")
 	flag.Parse()
 	// A run takes up to hours: a report path it cannot write fails now, not at the end.
 	if f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE, 0o644); err != nil {

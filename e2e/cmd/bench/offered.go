@@ -82,7 +82,7 @@ func benchOffered(subs []subject, o options, profDir string) (map[string]sample,
 			wait := func() {}
 			if profDir != "" {
 				// The CPU per request at the same offered load is the figure: where it goes.
-				wait = s.profile(filepath.Join(profDir, fileName(s.label+"-"+s.Name+"-"+offeredName(w))+".cpu.pprof"), o.profileFor)
+				wait = s.observe(filepath.Join(profDir, fileName(s.label+"-"+s.Name+"-"+offeredName(w))), o)
 			}
 			cpu0 := s.cpuTime()
 			spent := countCosts(s)
@@ -117,7 +117,7 @@ func benchOffered3(subs []subject, o options, profDir string) (map[string]sample
 			var waits []func()
 			if profDir != "" {
 				for _, s := range ss {
-					waits = append(waits, s.profile(filepath.Join(profDir, fileName(label+"-"+s.Name+"-"+offeredName(w))+".cpu.pprof"), o.profileFor))
+					waits = append(waits, s.observe(filepath.Join(profDir, fileName(label+"-"+s.Name+"-"+offeredName(w))), o))
 				}
 			}
 			cpu0 := cpuTimes(ss)

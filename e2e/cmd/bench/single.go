@@ -191,6 +191,7 @@ type options struct {
 	clients, conns, scale int
 	limit                 time.Duration
 	profileFor            time.Duration
+	traceFor              time.Duration
 	catchupBytes          int64
 	keys                  int // keys of the memory and compaction figures
 	watchers, events      int
