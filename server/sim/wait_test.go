@@ -58,21 +58,26 @@ func waitUntil(ctx context.Context, c *Cluster, ok func() bool) bool {
 }
 
 // quiet waits until report has stayed the same for calm, reading it again at each change of
-// the cluster, and returns it; false when ctx ends first.
+// the cluster, and returns it; false when ctx ends first. It subscribes before each reading (a
+// change while reading wakes the wait) and reads once more when calm has passed, since a
+// member may publish an applied index a moment before what the report shows of it.
 func quiet(ctx context.Context, c *Cluster, calm time.Duration, report func() string) (string, bool) {
-	last, since := report(), time.Now()
+	var last string
+	var since time.Time
 	for {
 		wctx, cancel := context.WithCancel(ctx)
 		changed := changes(wctx, c)
+		if r := report(); since.IsZero() || r != last {
+			last, since = r, time.Now()
+		}
 		timer := time.NewTimer(calm - time.Since(since))
 		select {
 		case <-changed:
-			if r := report(); r != last {
-				last, since = r, time.Now()
-			}
 		case <-timer.C:
-			cancel()
-			return last, true
+			if report() == last {
+				cancel()
+				return last, true
+			}
 		case <-ctx.Done():
 		}
 		cancel()
