@@ -27,7 +27,7 @@ func handWritten(path string) string {
 }
 
 // sectionOrder is the order of the report's sections.
-var sectionOrder = []string{"## Throughput and latency", "## Three members at a fixed offered load", "## Memory, scale and availability", "## Kubernetes-shaped load"}
+var sectionOrder = []string{"## Throughput and latency", "## One member at a fixed offered load", "## Three members at a fixed offered load", "## Memory, scale and availability", "## Kubernetes-shaped load"}
 
 // sections splits a report's generated part into its header and its "## " sections by heading.
 func sections(doc string) (header string, secs map[string]string) {
@@ -241,9 +241,12 @@ func (r report) markdown() string {
 			names = append(names, w.name)
 		}
 	}
+	// The open-loop workloads have tables of their own: a run of one part then replaces its
+	// table whole instead of mixing its rows into another run's.
+	var names1 []string
 	for _, w := range offeredWorkloads(r.o) {
 		if len(pick(ours, offeredName(w), func(result) float64 { return 0 })) > 0 {
-			names = append(names, offeredName(w))
+			names1 = append(names1, offeredName(w))
 		}
 	}
 	var names3 []string
@@ -277,9 +280,17 @@ func (r report) markdown() string {
 	if len(names) > 0 {
 		fmt.Fprintf(&b, "\n## Throughput and latency\n\n%s", runLine)
 		fmt.Fprintf(&b, "%d clients over %d gRPC connections (upstream's Go client) unless the workload says otherwise; three-member workloads spread the connections over the members. ", r.o.clients, r.o.conns)
-		fmt.Fprintf(&b, "Server CPU/op is the CPU time (user and system, from /proc) the member processes used during the workload per successful request, all three members' for the three-member rows. The clients run in the bench process on the same 2 CPUs: client CPU/op is that process's CPU time per request (median over both implementations' rounds), and the ceiling is the throughput ratio ours would reach if our servers used no CPU at all while the CPUs stay busy, (client + upstream server CPU/op) / client CPU/op. A server-side saving moves throughput by its share of the whole. The open-loop rows offer requests at a fixed rate, the same for both implementations, for %v each (one due every 1/rate s, sent by the next free client; latency from when it was due): there ops/s is the rate achieved, and server CPU/op is the figure that compares the servers' efficiency, since the load generator's share of the 2 CPUs is then the same for both. The one-CPU rows run the writes on members limited to one CPU (GOMAXPROCS=1, every thread pinned to the last CPU), the clients on the others, as a container with a one-CPU limit.\n\n", r.o.offeredFor)
+		fmt.Fprintf(&b, "Server CPU/op is the CPU time (user and system, from /proc) the member processes used during the workload per successful request, all three members' for the three-member rows. The clients run in the bench process on the same 2 CPUs: client CPU/op is that process's CPU time per request (median over both implementations' rounds), and the ceiling is the throughput ratio ours would reach if our servers used no CPU at all while the CPUs stay busy, (client + upstream server CPU/op) / client CPU/op. A server-side saving moves throughput by its share of the whole. The one-CPU rows run the writes on members limited to one CPU (GOMAXPROCS=1, every thread pinned to the last CPU), the clients on the others, as a container with a one-CPU limit.\n\n")
 		b.WriteString(tableHead)
 		for _, n := range names {
+			b.WriteString(row(n))
+		}
+	}
+	if len(names1) > 0 {
+		fmt.Fprintf(&b, "\n## One member at a fixed offered load\n\n%s", runLine)
+		fmt.Fprintf(&b, "The open-loop workloads offer requests to one member at a fixed rate, the same for both implementations, for %v each (one due every 1/rate s, sent by the next free client of %d over %d connections; latency from when it was due): ops/s is the rate achieved, and server CPU/op is the figure that compares the servers' efficiency, since the load generator's share of the 2 CPUs is then the same for both. Columns as in the throughput table.\n\n", r.o.offeredFor, r.o.clients, r.o.conns)
+		b.WriteString(tableHead)
+		for _, n := range names1 {
 			b.WriteString(row(n))
 		}
 	}

@@ -49,3 +49,40 @@ func TestPartialRunKeepsOtherRows(t *testing.T) {
 		t.Fatalf("get appears %d times:\n%s", n, second)
 	}
 }
+
+// TestOfferedRunKeepsThroughputTableWhole: the single-member open-loop workloads have a section of
+// their own, so a run of that part alone replaces it and leaves the throughput table as its run
+// wrote it (no rows tagged with another run), in the report's order of sections.
+func TestOfferedRunKeepsThroughputTableWhole(t *testing.T) {
+	section := func(heading, run string, rows ...string) string {
+		var b strings.Builder
+		b.WriteString("\n## " + heading + "\n\nRun of " + run + " UTC (1m in all), in `e2e/`: `cmd`\n\n| workload | ops |\n|---|---|\n")
+		for _, r := range rows {
+			b.WriteString("| " + r + " | 1 |\n")
+		}
+		return b.String()
+	}
+	old := "# Performance\n\nintro\n" + section("Throughput and latency", "2026-11-27 10:00", "put", "txn") +
+		section("One member at a fixed offered load", "2026-11-27 10:00", "open loop 6000/s: put") +
+		section("Three members at a fixed offered load", "2026-11-27 10:00", "open loop 3300/s: 3 members, put")
+	path := filepath.Join(t.TempDir(), "performance.md")
+	if err := os.WriteFile(path, []byte(old+handMarker+"\nhand\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := keepUnmeasured("# Performance\n\nintro\n"+section("One member at a fixed offered load", "2026-12-06 01:34", "open loop 6000/s: put", "open loop 5600/s: txn"), path)
+	if strings.Contains(got, keptTag) {
+		t.Fatalf("a run of the offered part tagged rows of another table:\n%s", got)
+	}
+	for _, want := range []string{"| put | 1 |", "| txn | 1 |", "Run of 2026-12-06 01:34", "| open loop 5600/s: txn | 1 |", "| open loop 3300/s: 3 members, put | 1 |"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("no %q in\n%s", want, got)
+		}
+	}
+	if strings.Count(got, "Run of 2026-11-27 10:00") != 2 {
+		t.Fatalf("the throughput and three-member sections should keep their run:\n%s", got)
+	}
+	th, one, three := strings.Index(got, "## Throughput"), strings.Index(got, "## One member"), strings.Index(got, "## Three members")
+	if !(th < one && one < three) {
+		t.Fatalf("sections out of order:\n%s", got)
+	}
+}
