@@ -88,8 +88,9 @@ func backupCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "backed up %s to %s: database %s, %d WAL segments, %d snapshot files\n",
-				cfg.DataDir, cfg.BackupDir, humanize.Bytes(uint64(res.DBBytes)), res.WALFiles, res.SnapFiles)
+			// On standard error, as a log line: upstream's backup writes nothing to standard output.
+			g.log().Info("backed up the data directory", "data-dir", cfg.DataDir, "backup-dir", cfg.BackupDir,
+				"db-size", humanize.Bytes(uint64(res.DBBytes)), "wal-files", res.WALFiles, "snap-files", res.SnapFiles)
 			return nil
 		}),
 	}
