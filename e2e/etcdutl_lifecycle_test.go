@@ -369,7 +369,7 @@ func TestEtcdutlBackupWithWALDirs(t *testing.T) {
 	if code, out := etcdutl(t, "backup", "--data-dir", m.DataDir, "--backup-dir", bk, "--with-v3=false"); code != 128 || !strings.Contains(out, "--with-v3=false") {
 		t.Fatalf("backup --with-v3=false: exit %d %s", code, out)
 	}
-	if code, out := etcdutl(t, "backup", "--data-dir", m.DataDir, "--wal-dir", wal, "--backup-dir", bk, "--backup-wal-dir", bkWAL); code != 0 || !strings.Contains(out, "WAL segments") {
+	if code, out := etcdutl(t, "backup", "--data-dir", m.DataDir, "--wal-dir", wal, "--backup-dir", bk, "--backup-wal-dir", bkWAL); code != 0 || !strings.Contains(out, "backed up the data directory") {
 		t.Fatalf("backup: exit %d %s", code, out)
 	}
 	if _, err := os.Stat(filepath.Join(bk, "member", "wal")); err == nil {
