@@ -286,22 +286,20 @@ func (r report) markdown() string {
 			b.WriteString(row(n))
 		}
 	}
-	if len(names1) > 0 {
-		fmt.Fprintf(&b, "\n## One member at a fixed offered load\n\n%s", runLine)
-		fmt.Fprintf(&b, "The open-loop workloads offer requests to one member at a fixed rate, the same for both implementations, for %v each (one due every 1/rate s, sent by the next free client of %d over %d connections; latency from when it was due): ops/s is the rate achieved, and server CPU/op is the figure that compares the servers' efficiency, since the load generator's share of the 2 CPUs is then the same for both. Columns as in the throughput table.\n\n", r.o.offeredFor, r.o.clients, r.o.conns)
+	// A table of its own for each part at a fixed offered load: a run of one part replaces its
+	// table whole.
+	offeredTable := func(heading, intro string, names []string) {
+		if len(names) == 0 {
+			return
+		}
+		fmt.Fprintf(&b, "\n## %s\n\n%s%s", heading, runLine, intro)
 		b.WriteString(tableHead)
-		for _, n := range names1 {
+		for _, n := range names {
 			b.WriteString(row(n))
 		}
 	}
-	if len(names3) > 0 {
-		fmt.Fprintf(&b, "\n## Three members at a fixed offered load\n\n%s", runLine)
-		fmt.Fprintf(&b, "The open-loop workloads offered to a three-member cluster of each implementation (both clusters running side by side, the idle one ticking), %d clients over %d connections spread over the members, %v per rate: server CPU/op is all three members' CPU per request, the leader's and the followers' (replication, their WAL, their applies), at the same offered load on both sides. Columns as in the throughput table.\n\n", r.o.clients, r.o.conns, r.o.offeredFor)
-		b.WriteString(tableHead)
-		for _, n := range names3 {
-			b.WriteString(row(n))
-		}
-	}
+	offeredTable("One member at a fixed offered load", fmt.Sprintf("The open-loop workloads offer requests to one member at a fixed rate, the same for both implementations, for %v each (one due every 1/rate s, sent by the next free client of %d over %d connections; latency from when it was due): ops/s is the rate achieved, and server CPU/op is the figure that compares the servers' efficiency, since the load generator's share of the 2 CPUs is then the same for both. Columns as in the throughput table.\n\n", r.o.offeredFor, r.o.clients, r.o.conns), names1)
+	offeredTable("Three members at a fixed offered load", fmt.Sprintf("The open-loop workloads offered to a three-member cluster of each implementation (both clusters running side by side, the idle one ticking), %d clients over %d connections spread over the members, %v per rate: server CPU/op is all three members' CPU per request, the leader's and the followers' (replication, their WAL, their applies), at the same offered load on both sides. Columns as in the throughput table.\n\n", r.o.clients, r.o.conns, r.o.offeredFor), names3)
 	values := func(label, key string) []float64 {
 		var xs []float64
 		for _, s := range r.samples[label] {
