@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/soheilhy/cmux"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -546,11 +545,7 @@ func grpcOrHTTP(gs *grpc.Server, h http.Handler) http.Handler {
 func (e *Etcd) serve() error {
 	s := e.Server
 	reg := s.Config().Registry
-	var metricOpts []grpcprom.ServerMetricsOption
-	if e.cfg.Metrics == "extensive" {
-		metricOpts = append(metricOpts, grpcprom.WithServerHandlingTimeHistogram())
-	}
-	rpcMetrics := grpcprom.NewServerMetrics(metricOpts...)
+	rpcMetrics := v3rpc.NewCallMetrics(e.cfg.Metrics == "extensive")
 	reg.MustRegister(rpcMetrics)
 	traffic := v3rpc.NewTrafficCounter(reg)
 	var watchLoop *v3rpc.WatchLoopMetrics

@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"time"
 
-	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
@@ -21,7 +20,7 @@ import (
 // Options tune the gRPC server.
 type Options struct {
 	// Metrics, shared by every client listener of a member, count RPCs by method and code.
-	Metrics *grpcprom.ServerMetrics
+	Metrics *CallMetrics
 	// Traffic counts client bytes (NewTrafficCounter).
 	Traffic *TrafficCounter
 	// WatchLoop times the watch send loop (NewWatchLoopMetrics; level 3.7 on, nil below).
@@ -109,7 +108,7 @@ func NewServer(s Member, o Options) *grpc.Server {
 		o.Register(gs)
 	}
 	if o.Metrics != nil {
-		o.Metrics.InitializeMetrics(gs) // every method shows up at zero, as dashboards expect
+		o.Metrics.Initialize(gs) // every method shows up at zero, as dashboards expect
 	}
 	return gs
 }
