@@ -20,6 +20,7 @@
 //	health.go      the gRPC health service (NOT_SERVING during a defragmentation when asked)
 //	stats.go       upstream's "request stats" log line, the client's API version
 //	metrics.go     the client traffic counters under upstream's metric names
+//	callmetrics.go the gRPC call counters (grpc_server_*) in the families upstream registers
 //	codec.go       the wire codec: the API's messages through their generated methods,
 //	               rangewire's answers as they are
 //	errors.go      the member's errors as upstream's gRPC status codes and messages
