@@ -76,7 +76,7 @@ func benchKube(ko kubeOptions) func(label, bin string, o options, profDir string
 		}
 		pass, fail := 0, 0
 		err := onKubeCluster(label, bin, ko, prof.on(), func(ss []*server, l *kubeload.Load) error {
-			for n := ko.start; n <= ko.most; n = int(math.Ceil(float64(n) * ko.factor)) {
+			for n, ok := ko.start, ko.start <= ko.most; ok; n, ok = nextKubeStep(n, ko) {
 				st, err := kubeWindow(label, ss, l, n, ko, prof)
 				if err != nil {
 					return err
@@ -130,6 +130,16 @@ func benchKube(ko kubeOptions) func(label, bin string, o options, profDir string
 		}
 		return smp, nil
 	}
+}
+
+// nextKubeStep is the ramp's N after n, which held: n grown by the factor, or --kube-most itself
+// when that would pass it, so that a side that holds every step is tried at the largest N asked
+// for instead of stopping one step short; false after --kube-most.
+func nextKubeStep(n int, ko kubeOptions) (int, bool) {
+	if n >= ko.most {
+		return 0, false
+	}
+	return min(int(math.Ceil(float64(n)*ko.factor)), ko.most), true
 }
 
 // kubeMostDowns bounds the probes below the start when the start itself missed.
@@ -334,8 +344,8 @@ func (r report) kubeMarkdown(values func(label, key string) []float64, runLine s
 	fmt.Fprintf(&b, "\n## Kubernetes-shaped load: the largest cluster a three-member etcd carries\n\n%s", runLine)
 	fmt.Fprintf(&b, "What the kube-apiservers of a cluster of N nodes send etcd (e2e/kubeload, shaped by docs/kube-shape.md, recorded from kube-apiserver %s): %d API servers, each with its own client (%s), its watch of each of %d resource prefixes (progress notifications, previous values), a progress request every %v and its own leases; per node a lease renewed every %v and its status every %v; %d pods per node, %.2f replaced per node per minute (each life: create, %d updates, %d reads, %d events with an hour's lease, delete); each API server refilling its caches of pods, nodes and leases from etcd every %v (pages of %d at a revision, by RangeStream where the member has it, 3.7, and by paginated Range before); compaction every %v. ",
 		kubeapi.Version, k.shape.APIServers, topology(k.shape), k.shape.WatchedResources, k.shape.ProgressRequests, k.shape.LeaseRenew, k.shape.NodeStatus, k.shape.PodsPerNode, k.shape.ChurnPerNodeMinute, k.shape.PodUpdates, k.shape.PodReads, k.shape.EventsPerPod, k.shape.CacheRefill, k.shape.ListPage, k.shape.Compaction)
-	fmt.Fprintf(&b, "Open loop: each request is sent when its schedule says and timed from then. Three members with kubeadm's flags (%s). N starts at %d and grows %.2fx per step on one cluster (the nodes added with their objects first, not timed, then %v of the load unmeasured, then a %v window) until a window misses an SLO (if the first misses, N steps down %.2fx at a time on fresh clusters, up to %d times, until one holds); then the gap between the last N that held and the first that missed is halved (geometrically) up to %d times, each probe on a fresh cluster. SLOs (Kubernetes' scalability SLOs): p99 of mutating requests and of single-object reads <= 1 s, of a full LIST of pods <= 30 s, of watch delivery (write to watcher) <= 5 s, no failed request. Higher N is better; in the other rows each side is at its own largest N.\n\n",
-		strings.Join(kubeload.MemberFlags, " "), k.start, k.factor, k.warmup, k.window, k.factor, kubeMostDowns, k.bisect)
+	fmt.Fprintf(&b, "Open loop: each request is sent when its schedule says and timed from then. Three members with kubeadm's flags (%s). N starts at %d and grows %.2fx per step, the last at %d, on one cluster (the nodes added with their objects first, not timed, then %v of the load unmeasured, then a %v window) until a window misses an SLO (if the first misses, N steps down %.2fx at a time on fresh clusters, up to %d times, until one holds); then the gap between the last N that held and the first that missed is halved (geometrically) up to %d times, each probe on a fresh cluster. SLOs (Kubernetes' scalability SLOs): p99 of mutating requests and of single-object reads <= 1 s, of a full LIST of pods <= 30 s, of watch delivery (write to watcher) <= 5 s, no failed request. Higher N is better; in the other rows each side is at its own largest N.\n\n",
+		strings.Join(kubeload.MemberFlags, " "), k.start, k.factor, k.most, k.warmup, k.window, k.factor, kubeMostDowns, k.bisect)
 	fmt.Fprintf(&b, "| figure | ours | upstream | ratio (rounds) |\n|---|---|---|---|\n")
 	for i, f := range kubeFigures {
 		ov, uv := values(ours, f.key), values(up, f.key)

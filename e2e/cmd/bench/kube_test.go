@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,6 +28,30 @@ func TestNextKubeProbe(t *testing.T) {
 		n, ok := nextKubeProbe(c.pass, c.fail, c.downs, c.halvings, ko)
 		if ok != c.ok || ok && n != c.want {
 			t.Errorf("%s: nextKubeProbe(%d, %d, %d, %d) = %d, %v; want %d, %v", c.name, c.pass, c.fail, c.downs, c.halvings, n, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestNextKubeStep(t *testing.T) {
+	ko := kubeOptions{factor: 1.5, most: 20000}
+	var ramp []int
+	for n, ok := 6000, true; ok; n, ok = nextKubeStep(n, ko) {
+		ramp = append(ramp, n)
+	}
+	if want := []int{6000, 9000, 13500, 20000}; !slices.Equal(ramp, want) {
+		t.Errorf("ramp from 6000 = %v, want %v (the last step clamped to --kube-most)", ramp, want)
+	}
+	for _, c := range []struct {
+		n, want int
+		ok      bool
+	}{
+		{1000, 1500, true},
+		{19999, 20000, true},
+		{20000, 0, false},
+		{25000, 0, false}, // a start above --kube-most: the ramp has no step after it
+	} {
+		if got, ok := nextKubeStep(c.n, ko); got != c.want || ok != c.ok {
+			t.Errorf("nextKubeStep(%d) = %d, %v; want %d, %v", c.n, got, ok, c.want, c.ok)
 		}
 	}
 }
