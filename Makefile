@@ -152,11 +152,14 @@ bench: build
 
 # A soak: the Kubernetes-shaped load at a fixed N for HOURS on three members of ours and three of
 # upstream's at once, defrag every 20 minutes; writes docs/soak.md (each series' slope over the
-# last half hour, ours beside upstream's) and docs/soak.png. SOAK_FLAGS adds flags (--nodes ...).
+# last half hour, ours beside upstream's), docs/soak.png and docs/soak.json (every sample: `go run
+# ./cmd/soak --report-from ../docs/soak.json` in e2e/ writes the report again without a run).
+# SOAK_FLAGS adds flags (--nodes ...).
 HOURS ?= 1
 SOAK_FLAGS ?=
 soak: build
-	cd e2e && $(GO) run ./cmd/soak --ours $(BIN)/etcd --hours $(HOURS) --out $(CURDIR)/docs/soak.md --plot $(CURDIR)/docs/soak.png $(SOAK_FLAGS)
+	cd e2e && $(GO) run ./cmd/soak --ours $(BIN)/etcd --hours $(HOURS) --out $(CURDIR)/docs/soak.md --plot $(CURDIR)/docs/soak.png \
+		--samples $(CURDIR)/docs/soak.json $(SOAK_FLAGS)
 
 # docs/kube-shape.md and .json: what a real kube-apiserver (built from the Go module proxy) sends to
 # an upstream etcd member while a simulated fleet of nodes drives it; the bench's Kubernetes-shaped

@@ -11,4 +11,6 @@
 //	cluster.go  a side's three members, their defrags, each window's readings from /proc and the
 //	            data dir
 //	report.go   series, slopes over the last half hour, the report and its PNG plot
+//	record.go   the run's settings and samples, saved as JSON after each window (--samples) and
+//	            read back to write the report again (--report-from)
 package main

@@ -16,6 +16,7 @@ import (
 
 type options struct {
 	ours, upstreamVersion, out, plot, work string
+	samples, reportFrom                    string
 	hours                                  float64
 	nodes                                  int
 	sample, defragEvery                    time.Duration
@@ -33,6 +34,8 @@ func main() {
 	flag.StringVar(&o.out, "out", "../docs/soak.md", "the report")
 	flag.StringVar(&o.plot, "plot", "../docs/soak.png", "the plot of every series")
 	flag.StringVar(&o.work, "work", "", "directory for the members' data (default: a new temporary one, removed after)")
+	flag.StringVar(&o.samples, "samples", "", "save every sample as JSON in this file, after each window (for --report-from)")
+	flag.StringVar(&o.reportFrom, "report-from", "", "write the report and plot from a file saved by --samples, without running the load")
 	o.shape.Flags(flag.CommandLine, kubeload.Defaults(0))
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -41,17 +44,26 @@ func main() {
 	}
 }
 
-// side is one implementation's cluster, its load and its samples.
+// side is one implementation's cluster and its load.
 type side struct {
 	label   string
 	cluster *etcdCluster
 	load    *kubeload.Load
-	samples []sample
 }
 
 func run(o options) error {
+	if o.reportFrom != "" {
+		rec, err := loadRecord(o.reportFrom)
+		if err != nil {
+			return err
+		}
+		return writeReport(rec, o)
+	}
 	// The report is written after hours of load: make sure it has somewhere to go first.
-	for _, f := range []string{o.out, o.plot} {
+	for _, f := range []string{o.out, o.plot, o.samples} {
+		if f == "" {
+			continue
+		}
 		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
 			return fmt.Errorf("the report's directory: %w", err)
 		}
@@ -92,6 +104,11 @@ func run(o options) error {
 		}
 		fmt.Printf("%s: %d nodes populated in %v\n", s.label, o.nodes, time.Since(t0).Round(time.Second))
 	}
+	rec := record{Date: time.Now().UTC().Format("2006-01-02"), Hours: o.hours, Nodes: o.nodes, Sample: o.sample,
+		DefragEvery: o.defragEvery, Compaction: o.shape.Compaction, OursBuiltAt: builtAt(o.ours)}
+	for _, s := range sides {
+		rec.Sides = append(rec.Sides, recordSide{Label: s.label})
+	}
 	start := time.Now()
 	end := start.Add(time.Duration(o.hours * float64(time.Hour)))
 	nextDefrag := start.Add(o.defragEvery)
@@ -115,12 +132,23 @@ func run(o options) error {
 		at := time.Since(start)
 		for i, s := range sides {
 			smp := s.cluster.sample(ctx, at, results[i])
-			s.samples = append(s.samples, smp)
+			rec.Sides[i].Samples = append(rec.Sides[i].Samples, smp)
 			fmt.Printf("%6s %-16s %s\n", at.Round(time.Second), s.label, smp)
 		}
+		rec.Took = time.Since(start)
+		if o.samples != "" {
+			if err := rec.save(o.samples); err != nil {
+				return err
+			}
+		}
 	}
-	rep := newReport(o, sides, time.Since(start))
-	if err := writePlot(o.plot, sides); err != nil {
+	return writeReport(rec, o)
+}
+
+// writeReport writes the report and the plot of rec where o says.
+func writeReport(rec record, o options) error {
+	rep := newReport(rec, o.out, o.plot)
+	if err := writePlot(o.plot, rec.Sides); err != nil {
 		return err
 	}
 	if err := os.WriteFile(o.out, []byte(rep), 0o644); err != nil {

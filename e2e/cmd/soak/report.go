@@ -123,25 +123,28 @@ func relative(perHour, mean float64) float64 {
 	return perHour / mean
 }
 
-func newReport(o options, sides []*side, took time.Duration) string {
+// newReport judges a soak's record: each series' slope over the last half hour on both sides.
+// out and plot are where the report and its plot go (the report links to the plot).
+func newReport(r record, out, plotPath string) string {
 	var b strings.Builder
-	ours, up := sides[0], sides[1]
+	ours, up := r.Sides[0], r.Sides[1]
+	took := r.Took
 	fmt.Fprintf(&b, "# Soak: a Kubernetes-shaped load for %v, ours beside upstream\n\n", took.Round(time.Minute))
-	fmt.Fprintf(&b, "Run by `make soak HOURS=%g` on %s: %d CPUs, %s, our server built at %s. Three members of ours and three of %s at once on this\n", o.hours, time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), runtime.Version(), builtAt(o.ours), up.label)
-	fmt.Fprintf(&b, "machine, each under the Kubernetes-shaped load of docs/performance.md's kube part (e2e/kubeload) at N = %d nodes, members\n", o.nodes)
-	fmt.Fprintf(&b, "with %s; the load compacts every %v as kube-apiserver does, and every member is defragmented, one at a time, every %v.\n", strings.Join(kubeload.MemberFlags, " "), o.shape.Compaction, o.defragEvery)
-	fmt.Fprintf(&b, "Every %v each member is sampled. The slope of each series is the median of the slopes between its samples (Theil-Sen) over the last half hour, per hour;\n", o.sample)
-	fmt.Fprintf(&b, "a series grows when its slope is above %.0f%% of its mean per hour. The plot (%s) shows every series on both sides.\n\n", growthThreshold*100, relativeTo(o.out, o.plot))
+	fmt.Fprintf(&b, "Run by `make soak HOURS=%g` on %s: %d CPUs, %s, our server built at %s. Three members of ours and three of %s at once on this\n", r.Hours, r.Date, runtime.NumCPU(), runtime.Version(), r.OursBuiltAt, up.Label)
+	fmt.Fprintf(&b, "machine, each under the Kubernetes-shaped load of docs/performance.md's kube part (e2e/kubeload) at N = %d nodes, members\n", r.Nodes)
+	fmt.Fprintf(&b, "with %s; the load compacts every %v as kube-apiserver does, and every member is defragmented, one at a time, every %v.\n", strings.Join(kubeload.MemberFlags, " "), r.Compaction, r.DefragEvery)
+	fmt.Fprintf(&b, "Every %v each member is sampled. The slope of each series is the median of the slopes between its samples (Theil-Sen) over the last half hour, per hour;\n", r.Sample)
+	fmt.Fprintf(&b, "a series grows when its slope is above %.0f%% of its mean per hour. The plot (%s) shows every series on both sides.\n\n", growthThreshold*100, relativeTo(out, plotPath))
 	fmt.Fprintf(&b, "| series | ours at the end | ours slope per hour | upstream at the end | upstream slope per hour | verdict |\n|---|---|---|---|---|---|\n")
-	last := func(sd *side, sr series) float64 {
-		if len(sd.samples) == 0 {
+	last := func(sd recordSide, sr series) float64 {
+		if len(sd.Samples) == 0 {
 			return 0
 		}
-		return sr.of(sd.samples[len(sd.samples)-1])
+		return sr.of(sd.Samples[len(sd.Samples)-1])
 	}
 	for _, sr := range allSeries {
-		oSlope, oMean := slope(ours.samples, sr.of, took)
-		uSlope, uMean := slope(up.samples, sr.of, took)
+		oSlope, oMean := slope(ours.Samples, sr.of, took)
+		uSlope, uMean := slope(up.Samples, sr.of, took)
 		or, ur := relative(oSlope, oMean), relative(uSlope, uMean)
 		verdict := "flat"
 		switch {
@@ -156,21 +159,21 @@ func newReport(o options, sides []*side, took time.Duration) string {
 		}
 		fmt.Fprintf(&b, "| %s | %.1f %s | %+.2f (%+.1f%%) | %.1f %s | %+.2f (%+.1f%%) | %s |\n", sr.name, last(ours, sr), sr.unit, oSlope, 100*or, last(up, sr), sr.unit, uSlope, 100*ur, verdict)
 	}
-	missed := func(sd *side) int {
+	missed := func(sd recordSide) int {
 		n := 0
-		for _, s := range sd.samples {
+		for _, s := range sd.Samples {
 			if ok, _ := s.Load.Holds(kubeload.KubernetesSLO); !ok {
 				n++
 			}
 		}
 		return n
 	}
-	fmt.Fprintf(&b, "\nWindows that missed an SLO: ours %d of %d, upstream %d of %d.\n", missed(ours), len(ours.samples), missed(up), len(up.samples))
+	fmt.Fprintf(&b, "\nWindows that missed an SLO: ours %d of %d, upstream %d of %d.\n", missed(ours), len(ours.Samples), missed(up), len(up.Samples))
 	return b.String()
 }
 
 // writePlot draws every series, both sides, one panel each, into a PNG.
-func writePlot(path string, sides []*side) error {
+func writePlot(path string, sides []recordSide) error {
 	const cols = 2
 	rows := (len(allSeries) + cols - 1) / cols
 	plots := make([][]*plot.Plot, rows)
@@ -181,8 +184,8 @@ func writePlot(path string, sides []*side) error {
 		p.X.Label.Text = "minutes"
 		p.Y.Label.Text = sr.unit
 		for k, sd := range sides {
-			xys := make(plotter.XYs, len(sd.samples))
-			for j, s := range sd.samples {
+			xys := make(plotter.XYs, len(sd.Samples))
+			for j, s := range sd.Samples {
 				xys[j] = plotter.XY{X: s.At.Minutes(), Y: sr.of(s)}
 			}
 			l, err := plotter.NewLine(xys)
@@ -191,7 +194,7 @@ func writePlot(path string, sides []*side) error {
 			}
 			l.Color = colours[k%len(colours)]
 			p.Add(l)
-			p.Legend.Add(sd.label, l)
+			p.Legend.Add(sd.Label, l)
 		}
 		p.Legend.Top = true
 		if plots[i/cols] == nil {
