@@ -391,3 +391,39 @@ func TestMixedClusterDowngrade(t *testing.T) {
 		t.Fatalf("keys written before the downgrade: %+v %v", r, err)
 	}
 }
+
+// Linearizable reads in a mixed cluster of three, whoever leads (upstream 3.6.16, then 3.7.3,
+// beside ours): each read, on any member, returns the write acknowledged just before it. With
+// ours leading, a read on an upstream follower is answered at once (its forwarded ReadIndex is
+// the follower's word) and a read on ours asks one upstream follower with a heartbeat
+// (etcdserver/pairreads.go); with upstream leading, ours takes raft's answers as they come.
+func TestMixedClusterReadsSeeTheWriteBefore(t *testing.T) {
+	t.Parallel() // waits more than it computes (e2e/doc.go)
+	for _, p := range upstreamPeers {
+		t.Run(p.release, func(t *testing.T) {
+			up := UpstreamBinaryAt(t, p.release, "etcd")
+			c := NewCluster(t, 3)
+			c.Members[0].Bin = up
+			c.Members[2].Bin = up
+			c.Start()
+			for _, lead := range []*Member{c.Members[1], c.Members[0]} {
+				moveLeaderTo(t, c, lead)
+				for i := 0; i < 30; i++ {
+					want := fmt.Sprintf("%s/%d", lead.Name, i)
+					if _, err := c.Members[i%3].Client().Put(Ctx(t), "k", want); err != nil {
+						t.Fatalf("put through %s: %v", c.Members[i%3].Name, err)
+					}
+					for _, m := range c.Members {
+						r, err := m.Client().Get(Ctx(t), "k")
+						if err != nil {
+							t.Fatalf("read on %s (%s leads): %v\n%s", m.Name, lead.Name, err, m.LogTail(20))
+						}
+						if len(r.Kvs) != 1 || string(r.Kvs[0].Value) != want {
+							t.Fatalf("read on %s (%s leads) returned %v, want %s (written before it)", m.Name, lead.Name, r.Kvs, want)
+						}
+					}
+				}
+			}
+		})
+	}
+}

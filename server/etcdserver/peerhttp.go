@@ -35,7 +35,8 @@ const (
 	downgradeEnabledPath = "/downgrade/enabled"
 )
 
-// Process hands a message from a peer to raft (transport.Raft).
+// Process hands a message from a peer to raft (transport.Raft), but for the ones a leader
+// takes itself: proposals to batch, and the messages of reads a pair confirms (pairreads.go).
 func (s *Server) Process(ctx context.Context, m raftpb.Message) error {
 	if s.mem.IsRemoved(m.From) {
 		return fmt.Errorf("%w %x", transport.ErrMemberRemoved, m.From)
@@ -43,6 +44,12 @@ func (s *Server) Process(ctx context.Context, m raftpb.Message) error {
 	s.peerStats.received(m, time.Now())
 	if m.Type == raftpb.MsgProp && onlyNormalEntries(m.Entries) {
 		s.processRemoteProposal(m)
+		return nil
+	}
+	switch {
+	case m.Type == raftpb.MsgReadIndex && s.lead.Load() == s.id && s.answerForwardedRead(m):
+		return nil
+	case m.Type == raftpb.MsgHeartbeatResp && len(m.Context) == readCtxLen && s.pairAnswered(m):
 		return nil
 	}
 	return s.node.Step(ctx, m)

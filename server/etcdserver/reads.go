@@ -79,15 +79,43 @@ func (s *Server) readLoop() {
 	}
 }
 
+// waitApplied waits until this member has applied index, the index a round confirmed.
+func (s *Server) waitApplied(index uint64, deadline <-chan time.Time) error {
+	select {
+	case <-s.applyW.wait(index):
+		return nil
+	case <-deadline:
+		return ErrTimeout
+	case <-s.stopping:
+		return ErrStopped
+	}
+}
+
+// readCtxLen is the length of a ReadIndex round's context: its ID, big-endian.
+const readCtxLen = 8
+
 // readIndexRetry is how long a ReadIndex round waits for an answer before asking again, as
 // upstream's (its slow-read-index counter counts each such retry).
 const readIndexRetry = 500 * time.Millisecond
 
 func (s *Server) readIndexRound() error {
 	id := s.reqIDs.next()
-	rctx := make([]byte, 8)
+	rctx := make([]byte, readCtxLen)
 	binary.BigEndian.PutUint64(rctx, id)
 	deadline := time.After(s.cfg.requestTimeout())
+	// A leader of a small cluster asks one follower itself (pairreads.go).
+	if s.lead.Load() == s.id && s.mem.Count() > 1 {
+		if p := s.startPairRound(rctx); p != nil {
+			if s.awaitPair(p) {
+				return s.waitApplied(p.index, deadline)
+			}
+			select {
+			case <-s.stopping:
+				return ErrStopped
+			default:
+			}
+		}
+	}
 	retry := time.NewTicker(readIndexRetry)
 	defer retry.Stop()
 	send := func() error {
@@ -116,17 +144,10 @@ func (s *Server) readIndexRound() error {
 			}
 			retry.Reset(readIndexRetry)
 		case rs := <-s.readc:
-			if binary.BigEndian.Uint64(rs.RequestCtx) != id {
+			if len(rs.RequestCtx) != readCtxLen || binary.BigEndian.Uint64(rs.RequestCtx) != id {
 				continue // an answer to an earlier, abandoned round
 			}
-			select {
-			case <-s.applyW.wait(rs.Index):
-				return nil
-			case <-deadline:
-				return ErrTimeout
-			case <-s.stopping:
-				return ErrStopped
-			}
+			return s.waitApplied(rs.Index, deadline)
 		case <-retry.C:
 			// The request may have been dropped (no leader yet): ask again.
 			s.m.slowReads.Inc()

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"sync"
 	"testing"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/raft/v3/raftpb"
 
 	"etcdx/server/etcdserver"
 	"etcdx/server/mvcc"
@@ -218,4 +220,105 @@ func TestUpgradeAndDowngradeInPlace(t *testing.T) {
 		return s.ClusterVersion() == from && s.StorageVersion() == from && !s.DowngradeInfo().Enabled && s.Level() == from
 	})
 	t.Logf("steps: %v", did)
+}
+
+// TestPairReadsSkipTheHeartbeatRound: on three voters a linearizable read is confirmed by the
+// leader and one follower (etcdserver/pairreads.go). A follower's forwarded ReadIndex is
+// answered at once, with no heartbeat carrying it; a leader's own read sends its heartbeat to
+// one follower (the others only when that answer is late). On five voters both go through
+// raft's round: a heartbeat to every follower. Each read must return the write acknowledged
+// just before it.
+func TestPairReadsSkipTheHeartbeatRound(t *testing.T) {
+	for _, tc := range []struct {
+		size int
+		pair bool
+	}{{3, true}, {5, false}} {
+		t.Run(fmt.Sprintf("%d voters", tc.size), func(t *testing.T) {
+			net := NewNetwork(rand.New(rand.NewSource(1)), Faults{})
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			c, err := NewCluster(ctx, net, ClusterConfig{Size: tc.size, Dir: t.TempDir(), Level: version.Level{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			lead := leaderOf(t, c)
+			var follower *Member
+			for _, m := range c.Up() {
+				if m != lead {
+					follower = m
+					break
+				}
+			}
+			leadID, followerID := c.IDOf(lead), c.IDOf(follower)
+
+			var mu sync.Mutex
+			forwarded := map[string]bool{} // contexts of the follower's forwarded reads
+			beats := map[string]int{}      // the leader's heartbeats by the context they carry
+			answers := 0
+			net.SetTap(func(m raftpb.Message) {
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case m.Type == raftpb.MsgReadIndex && m.From == followerID && len(m.Entries) == 1:
+					forwarded[string(m.Entries[0].Data)] = true
+				case m.Type == raftpb.MsgReadIndexResp && m.From == leadID && m.To == followerID:
+					answers++
+				case m.Type == raftpb.MsgHeartbeat && m.From == leadID && len(m.Context) > 0:
+					beats[string(m.Context)]++
+				}
+			})
+			const reads = 20
+			for i := 0; i < reads; i++ {
+				want := fmt.Sprintf("v%d", i)
+				if _, err := lead.Server().Put(ctx, &pb.PutRequest{Key: []byte("k"), Value: []byte(want)}); err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range []*Member{follower, lead} {
+					r, err := m.Server().Range(ctx, &pb.RangeRequest{Key: []byte("k")})
+					if err != nil {
+						t.Fatalf("read %d on %s: %v", i, m.Name, err)
+					}
+					if len(r.Kvs) != 1 || string(r.Kvs[0].Value) != want {
+						t.Fatalf("read %d on %s returned %v, want %s (written before it)", i, m.Name, r.Kvs, want)
+					}
+				}
+			}
+			net.SetTap(nil)
+			mu.Lock()
+			defer mu.Unlock()
+			if answers < reads || len(forwarded) < reads {
+				t.Fatalf("%d reads forwarded and %d answered, want at least %d of each", len(forwarded), answers, reads)
+			}
+			followerRounds, leaderRounds, leaderOneBeat := 0, 0, 0
+			for ctx, n := range beats {
+				switch {
+				case forwarded[ctx]:
+					followerRounds++
+				case n == 1:
+					leaderOneBeat++
+					leaderRounds++
+				case n >= tc.size-1:
+					leaderRounds++
+				}
+			}
+			if leaderRounds < reads {
+				t.Fatalf("%d of the leader's read rounds seen, want at least %d", leaderRounds, reads)
+			}
+			if tc.pair {
+				if followerRounds != 0 {
+					t.Fatalf("heartbeats carried %d of the follower's reads on %d voters, want none", followerRounds, tc.size)
+				}
+				// The others are asked when the first answer is late, as it can be on a busy machine.
+				if leaderOneBeat < reads/2 {
+					t.Fatalf("%d of %d leader's rounds asked one follower, want most", leaderOneBeat, leaderRounds)
+				}
+				return
+			}
+			if followerRounds < reads || leaderOneBeat != 0 {
+				t.Fatalf("on %d voters: %d of the follower's reads had a round (want %d), %d leader's rounds asked one follower (want none)",
+					tc.size, followerRounds, reads, leaderOneBeat)
+			}
+		})
+	}
 }

@@ -41,6 +41,7 @@ type Network struct {
 	cut     map[[2]uint64]bool   // {from, to}: messages from -> to are lost
 	starved map[string]bool      // peer URL hosts every message to which is lost (Starve)
 	links   map[[2]uint64]chan delivery
+	tap     func(raftpb.Message) // sees every raft message sent, before the faults (SetTap)
 	stop    chan struct{}
 	wg      sync.WaitGroup
 }
@@ -84,6 +85,14 @@ func (n *Network) Close() {
 func (n *Network) SetFaults(f Faults) {
 	n.mu.Lock()
 	n.faults = f
+	n.mu.Unlock()
+}
+
+// SetTap has f see every raft message a member sends from now on, before the network's faults
+// (nil: none). f runs with the network locked: it must not call the network.
+func (n *Network) SetTap(f func(raftpb.Message)) {
+	n.mu.Lock()
+	n.tap = f
 	n.mu.Unlock()
 }
 
@@ -249,6 +258,9 @@ func (t *memTransport) Send(msgs []raftpb.Message) {
 func (n *Network) send(from *endpoint, m raftpb.Message) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.tap != nil {
+		n.tap(m)
+	}
 	to := n.members[m.To]
 	if !from.up || to == nil || !to.up || n.cut[[2]uint64{from.id, m.To}] || n.isStarved(m.To) || n.rng.Float64() < n.faults.Drop {
 		if from.up && to != nil {

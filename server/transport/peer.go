@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -34,7 +35,9 @@ type peer struct {
 	ctx          context.Context
 	cancel       context.CancelFunc
 	wg           sync.WaitGroup
-	lastDrop     time.Time
+	// lastDrop is when a dropped message was last logged (unix ns); Send is called from the raft
+	// loop and from the goroutines that answer peers' messages.
+	lastDrop atomic.Int64
 }
 
 func startPeer(t *Transport, id uint64, urls []string) *peer {
@@ -113,8 +116,8 @@ func (p *peer) send(m raftpb.Message) {
 	default:
 		p.t.cfg.Raft.ReportUnreachable(m.To)
 		p.t.m.sentFailures.WithLabelValues(hexID(m.To)).Inc()
-		if time.Since(p.lastDrop) > time.Second {
-			p.lastDrop = time.Now()
+		if now := time.Now().UnixNano(); now-p.lastDrop.Load() > int64(time.Second) {
+			p.lastDrop.Store(now)
 			p.t.log.Warn("dropped internal Raft message since sending buffer is full", "message-type", m.Type.String(),
 				"local-member-id", hexID(p.t.cfg.ID), "remote-peer-id", hexID(p.id), "remote-peer-active", p.status.isActive())
 		}

@@ -224,7 +224,7 @@ func (r report) markdown() string {
 	fmt.Fprintf(&b, "fresh members for every part of every round, %d rounds of the throughput parts and %d of the others. Each part runs both implementations before the next starts. In the throughput parts both implementations' members run side by side (the idle one only ticks), and each workload runs on one and at once on the other; which goes first alternates from workload to workload and from round to round. The other parts run one implementation at a time, the first alternating by round.\n", r.throughputRounds, r.rounds)
 	fmt.Fprintf(&b, "Figures are medians over the rounds; the ratio is ours/upstream of the medians, followed by each round's ratio. For ops/s above 1 is ours faster; for latencies, memory and times below 1 is ours better.\n")
 	fmt.Fprintf(&b, "\nThe machine is a shared 2-core virtual machine, and the bench's clients run on it too; the per-round ratios show how much the figures move within one run. Compare ratios of one run, not runs with each other.\n")
-	runLine := fmt.Sprintf("Run of %s (%v in all), in `e2e/`: `%s`\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), r.took.Round(time.Minute), r.command)
+	runLine := fmt.Sprintf("Run of %s (%v in all%s), in `e2e/`: `%s`\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), r.took.Round(time.Minute), onCPU(cpuModel()), r.command)
 	// results of one workload name across rounds
 	pick := func(label, name string, f func(result) float64) []float64 {
 		var xs []float64
@@ -344,4 +344,26 @@ func sumOf(xs []float64) float64 {
 		t += x
 	}
 	return t
+}
+
+// cpuModel is the machine's processor as /proc/cpuinfo names it ("" where it does not): the
+// ratios of one run move with the machine a session gets (docs/performance.md).
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func onCPU(model string) string {
+	if model == "" {
+		return ""
+	}
+	return ", on " + model
 }
