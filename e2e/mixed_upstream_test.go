@@ -394,9 +394,8 @@ func TestMixedClusterDowngrade(t *testing.T) {
 
 // Linearizable reads in a mixed cluster of three, whoever leads (upstream 3.6.16, then 3.7.3,
 // beside ours): each read, on any member, returns the write acknowledged just before it. With
-// ours leading, a read on an upstream follower is answered at once (its forwarded ReadIndex is
-// the follower's word) and a read on ours asks one upstream follower with a heartbeat
-// (etcdserver/pairreads.go); with upstream leading, ours takes raft's answers as they come.
+// ours leading, a read on an upstream follower is answered at once (etcdserver/forwardedreads.go);
+// with upstream leading, ours forwards its reads to it as raft does.
 func TestMixedClusterReadsSeeTheWriteBefore(t *testing.T) {
 	t.Parallel() // waits more than it computes (e2e/doc.go)
 	for _, p := range upstreamPeers {

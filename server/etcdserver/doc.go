@@ -12,8 +12,8 @@
 //	                 entries to the applier; raft's logger
 //	reads.go         linearizable reads: ReadIndex rounds shared by the reads waiting on them,
 //	                 paced under load as the batches are
-//	pairreads.go     reads confirmed by the leader and one follower on two or three voters:
-//	                 a follower's ReadIndex answered at once, a leader's round asking one
+//	forwardedreads.go a follower's ReadIndex answered by the leader at once, without a
+//	                 heartbeat round, where the two meet every quorum (two or three voters)
 //	leases.go        the leader's lease loop: revoking expired leases, checkpointing TTLs
 //	snapshot_take.go raft snapshots of the log: when they are due, in memory every 1,000 entries
 //	                 (or 4 MiB of them) with the log trimmed behind them, to disk by a

@@ -36,7 +36,7 @@ const (
 )
 
 // Process hands a message from a peer to raft (transport.Raft), but for the ones a leader
-// takes itself: proposals to batch, and the messages of reads a pair confirms (pairreads.go).
+// takes itself: proposals to batch, and followers' reads it answers (forwardedreads.go).
 func (s *Server) Process(ctx context.Context, m raftpb.Message) error {
 	if s.mem.IsRemoved(m.From) {
 		return fmt.Errorf("%w %x", transport.ErrMemberRemoved, m.From)
@@ -46,10 +46,7 @@ func (s *Server) Process(ctx context.Context, m raftpb.Message) error {
 		s.processRemoteProposal(m)
 		return nil
 	}
-	switch {
-	case m.Type == raftpb.MsgReadIndex && s.lead.Load() == s.id && s.answerForwardedRead(m):
-		return nil
-	case m.Type == raftpb.MsgHeartbeatResp && len(m.Context) == readCtxLen && s.pairAnswered(m):
+	if m.Type == raftpb.MsgReadIndex && s.lead.Load() == s.id && s.answerForwardedRead(m) {
 		return nil
 	}
 	return s.node.Step(ctx, m)

@@ -103,19 +103,6 @@ func (s *Server) readIndexRound() error {
 	rctx := make([]byte, readCtxLen)
 	binary.BigEndian.PutUint64(rctx, id)
 	deadline := time.After(s.cfg.requestTimeout())
-	// A leader of a small cluster asks one follower itself (pairreads.go).
-	if s.lead.Load() == s.id && s.mem.Count() > 1 {
-		if p := s.startPairRound(rctx); p != nil {
-			if s.awaitPair(p) {
-				return s.waitApplied(p.index, deadline)
-			}
-			select {
-			case <-s.stopping:
-				return ErrStopped
-			default:
-			}
-		}
-	}
 	retry := time.NewTicker(readIndexRetry)
 	defer retry.Stop()
 	send := func() error {

@@ -80,7 +80,6 @@ type Server struct {
 	readc    chan raft.ReadState
 	readWake chan struct{}
 
-	pairs        pairRounds // a leader's read round confirmed by one follower (pairreads.go)
 	readMu       sync.Mutex
 	readNotifier *notifier
 

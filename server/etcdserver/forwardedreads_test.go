@@ -3,9 +3,7 @@ package etcdserver
 import (
 	"io"
 	"log/slog"
-	"slices"
 	"testing"
-	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/quorum"
@@ -69,10 +67,9 @@ func TestPairQuorum(t *testing.T) {
 	}
 }
 
-// The pair's messages are raft's own leader's: a MsgReadIndexResp with the request's context,
-// which a follower's raft turns into a read state, and a heartbeat it answers with the round's
-// context; checked against raft's follower itself.
-func TestPairMessagesAreRafts(t *testing.T) {
+// The leader's answer is what raft's own leader sends (a MsgReadIndexResp with the request's
+// context), which a follower's raft turns into a read state; checked against raft's follower.
+func TestForwardedReadAnswerIsRafts(t *testing.T) {
 	storage := raft.NewMemoryStorage()
 	if err := storage.ApplySnapshot(raftpb.Snapshot{Metadata: raftpb.SnapshotMetadata{
 		Index: 1, Term: 1, ConfState: raftpb.ConfState{Voters: []uint64{1, 2, 3}}}}); err != nil {
@@ -109,74 +106,5 @@ func TestPairMessagesAreRafts(t *testing.T) {
 	rd := rn.Ready()
 	if len(rd.ReadStates) != 1 || rd.ReadStates[0].Index != 1 || string(rd.ReadStates[0].RequestCtx) != string(ctx) {
 		t.Fatalf("read states %+v, want one at index 1 with the request's context", rd.ReadStates)
-	}
-	rn.Advance(rd)
-
-	// A leader's own round: its heartbeat, answered in the leader's term with the context, and
-	// no commit index taken from it.
-	round := []byte{0, 0, 0, 0, 0, 0, 0, 43}
-	if err := rn.Step(pairHeartbeat(1, 2, 3, round)); err != nil {
-		t.Fatal(err)
-	}
-	rd = rn.Ready()
-	var resp raftpb.Message
-	for _, m := range rd.Messages {
-		if m.Type == raftpb.MsgHeartbeatResp {
-			resp = m
-		}
-	}
-	if resp.To != 1 || resp.Term != 3 || string(resp.Context) != string(round) {
-		t.Fatalf("answer %+v, want a MsgHeartbeatResp to 1 in term 3 with the round's context", resp)
-	}
-	if st := rn.Status(); st.Commit != 1 {
-		t.Fatalf("commit %d after the round's heartbeat, want 1 as before", st.Commit)
-	}
-}
-
-// The follower asked first is the one most likely to answer at once.
-func TestPairFollowers(t *testing.T) {
-	st := func(progress map[uint64]tracker.Progress) raft.Status {
-		var s raft.Status
-		s.ID = 1
-		s.Config = tracker.Config{Voters: quorum.JointConfig{quorum.MajorityConfig{1: {}, 2: {}, 3: {}}, nil}}
-		s.Progress = map[uint64]tracker.Progress{}
-		for id, pr := range progress {
-			s.Progress[id] = pr
-		}
-		return s
-	}
-	replicate := func(match uint64, active bool) tracker.Progress {
-		return tracker.Progress{Match: match, State: tracker.StateReplicate, RecentActive: active}
-	}
-	tests := []struct {
-		name string
-		st   raft.Status
-		want []uint64
-	}{
-		{"furthest along first", st(map[uint64]tracker.Progress{2: replicate(5, true), 3: replicate(9, true)}), []uint64{3, 2}},
-		{"recently heard from before further along", st(map[uint64]tracker.Progress{2: replicate(5, true), 3: replicate(9, false)}), []uint64{2, 3}},
-		{"replicated to before probed", st(map[uint64]tracker.Progress{2: replicate(5, true), 3: {Match: 9, State: tracker.StateProbe, RecentActive: true}}), []uint64{2, 3}},
-		{"ties by ID", st(map[uint64]tracker.Progress{2: replicate(7, true), 3: replicate(7, true)}), []uint64{2, 3}},
-		{"no progress known last", st(map[uint64]tracker.Progress{3: replicate(1, true)}), []uint64{3, 2}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := pairFollowers(tc.st); !slices.Equal(got, tc.want) {
-				t.Fatalf("pairFollowers = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestPairEscalate(t *testing.T) {
-	for _, tc := range []struct{ rtt, want time.Duration }{
-		{0, pairEscalateMin},
-		{100 * time.Microsecond, pairEscalateMin},
-		{2 * time.Millisecond, 6 * time.Millisecond},
-		{time.Second, pairEscalateMax},
-	} {
-		if got := pairEscalate(tc.rtt); got != tc.want {
-			t.Errorf("pairEscalate(%v) = %v, want %v", tc.rtt, got, tc.want)
-		}
 	}
 }
