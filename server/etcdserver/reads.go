@@ -79,18 +79,6 @@ func (s *Server) readLoop() {
 	}
 }
 
-// waitApplied waits until this member has applied index, the index a round confirmed.
-func (s *Server) waitApplied(index uint64, deadline <-chan time.Time) error {
-	select {
-	case <-s.applyW.wait(index):
-		return nil
-	case <-deadline:
-		return ErrTimeout
-	case <-s.stopping:
-		return ErrStopped
-	}
-}
-
 // readCtxLen is the length of a ReadIndex round's context: its ID, big-endian.
 const readCtxLen = 8
 
@@ -134,7 +122,14 @@ func (s *Server) readIndexRound() error {
 			if len(rs.RequestCtx) != readCtxLen || binary.BigEndian.Uint64(rs.RequestCtx) != id {
 				continue // an answer to an earlier, abandoned round
 			}
-			return s.waitApplied(rs.Index, deadline)
+			select {
+			case <-s.applyW.wait(rs.Index):
+				return nil
+			case <-deadline:
+				return ErrTimeout
+			case <-s.stopping:
+				return ErrStopped
+			}
 		case <-retry.C:
 			// The request may have been dropped (no leader yet): ask again.
 			s.m.slowReads.Inc()
