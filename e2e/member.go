@@ -101,7 +101,13 @@ func NewMember(t testing.TB, extra ...string) *Member {
 		PeerURL:    fmt.Sprintf("http://127.0.0.1:%d", FreePort(t)),
 		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d", FreePort(t)),
 	}}
-	t.Cleanup(func() { m.Kill() })
+	t.Cleanup(func() {
+		// A failed test shows what its members said last: a flake in CI leaves nothing else.
+		if t.Failed() && m.Log() != "" {
+			t.Logf("%s (%s), last log lines:\n%s", m.Name, m.Bin, m.LogTail(15))
+		}
+		m.Kill()
+	})
 	return m
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"etcdx/server/membership"
@@ -247,15 +249,26 @@ func newDriftedCluster(t *testing.T, v2data bool) driftedCluster {
 	}
 	c.WaitPeersSettled()
 	cli := c.Client()
-	added, err := cli.MemberAddAsLearner(Ctx(t), []string{fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli.MemberRemove(Ctx(t), added.Member.ID); err != nil {
-		t.Fatal(err)
-	}
-	d := driftedCluster{Cluster: c, m3: c.Members[2], demoted: memberIDOf(t, c, c.Members[1].Name), zombie: added.Member.ID,
-		zombiePeerURLs: added.Member.PeerURLs}
+	zombieURLs := []string{fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))}
+	var zombie uint64
+	retryTimedOut(t, "add the learner", func() error {
+		added, err := cli.MemberAddAsLearner(Ctx(t), zombieURLs)
+		if errors.Is(err, rpctypes.ErrPeerURLExist) { // an attempt that timed out was applied
+			zombie, err = memberIDByPeerURL(t, c, zombieURLs[0]), nil
+		} else if err == nil {
+			zombie = added.Member.ID
+		}
+		return err
+	})
+	retryTimedOut(t, "remove the learner", func() error {
+		_, err := cli.MemberRemove(Ctx(t), zombie)
+		if errors.Is(err, rpctypes.ErrMemberNotFound) { // an attempt that timed out was applied
+			return nil
+		}
+		return err
+	})
+	d := driftedCluster{Cluster: c, m3: c.Members[2], demoted: memberIDOf(t, c, c.Members[1].Name), zombie: zombie,
+		zombiePeerURLs: zombieURLs}
 	// The removal reaches m3 before it stops.
 	ctx, cancel := context.WithTimeout(Ctx(t), 10*time.Second)
 	defer cancel()
@@ -319,6 +332,40 @@ func TestAssessReadsStoppedMembersDataDirs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// retryTimedOut repeats a membership change upstream answered with "request timed out": on a
+// loaded machine (CI runs many clusters at once) a proposal can miss upstream's 7 s request
+// timeout, for instance when it was forwarded to a leader that just lost its term. The change may
+// have been applied; change itself takes the answer that says so as done.
+func retryTimedOut(t *testing.T, what string, change func() error) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := change()
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, rpctypes.ErrTimeout) && !errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail) || time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		t.Logf("%s: %v; again", what, err)
+	}
+}
+
+func memberIDByPeerURL(t *testing.T, c *Cluster, peerURL string) uint64 {
+	t.Helper()
+	list, err := c.Client().MemberList(Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range list.Members {
+		if len(m.PeerURLs) > 0 && m.PeerURLs[0] == peerURL {
+			return m.ID
+		}
+	}
+	t.Fatalf("no member has peer URL %s", peerURL)
+	return 0
 }
 
 func memberIDOf(t *testing.T, c *Cluster, name string) uint64 {
