@@ -308,3 +308,98 @@ func TestFollowerReadsSkipTheHeartbeatRound(t *testing.T) {
 		})
 	}
 }
+
+// TestStalledLeaderIsReplaced: a leader whose disk stops answering (its raft loop held in a WAL
+// sync, as with upstream's raftBeforeSave asleep) while clients go on reading from it and from
+// the followers must lose its leadership to an election. Nothing it does outside its raft loop
+// (answering the followers' forwarded reads, etcdserver/forwardedreads.go) may reset the
+// followers' election timers: a build that confirmed the leader's own reads with heartbeats sent
+// from its read loop held its replacement off for as long as the stall lasted.
+func TestStalledLeaderIsReplaced(t *testing.T) {
+	c := startCluster(t, version.Level{})
+	old := leaderOf(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := old.Server().Put(ctx, &pb.PutRequest{Key: []byte("k"), Value: []byte("before")}); err != nil {
+		t.Fatal(err)
+	}
+	// The leader's appends are lost from now on: the write below stays uncommitted, so the
+	// leader's reads confirm the commit index it already applied and do not wait on the stall.
+	oldID := c.IDOf(old)
+	c.Net.SetLose(func(m raftpb.Message) bool { return m.From == oldID && m.Type == raftpb.MsgApp })
+	old.Disk.Stall()
+	t.Cleanup(old.Disk.Resume) // before the cluster's Close, which waits for the raft loop
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	readsOnOld := 0
+	for _, m := range c.Up() {
+		wg.Add(1)
+		go func(m *Member) {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				rctx, rcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+				m.Server().Range(rctx, &pb.RangeRequest{Key: []byte("k")}) // fails on the stalled leader
+				rcancel()
+				if m == old {
+					mu.Lock()
+					readsOnOld++
+					mu.Unlock()
+				}
+			}
+		}(m)
+	}
+	// A write the leader must put in its WAL: its raft loop stops there.
+	wctx, wcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	old.Server().Put(wctx, &pb.PutRequest{Key: []byte("k"), Value: []byte("stalled")})
+	wcancel()
+
+	// Ten seconds are fifty election timeouts here; the stall lasts until the test resumes it.
+	var lead *Member
+	ectx, ecancel := context.WithTimeout(ctx, 10*time.Second)
+	defer ecancel()
+	if !waitUntil(ectx, c, func() bool {
+		for _, m := range c.Up() {
+			if s := m.Server(); m != old && s != nil && s.Leader() == s.ID() {
+				lead = m
+				return true
+			}
+		}
+		return false
+	}) {
+		close(stop)
+		wg.Wait()
+		t.Fatalf("no member replaced the stalled leader %s within 10 s (%d reads sent to it)", old.Name, readsOnOld)
+	}
+	// The new leader's write is read back on the other follower while the old leader is stalled.
+	if _, err := lead.Server().Put(ctx, &pb.PutRequest{Key: []byte("k"), Value: []byte("after")}); err != nil {
+		t.Fatalf("write through the new leader %s: %v", lead.Name, err)
+	}
+	for _, m := range c.Up() {
+		if m == old || m == lead {
+			continue
+		}
+		r, err := m.Server().Range(ctx, &pb.RangeRequest{Key: []byte("k")})
+		if err != nil || len(r.Kvs) != 1 || string(r.Kvs[0].Value) != "after" {
+			t.Fatalf("read on %s after the new leader's write: %v %v, want after", m.Name, r, err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if readsOnOld == 0 {
+		t.Fatal("no read reached the stalled leader")
+	}
+	t.Logf("%s replaced %s; %d reads sent to the stalled leader", lead.Name, old.Name, readsOnOld)
+	// Resumed, the old leader follows the new one.
+	c.Net.SetLose(nil)
+	old.Disk.Resume()
+	if !waitUntil(ctx, c, func() bool { return old.Server().Leader() == lead.Server().ID() }) {
+		t.Fatalf("the old leader %s never followed %s after its disk resumed", old.Name, lead.Name)
+	}
+}

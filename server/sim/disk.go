@@ -19,10 +19,12 @@ var errPowerOff = errors.New("sim: the disk lost power")
 // and throws the appends away (a planted bug the checks must catch).
 type Disk struct {
 	mu        sync.Mutex
+	resumed   *sync.Cond // on mu: a stalled Sync waits for Resume
 	pending   map[*os.File][]write
 	seq       int // numbers the appends, so a torn power cut keeps them in the order they came
 	off       bool
 	dropSyncs bool
+	stalled   bool
 }
 
 type write struct {
@@ -35,7 +37,11 @@ type write struct {
 const sectorSize = 512
 
 // NewDisk is a powered disk.
-func NewDisk() *Disk { return &Disk{pending: map[*os.File][]write{}} }
+func NewDisk() *Disk {
+	d := &Disk{pending: map[*os.File][]write{}}
+	d.resumed = sync.NewCond(&d.mu)
+	return d
+}
 
 // WriteAt keeps an append until the next Sync.
 func (d *Disk) WriteAt(f *os.File, b []byte, off int64) (int, error) {
@@ -54,6 +60,9 @@ func (d *Disk) WriteAt(f *os.File, b []byte, off int64) (int, error) {
 func (d *Disk) Sync(f *os.File) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	for d.stalled && !d.off {
+		d.resumed.Wait()
+	}
 	if d.off {
 		return errPowerOff
 	}
@@ -75,6 +84,23 @@ func (d *Disk) PowerOff() {
 	d.mu.Lock()
 	d.off = true
 	d.pending = map[*os.File][]write{}
+	d.resumed.Broadcast()
+	d.mu.Unlock()
+}
+
+// Stall makes every Sync wait until Resume (or a power cut): a disk that stops answering, which
+// holds the member's raft loop in its WAL write as upstream's raftBeforeSave sleeping does.
+func (d *Disk) Stall() {
+	d.mu.Lock()
+	d.stalled = true
+	d.mu.Unlock()
+}
+
+// Resume lets the stalled syncs go on.
+func (d *Disk) Resume() {
+	d.mu.Lock()
+	d.stalled = false
+	d.resumed.Broadcast()
 	d.mu.Unlock()
 }
 
@@ -97,6 +123,7 @@ func (d *Disk) PowerOffTorn(rng *rand.Rand) error {
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].w.seq < all[j].w.seq })
 	d.off = true
+	d.resumed.Broadcast()
 	d.pending = map[*os.File][]write{}
 	if len(all) == 0 {
 		return nil

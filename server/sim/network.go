@@ -41,7 +41,8 @@ type Network struct {
 	cut     map[[2]uint64]bool   // {from, to}: messages from -> to are lost
 	starved map[string]bool      // peer URL hosts every message to which is lost (Starve)
 	links   map[[2]uint64]chan delivery
-	tap     func(raftpb.Message) // sees every raft message sent, before the faults (SetTap)
+	tap     func(raftpb.Message)      // sees every raft message sent, before the faults (SetTap)
+	lose    func(raftpb.Message) bool // the messages a directed test has the network lose (SetLose)
 	stop    chan struct{}
 	wg      sync.WaitGroup
 }
@@ -93,6 +94,15 @@ func (n *Network) SetFaults(f Faults) {
 func (n *Network) SetTap(f func(raftpb.Message)) {
 	n.mu.Lock()
 	n.tap = f
+	n.mu.Unlock()
+}
+
+// SetLose has the network lose every raft message f picks from now on (nil: none), as a cut
+// link does, down to the message type. f runs with the network locked: it must not call the
+// network.
+func (n *Network) SetLose(f func(raftpb.Message) bool) {
+	n.mu.Lock()
+	n.lose = f
 	n.mu.Unlock()
 }
 
@@ -262,7 +272,8 @@ func (n *Network) send(from *endpoint, m raftpb.Message) {
 		n.tap(m)
 	}
 	to := n.members[m.To]
-	if !from.up || to == nil || !to.up || n.cut[[2]uint64{from.id, m.To}] || n.isStarved(m.To) || n.rng.Float64() < n.faults.Drop {
+	if !from.up || to == nil || !to.up || n.cut[[2]uint64{from.id, m.To}] || n.isStarved(m.To) || n.rng.Float64() < n.faults.Drop ||
+		n.lose != nil && n.lose(m) { // drawn after the faults: a seed's schedule stays as it was
 		if from.up && to != nil {
 			go from.raft.ReportUnreachable(m.To) // as the real transport reports a failed send
 		}
