@@ -23,7 +23,8 @@
 //	lifecycle.go  a run's version lifecycle: a rolling upgrade, and a downgrade back
 //	network.go    the in-memory network: raft messages through per-link queues with faults,
 //	              peer HTTP served in process
-//	disk.go       the WAL's disk, which a power cut empties of what was not synced
+//	disk.go       the WAL's disk, which a power cut empties of what was not synced, and
+//	              which can stall its syncs (a disk that stops answering)
 //	history.go    the clients' history and the simulation's own checks of it
 //	leases.go     the lease client and the lease log the lease check reads
 package sim
