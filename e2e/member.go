@@ -103,8 +103,10 @@ func NewMember(t testing.TB, extra ...string) *Member {
 	}}
 	t.Cleanup(func() {
 		// A failed test shows what its members said last: a flake in CI leaves nothing else.
-		if t.Failed() && m.Log() != "" {
-			t.Logf("%s (%s), last log lines:\n%s", m.Name, m.Bin, m.LogTail(15))
+		if t.Failed() {
+			if tail := m.LogTail(15); tail != "" {
+				t.Logf("%s (%s), last log lines:\n%s", m.Name, m.Bin, tail)
+			}
 		}
 		m.Kill()
 	})

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -353,33 +354,31 @@ func retryTimedOut(t *testing.T, what string, change func() error) {
 	}
 }
 
-func memberIDByPeerURL(t *testing.T, c *Cluster, peerURL string) uint64 {
-	t.Helper()
-	list, err := c.Client().MemberList(Ctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range list.Members {
-		if len(m.PeerURLs) > 0 && m.PeerURLs[0] == peerURL {
-			return m.ID
-		}
-	}
-	t.Fatalf("no member has peer URL %s", peerURL)
-	return 0
-}
-
 func memberIDOf(t *testing.T, c *Cluster, name string) uint64 {
 	t.Helper()
+	return memberIDWhere(t, c, "named "+name, func(m *pb.Member) bool { return m.Name == name })
+}
+
+func memberIDByPeerURL(t *testing.T, c *Cluster, peerURL string) uint64 {
+	t.Helper()
+	return memberIDWhere(t, c, "with peer URL "+peerURL, func(m *pb.Member) bool {
+		return len(m.PeerURLs) > 0 && m.PeerURLs[0] == peerURL
+	})
+}
+
+// memberIDWhere is the ID of the member the cluster lists that match picks (what says which).
+func memberIDWhere(t *testing.T, c *Cluster, what string, match func(*pb.Member) bool) uint64 {
+	t.Helper()
 	list, err := c.Client().MemberList(Ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range list.Members {
-		if m.Name == name {
+		if match(m) {
 			return m.ID
 		}
 	}
-	t.Fatalf("no member %s", name)
+	t.Fatalf("no member %s: %v", what, list.Members)
 	return 0
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -332,8 +333,7 @@ func TestStalledLeaderIsReplaced(t *testing.T) {
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	readsOnOld := 0
+	var readsOnOld atomic.Int64
 	for _, m := range c.Up() {
 		wg.Add(1)
 		go func(m *Member) {
@@ -348,9 +348,7 @@ func TestStalledLeaderIsReplaced(t *testing.T) {
 				m.Server().Range(rctx, &pb.RangeRequest{Key: []byte("k")}) // fails on the stalled leader
 				rcancel()
 				if m == old {
-					mu.Lock()
-					readsOnOld++
-					mu.Unlock()
+					readsOnOld.Add(1)
 				}
 			}
 		}(m)
@@ -375,7 +373,7 @@ func TestStalledLeaderIsReplaced(t *testing.T) {
 	}) {
 		close(stop)
 		wg.Wait()
-		t.Fatalf("no member replaced the stalled leader %s within 10 s (%d reads sent to it)", old.Name, readsOnOld)
+		t.Fatalf("no member replaced the stalled leader %s within 10 s (%d reads sent to it)", old.Name, readsOnOld.Load())
 	}
 	// The new leader's write is read back on the other follower while the old leader is stalled.
 	if _, err := lead.Server().Put(ctx, &pb.PutRequest{Key: []byte("k"), Value: []byte("after")}); err != nil {
@@ -392,10 +390,10 @@ func TestStalledLeaderIsReplaced(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	if readsOnOld == 0 {
+	if readsOnOld.Load() == 0 {
 		t.Fatal("no read reached the stalled leader")
 	}
-	t.Logf("%s replaced %s; %d reads sent to the stalled leader", lead.Name, old.Name, readsOnOld)
+	t.Logf("%s replaced %s; %d reads sent to the stalled leader", lead.Name, old.Name, readsOnOld.Load())
 	// Resumed, the old leader follows the new one.
 	c.Net.SetLose(nil)
 	old.Disk.Resume()
